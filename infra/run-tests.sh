@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The test suite as CI runs it (`make test`): lint, then every test. pytest's exit code 5 (no tests
+# collected) is a failure here like any other non-zero code.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.cache/numba}
+.venv/bin/ruff check lib jobs dags tests bench
+mkdir -p test-output
+.venv/bin/python -m pytest --junitxml=test-output/junit.xml "$@"
