@@ -1,0 +1,92 @@
+"""One configuration, read the same way by the CLI, the jobs and the DAGs.
+
+Precedence, lowest first: the defaults below (the papers' defaults), the YAML file named by
+``LAKEMETA_CONFIG``, the environment variables ``LAKEMETA_LAKE`` / ``LAKEMETA_CATALOG`` /
+``LAKEMETA_SPARK_MASTER``, and finally explicit overrides (CLI flags, DAG params).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestConfig:
+    """How `lakemeta ingest` reads CSV files."""
+
+    separator: str = ","
+    header: bool = True
+    quote: str = '"'
+    escape: str = '"'
+    encoding: str = "UTF-8"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    lake: Path | None = None
+    catalog: Path | None = None
+    spark_master: str = "local[*]"
+    # How often lakemeta_incremental runs (a cron expression or preset); DAG files read it at parse time.
+    incremental_schedule: str = "@hourly"
+    ingest: IngestConfig = dataclasses.field(default_factory=IngestConfig)
+
+    def require_paths(self) -> tuple[Path, Path]:
+        """The lake and catalog roots, or a clear error naming how to set them."""
+        if self.lake is None or self.catalog is None:
+            raise ValueError(
+                "lake and catalog must be set: pass --lake/--catalog, set LAKEMETA_LAKE/LAKEMETA_CATALOG, "
+                "or name them in the file given by LAKEMETA_CONFIG"
+            )
+        return self.lake, self.catalog
+
+
+_ENV_KEYS = {"lake": "LAKEMETA_LAKE", "catalog": "LAKEMETA_CATALOG", "spark_master": "LAKEMETA_SPARK_MASTER"}
+
+
+def load_config(
+    overrides: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+) -> Config:
+    """Build the configuration from defaults, LAKEMETA_CONFIG, the environment and ``overrides``.
+
+    ``overrides`` holds top-level keys (``lake``, ``catalog``, ...) or section dicts (``ingest``);
+    ``None`` values are ignored so that unset CLI flags leave lower layers in force.
+    """
+    environ = os.environ if environ is None else environ
+    layers: list[Mapping[str, Any]] = []
+    config_file = environ.get("LAKEMETA_CONFIG")
+    if config_file:
+        with open(config_file, encoding="utf-8") as handle:
+            layers.append(yaml.safe_load(handle) or {})
+    layers.append({key: environ[var] for key, var in _ENV_KEYS.items() if environ.get(var)})
+    layers.append(overrides or {})
+
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            if value is None:
+                continue
+            if isinstance(value, Mapping):
+                merged[key] = {**merged.get(key, {}), **{k: v for k, v in value.items() if v is not None}}
+            else:
+                merged[key] = value
+    return _build(merged)
+
+
+def _build(values: dict[str, Any]) -> Config:
+    known = {field.name for field in dataclasses.fields(Config)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown configuration keys: {', '.join(unknown)}")
+    kwargs: dict[str, Any] = dict(values)
+    for key in ("lake", "catalog"):
+        if key in kwargs:
+            kwargs[key] = Path(kwargs[key]).expanduser().resolve()
+    if "ingest" in kwargs:
+        kwargs["ingest"] = IngestConfig(**kwargs["ingest"])
+    return Config(**kwargs)

@@ -1,0 +1,104 @@
+"""The one Spark session factory used by jobs, tests and the CLI.
+
+It wires Delta Lake (SQL extension and catalog) from the jars that set-up fetched into ``.cache/jars``
+(``LAKEMETA_JARS`` names another folder), pins Spark to the loopback interface and to this
+interpreter's Python, and sizes shuffles for a small machine. The same settings are handed to
+spark-submit by the DAGs through :func:`spark_conf` and :func:`delta_jars`, because under spark-submit
+the JVM exists before any Python code could configure it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+
+
+def delta_jars() -> list[str]:
+    """Paths of the Delta jars fetched at set-up; a clear error when set-up has not run."""
+    folder = Path(os.environ.get("LAKEMETA_JARS", REPO_ROOT / ".cache" / "jars"))
+    jars = sorted(str(path) for path in folder.glob("*.jar"))
+    if not any("delta-spark" in Path(jar).name for jar in jars):
+        raise RuntimeError(f"Delta jars not found in {folder}: run `make setup` first")
+    return jars
+
+
+def spark_environment() -> dict[str, str]:
+    """Environment that must hold before a JVM or a Python worker starts (values already set win)."""
+    env = {
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+        "NUMBA_CACHE_DIR": str(REPO_ROOT / ".cache" / "numba"),
+    }
+    if "JAVA_HOME" not in os.environ:
+        java = shutil.which("java")
+        if java is None:
+            raise RuntimeError("no Java runtime: install a JDK 17+ or set JAVA_HOME")
+        env["JAVA_HOME"] = str(Path(java).resolve().parents[1])
+    return {key: os.environ.get(key, value) for key, value in env.items()}
+
+
+def prepare_environment() -> None:
+    os.environ.update(spark_environment())
+
+
+def under_spark_submit() -> bool:
+    """spark-submit starts the JVM first and hands its gateway to the Python driver."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def spark_conf(catalog: Path | None = None) -> dict[str, str]:
+    """Spark settings shared by local sessions and spark-submit.
+
+    Two cores: a handful of shuffle partitions beats Spark's default of 200 tiny tasks.
+    With ``catalog`` given, the embedded metastore and warehouse live beside the catalog so that the
+    database ``lakemeta`` persists across sessions.
+    """
+    conf = {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        "spark.executorEnv.NUMBA_CACHE_DIR": os.environ.get(
+            "NUMBA_CACHE_DIR", str(REPO_ROOT / ".cache" / "numba")
+        ),
+        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
+    }
+    if catalog is not None:
+        conf["spark.sql.warehouse.dir"] = str(catalog / "_warehouse")
+        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={catalog / '_metastore'}"
+    return conf
+
+
+def get_session(
+    master: str = "local[*]",
+    app_name: str = "lakemeta",
+    catalog: Path | None = None,
+    extra_conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """A Spark session with Delta, for ``master`` (``local[*]``, ``local-cluster[...]`` or ``spark://...``).
+
+    Under spark-submit the master and jars come from the command line and this returns that session.
+    """
+    prepare_environment()
+    builder = SparkSession.builder.appName(app_name)
+    if not under_spark_submit():
+        builder = builder.master(master).config("spark.jars", ",".join(delta_jars()))
+        builder = builder.config("spark.driver.memory", os.environ.get("LAKEMETA_DRIVER_MEMORY", "4g"))
+    for key, value in {**spark_conf(catalog), **(extra_conf or {})}.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session
