@@ -1,0 +1,140 @@
+"""Delta schemas of the catalog (DESIGN.md's catalog contract) and of the pipeline's state.
+
+Names and the listed columns are a contract that tests, DAGs and analysts rely on: add columns, rename none.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+
+def _schema(*fields: tuple[str, object]) -> StructType:
+    return StructType([StructField(name, kind, True) for name, kind in fields])  # type: ignore[arg-type]
+
+
+STRINGS = ArrayType(StringType(), containsNull=False)
+
+CATALOG_SCHEMAS: dict[str, StructType] = {
+    "tables": _schema(
+        ("table_name", StringType()),
+        ("n_rows", LongType()),
+        ("n_columns", IntegerType()),
+        ("last_version", LongType()),
+        ("updated_at", TimestampType()),
+    ),
+    "columns": _schema(
+        ("table_name", StringType()),
+        ("column_name", StringType()),
+        ("ordinal", IntegerType()),
+        ("data_type", StringType()),
+        ("n_rows", LongType()),
+        ("n_nulls", LongType()),
+        ("n_distinct_estimate", LongType()),
+        ("is_unique", BooleanType()),
+    ),
+    "unique_column_combinations": _schema(("table_name", StringType()), ("columns", STRINGS)),
+    "functional_dependencies": _schema(
+        ("table_name", StringType()),
+        ("lhs", STRINGS),
+        ("rhs", StringType()),
+        ("error", DoubleType()),
+    ),
+    "inclusion_dependencies": _schema(
+        ("dep_table", StringType()),
+        ("dep_column", StringType()),
+        ("ref_table", StringType()),
+        ("ref_column", StringType()),
+        ("dep_distinct", LongType()),
+        ("ref_distinct", LongType()),
+        ("coverage", DoubleType()),
+    ),
+    "inclusion_estimates": _schema(
+        ("dep_table", StringType()),
+        ("dep_column", StringType()),
+        ("ref_table", StringType()),
+        ("ref_column", StringType()),
+        ("estimate", DoubleType()),
+        ("error_bound", DoubleType()),
+    ),
+    "fk_candidates": _schema(
+        ("fk_table", StringType()),
+        ("fk_columns", STRINGS),
+        ("pk_table", StringType()),
+        ("pk_columns", STRINGS),
+        ("inclusion_estimate", DoubleType()),
+        ("inclusion_error", DoubleType()),
+        ("emd", DoubleType()),
+        ("rank", IntegerType()),
+        ("accepted", BooleanType()),
+    ),
+    "joinable_tables": _schema(
+        ("query_id", StringType()),
+        ("rank", IntegerType()),
+        ("table_name", StringType()),
+        ("joinability", LongType()),
+        ("column_mapping", StringType()),
+    ),
+    "runs": _schema(
+        ("run_id", LongType()),
+        ("started_at", TimestampType()),
+        ("finished_at", TimestampType()),
+        ("status", StringType()),
+        ("tables_changed", IntegerType()),
+        ("rows_inserted", LongType()),
+        ("rows_deleted", LongType()),
+    ),
+}
+
+STATE_SCHEMAS: dict[str, StructType] = {
+    "state/hll_counters": _schema(
+        ("table_name", StringType()),
+        ("column_name", StringType()),
+        ("bucket", IntegerType()),
+        ("rho", IntegerType()),
+        ("count", LongType()),
+    ),
+    "state/agree_sets": _schema(("table_name", StringType()), ("agree_set", STRINGS), ("count", LongType())),
+    "state/posting_lists": _schema(
+        ("value", StringType()),
+        ("table_name", StringType()),
+        ("column_name", StringType()),
+        ("row_id", LongType()),
+        ("super_key", ArrayType(LongType(), containsNull=False)),
+    ),
+    # Per column, the row and null counts of the table's current snapshot (a state that sums under
+    # batches); `columns` derives from it.
+    "state/column_profile": _schema(
+        ("table_name", StringType()),
+        ("column_name", StringType()),
+        ("ordinal", IntegerType()),
+        ("data_type", StringType()),
+        ("n_rows", LongType()),
+        ("n_nulls", LongType()),
+    ),
+    # One row per table and run: which versions the run's batch covers; `committed` turns true only
+    # when every state update of the batch has committed, and the committed rows are the watermarks.
+    "state/batches": _schema(
+        ("run_id", LongType()),
+        ("table_name", StringType()),
+        ("kind", StringType()),
+        ("source", StringType()),
+        ("from_version", LongType()),
+        ("to_version", LongType()),
+        ("table_id", StringType()),
+        ("rows_inserted", LongType()),
+        ("rows_deleted", LongType()),
+        ("committed", BooleanType()),
+    ),
+}
+
+ALL_SCHEMAS: dict[str, StructType] = {**CATALOG_SCHEMAS, **STATE_SCHEMAS}

@@ -1,0 +1,163 @@
+"""Readers and writers of the catalog's Delta tables, with the idempotent writes exactly-once needs.
+
+Every write that adds to state is tagged with its run (Delta's transaction identifiers: ``txnAppId`` is
+the component, ``txnVersion`` the run id). Delta records the highest version per application id in the
+table's log and skips a write whose version is not higher, so a retried run re-executes its writes
+harmlessly (DESIGN.md, "Batches are processed exactly once").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import deltalake
+import pyspark.sql.functions as F
+from delta.tables import DeltaTable
+from pyspark.sql import Column, DataFrame, SparkSession
+
+from lakemeta.catalog.schemas import ALL_SCHEMAS
+
+log = logging.getLogger(__name__)
+
+_TXN_APP = "spark.databricks.delta.write.txnAppId"
+_TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+
+
+@dataclass(frozen=True)
+class Txn:
+    """A write's identity: component ``app`` applying run ``version``."""
+
+    app: str
+    version: int
+
+
+class NegativeCountError(RuntimeError):
+    """A delta would drive a stored count below zero: the state and the batch disagree."""
+
+
+class Catalog:
+    """The catalog rooted at ``root``: result tables at the top, state under ``state/``."""
+
+    def __init__(self, spark: SparkSession, root: Path) -> None:
+        self.spark = spark
+        self.root = root
+
+    def path(self, name: str) -> str:
+        if name not in ALL_SCHEMAS:
+            raise KeyError(f"not a catalog table: {name}")
+        return str(self.root / name)
+
+    def ensure_tables(self) -> None:
+        """Create every table of the contract that does not exist yet (empty, with its schema)."""
+        for name, schema in ALL_SCHEMAS.items():
+            if not DeltaTable.isDeltaTable(self.spark, self.path(name)):
+                self.spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(
+                    self.path(name)
+                )
+
+    def read(self, name: str) -> DataFrame:
+        return self.spark.read.format("delta").load(self.path(name))
+
+    def delta_table(self, name: str) -> DeltaTable:
+        return DeltaTable.forPath(self.spark, self.path(name))
+
+    def overwrite(self, name: str, frame: DataFrame) -> None:
+        """Replace a derived table's content in one commit (idempotent by nature)."""
+        frame.select(*ALL_SCHEMAS[name].fieldNames()).write.format("delta").mode("overwrite").save(
+            self.path(name)
+        )
+
+    def append(self, name: str, frame: DataFrame, txn: Txn) -> None:
+        frame.select(*ALL_SCHEMAS[name].fieldNames()).write.format("delta").mode("append").option(
+            "txnAppId", txn.app
+        ).option("txnVersion", txn.version).save(self.path(name))
+
+    def already_applied(self, name: str, txn: Txn) -> bool:
+        """Whether ``txn`` (or a later run of the same component) has committed to table ``name``."""
+        applied = deltalake.DeltaTable(self.path(name)).transaction_version(txn.app)
+        return applied is not None and applied >= txn.version
+
+    def truncate(self, name: str) -> None:
+        self.overwrite(name, self.spark.createDataFrame([], ALL_SCHEMAS[name]))
+
+    @contextlib.contextmanager
+    def transaction(self, txn: Txn) -> Iterator[None]:
+        """Tag the MERGE / UPDATE / DELETE statements run inside with ``txn`` (session-level confs)."""
+        self.spark.conf.set(_TXN_APP, txn.app)
+        self.spark.conf.set(_TXN_VERSION, str(txn.version))
+        try:
+            yield
+        finally:
+            self.spark.conf.unset(_TXN_APP)
+            self.spark.conf.unset(_TXN_VERSION)
+
+    def merge_counts(
+        self,
+        name: str,
+        delta: DataFrame,
+        keys: Sequence[str],
+        counts: Sequence[str],
+        replaced_tables: Sequence[str],
+        txn: Txn,
+        drop_zero: bool,
+        replace_columns: Sequence[str] = (),
+    ) -> None:
+        """Add ``delta``'s counts to the stored ones, in one idempotent commit.
+
+        ``delta`` holds, per key, the change of each count column. For tables in ``replaced_tables``
+        (tables rebuilt from their snapshot, or dropped) it holds their complete counts instead: their
+        stored rows are replaced and rows the delta lacks are deleted. With ``drop_zero`` a row whose
+        counts all reach zero is removed (the state is a multiset); a count that would turn negative
+        raises :class:`NegativeCountError` before anything is written. ``replace_columns`` are
+        descriptive columns taken from the delta as they are (for example a column's data type).
+        """
+        if self.already_applied(name, txn):
+            log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
+            return
+        replaced = list(replaced_tables)
+        target = self.delta_table(name)
+        self._check_no_negative(name, delta, keys, counts, replaced)
+
+        def is_replaced(column: str) -> Column:
+            return F.col(column).isin(replaced) if replaced else F.lit(False)
+
+        on = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
+        added = {c: F.col(f"t.`{c}`") + F.col(f"s.`{c}`") for c in counts}
+        described = {c: F.col(f"s.`{c}`") for c in replace_columns}
+        merge = target.alias("t").merge(delta.alias("s"), on)
+        merge = merge.whenMatchedUpdate(
+            condition=is_replaced("s.table_name"),
+            set={**{c: F.col(f"s.`{c}`") for c in counts}, **described},
+        )
+        if drop_zero:
+            all_zero = F.lit(True)
+            for column in added.values():
+                all_zero = all_zero & (column == 0)
+            merge = merge.whenMatchedDelete(condition=all_zero)
+        merge = merge.whenMatchedUpdate(set={**added, **described})
+        merge = merge.whenNotMatchedInsertAll()
+        if replaced:
+            merge = merge.whenNotMatchedBySourceDelete(condition=is_replaced("t.table_name"))
+        with self.transaction(txn):
+            merge.execute()
+
+    def _check_no_negative(
+        self, name: str, delta: DataFrame, keys: Sequence[str], counts: Sequence[str], replaced: list[str]
+    ) -> None:
+        incremental = delta.where(~F.col("table_name").isin(replaced)) if replaced else delta
+        stored = self.read(name).select(*keys, *[F.col(c).alias(f"_stored_{c}") for c in counts])
+        joined = incremental.join(stored, on=list(keys), how="left")
+        negative = F.lit(False)
+        for count in counts:
+            negative = negative | ((F.coalesce(F.col(f"_stored_{count}"), F.lit(0)) + F.col(count)) < 0)
+        # A handful of offending keys at most: enough to name them in the error.
+        offending = joined.where(negative).select(*keys).limit(5).collect()
+        if offending:
+            raise NegativeCountError(
+                f"{name}: the batch removes more occurrences than the state holds for "
+                f"{[row.asDict() for row in offending]}; rebuild the state (`lakemeta rebuild`)"
+            )

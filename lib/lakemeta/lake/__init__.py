@@ -1,0 +1,1 @@
+"""The lake: finding tables, ingesting files, change batches (CDF or snapshot diff), watermarks."""

@@ -1,0 +1,271 @@
+"""Change batches: per source table, the rows inserted and deleted since its last processed version.
+
+A run's plan lists one batch per changed table and is stored (``state/batches``) before any state is
+touched, so a retried run processes exactly the same versions. A batch is one of
+
+* ``incremental``: versions (from_version, to_version]; rows come from Delta's change data feed when the
+  feed covers the whole range and its files still exist, otherwise from a diff of the two snapshots
+  (tables written by other engines, or with the feed off). An update is a delete plus an insert.
+* ``full``: the state of the table is rebuilt from its snapshot at to_version: a table seen for the
+  first time, a table whose schema changed, or one that was dropped and created again.
+* ``drop``: the table left the lake; its state is removed.
+
+The committed batches are the watermarks: a table's watermark is the to_version of its latest committed
+batch, and it advances only when every state update of the batch has committed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import unquote
+
+import deltalake
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame, SparkSession, Window
+
+from lakemeta.catalog import Catalog, Txn
+from lakemeta.catalog.schemas import ALL_SCHEMAS
+from lakemeta.lake.tables import discover_tables, table_path
+
+log = logging.getLogger(__name__)
+
+SIGN = "_lm_sign"
+PLAN_APP = "lakemeta.plan"
+
+
+@dataclass(frozen=True)
+class Batch:
+    table_name: str
+    kind: str  # "incremental" | "full" | "drop"
+    source: str  # "cdf" | "diff" | "snapshot" | "dropped"
+    from_version: int | None
+    to_version: int | None
+    table_id: str | None
+
+    @property
+    def replaces_state(self) -> bool:
+        """Whether the table's state is replaced (full, drop) rather than added to (incremental)."""
+        return self.kind != "incremental"
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_id: int
+    batches: tuple[Batch, ...]
+
+    @property
+    def replaced_tables(self) -> list[str]:
+        return [b.table_name for b in self.batches if b.replaces_state]
+
+
+@dataclass(frozen=True)
+class BatchSize:
+    table_name: str
+    rows_inserted: int
+    rows_deleted: int
+
+
+@dataclass(frozen=True)
+class Watermark:
+    version: int
+    table_id: str | None
+
+
+def open_plan(catalog: Catalog, lake: Path) -> Plan:
+    """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one."""
+    runs = catalog.read("runs")
+    running = runs.where(F.col("status") == "running").agg(F.min("run_id")).first()[0]
+    if running is not None:
+        plan = _stored_plan(catalog, int(running))
+        log.info("resuming run %d: %d table batches", plan.run_id, len(plan.batches))
+        return plan
+    run_id = int(runs.agg(F.coalesce(F.max("run_id"), F.lit(0))).first()[0]) + 1
+    batches = plan_batches(lake, watermarks(catalog))
+    rows = [
+        (run_id, b.table_name, b.kind, b.source, b.from_version, b.to_version, b.table_id, None, None, False)
+        for b in batches
+    ]
+    spark = catalog.spark
+    catalog.append(
+        "state/batches", spark.createDataFrame(rows, ALL_SCHEMAS["state/batches"]), Txn(PLAN_APP, run_id)
+    )
+    started = spark.createDataFrame(
+        [(run_id, datetime.now(UTC), None, "running", len(batches), None, None)], ALL_SCHEMAS["runs"]
+    )
+    catalog.append("runs", started, Txn(PLAN_APP, run_id))
+    # The stored plan is authoritative: a crash between the two appends above, and a retry that
+    # planned again, must still process the versions the first attempt recorded.
+    plan = _stored_plan(catalog, run_id)
+    kinds = {kind: sum(b.kind == kind for b in plan.batches) for kind in ("incremental", "full", "drop")}
+    log.info("run %d planned: %d table batches %s", run_id, len(plan.batches), kinds)
+    return plan
+
+
+def _stored_plan(catalog: Catalog, run_id: int) -> Plan:
+    # One row per changed table: small by construction.
+    rows = catalog.read("state/batches").where(F.col("run_id") == run_id).orderBy("table_name").collect()
+    return Plan(
+        run_id,
+        tuple(Batch(r.table_name, r.kind, r.source, r.from_version, r.to_version, r.table_id) for r in rows),
+    )
+
+
+def watermarks(catalog: Catalog) -> dict[str, Watermark]:
+    """Per table, the version its state reflects (tables whose last batch dropped them are absent)."""
+    latest = Window.partitionBy("table_name").orderBy(F.col("run_id").desc())
+    rows = (
+        catalog.read("state/batches")
+        .where(F.col("committed"))
+        .withColumn("_rank", F.row_number().over(latest))
+        .where((F.col("_rank") == 1) & (F.col("kind") != "drop"))
+        .select("table_name", "to_version", "table_id")
+        .collect()  # one row per table: small by construction
+    )
+    return {r.table_name: Watermark(int(r.to_version), r.table_id) for r in rows}
+
+
+def plan_batches(lake: Path, marks: dict[str, Watermark]) -> list[Batch]:
+    """Compare each table's log with its watermark; read only Delta logs, never data."""
+    batches: list[Batch] = []
+    present = discover_tables(lake)
+    for name in present:
+        path = table_path(lake, name)
+        table = deltalake.DeltaTable(str(path))
+        version, table_id = table.version(), table.metadata().id
+        mark = marks.get(name)
+        if mark is None or mark.table_id != table_id or version < mark.version:
+            batches.append(Batch(name, "full", "snapshot", None, version, table_id))
+        elif version > mark.version:
+            source = incremental_source(path, mark.version, version)
+            if source is None:
+                batches.append(Batch(name, "full", "snapshot", None, version, table_id))
+            else:
+                batches.append(Batch(name, "incremental", source, mark.version, version, table_id))
+    for name in sorted(set(marks) - set(present)):
+        batches.append(Batch(name, "drop", "dropped", marks[name].version, None, marks[name].table_id))
+    return batches
+
+
+def incremental_source(path: Path, from_version: int, to_version: int) -> str | None:
+    """``cdf`` when the change feed can serve (from_version, to_version], ``diff`` when only a snapshot
+    diff can, ``None`` when the schema changed in between (the batch must then be a full one)."""
+    try:
+        before = deltalake.DeltaTable(str(path), version=from_version)
+    except Exception:
+        return None
+    after = deltalake.DeltaTable(str(path), version=to_version)
+    if before.schema().to_json() != after.schema().to_json():
+        return None
+    if before.metadata().configuration.get("delta.enableChangeDataFeed") != "true":
+        return "diff"
+    return "cdf" if _change_files_present(path, from_version, to_version) else "diff"
+
+
+def _change_files_present(path: Path, from_version: int, to_version: int) -> bool:
+    """Whether every commit in the range is in the log, keeps the feed on, and its files still exist
+    (VACUUM removes the files of old versions, and with them the feed)."""
+    for version in range(from_version + 1, to_version + 1):
+        commit = path / "_delta_log" / f"{version:020d}.json"
+        if not commit.exists():
+            return False
+        actions = [json.loads(line) for line in commit.read_text(encoding="utf-8").splitlines() if line]
+        for action in actions:
+            metadata = action.get("metaData")
+            if metadata and metadata.get("configuration", {}).get("delta.enableChangeDataFeed") != "true":
+                return False
+        change_files = [a["cdc"]["path"] for a in actions if "cdc" in a]
+        if not change_files:
+            change_files = [a[k]["path"] for a in actions for k in ("add", "remove") if k in a]
+        if not all((path / unquote(f)).exists() for f in change_files):
+            return False
+    return True
+
+
+def changes(spark: SparkSession, lake: Path, batch: Batch) -> DataFrame:
+    """The batch's rows with a ``_lm_sign`` column: +1 inserted, -1 deleted.
+
+    For a ``full`` batch, the whole snapshot with sign +1 (the state of the table is replaced).
+    """
+    if batch.kind == "drop":
+        raise ValueError(f"{batch.table_name}: a dropped table has no rows")
+    path = str(table_path(lake, batch.table_name))
+    reader = spark.read.format("delta")
+    if batch.kind == "full":
+        return reader.option("versionAsOf", batch.to_version).load(path).withColumn(SIGN, F.lit(1))
+    if batch.source == "cdf":
+        feed = (
+            reader.option("readChangeFeed", "true")
+            .option("startingVersion", batch.from_version + 1)
+            .option("endingVersion", batch.to_version)
+            .load(path)
+        )
+        inserted = F.col("_change_type").isin("insert", "update_postimage")
+        return feed.withColumn(SIGN, F.when(inserted, 1).otherwise(-1)).drop(
+            "_change_type", "_commit_version", "_commit_timestamp"
+        )
+    before = reader.option("versionAsOf", batch.from_version).load(path)
+    after = spark.read.format("delta").option("versionAsOf", batch.to_version).load(path)
+    return (
+        after.exceptAll(before)
+        .withColumn(SIGN, F.lit(1))
+        .unionByName(before.exceptAll(after).withColumn(SIGN, F.lit(-1)))
+    )
+
+
+def record_batch_sizes(catalog: Catalog, run_id: int, sizes: list[BatchSize]) -> None:
+    """Store each batch's inserted / deleted row counts, keeping counts an earlier attempt stored."""
+    if not sizes:
+        return
+    frame = catalog.spark.createDataFrame(
+        [(run_id, s.table_name, s.rows_inserted, s.rows_deleted) for s in sizes],
+        "run_id long, table_name string, rows_inserted long, rows_deleted long",
+    )
+    catalog.delta_table("state/batches").alias("t").merge(
+        frame.alias("s"), "t.run_id = s.run_id AND t.table_name = s.table_name"
+    ).whenMatchedUpdate(
+        condition=F.col("t.rows_inserted").isNull(),
+        set={"rows_inserted": "s.rows_inserted", "rows_deleted": "s.rows_deleted"},
+    ).execute()
+
+
+def commit_plan(catalog: Catalog, plan: Plan) -> None:
+    """Advance the watermarks of the plan's tables and close its run (idempotent)."""
+    catalog.delta_table("state/batches").update(
+        condition=(F.col("run_id") == plan.run_id) & ~F.col("committed"), set={"committed": F.lit(True)}
+    )
+    # One row per table of the run: small by construction.
+    totals = (
+        catalog.read("state/batches")
+        .where(F.col("run_id") == plan.run_id)
+        .agg(F.count("*"), F.sum("rows_inserted"), F.sum("rows_deleted"))
+        .first()
+    )
+    catalog.delta_table("runs").update(
+        condition=(F.col("run_id") == plan.run_id) & (F.col("status") == "running"),
+        set={
+            "status": F.lit("succeeded"),
+            "finished_at": F.lit(datetime.now(UTC)),
+            "tables_changed": F.lit(int(totals[0])),
+            "rows_inserted": F.lit(int(totals[1] or 0)),
+            "rows_deleted": F.lit(int(totals[2] or 0)),
+        },
+    )
+    log.info(
+        "run %d committed: %d tables, %d rows inserted, %d deleted",
+        plan.run_id,
+        totals[0],
+        totals[1] or 0,
+        totals[2] or 0,
+    )
+
+
+def abandon_open_runs(catalog: Catalog) -> None:
+    """Close an unfinished run without committing it (before a rebuild drops the state it began)."""
+    catalog.delta_table("runs").update(
+        condition=F.col("status") == "running",
+        set={"status": F.lit("abandoned"), "finished_at": F.lit(datetime.now(UTC))},
+    )

@@ -1,0 +1,213 @@
+"""`lakemeta ingest`: CSV and Parquet files or folders become Delta tables in the lake.
+
+Every table is written with the change data feed and row tracking on, in a single Delta commit, so a
+failed ingest leaves no half-written table. CSV rows Spark cannot parse (a wrong number of fields, an
+unparsable value) go to a quarantine table ``_quarantine/<table>`` beside the lake's tables, with the
+source file, the raw record and the reason, and the ingest reports how many went there.
+
+Naming: a file given on the command line becomes the table named by its stem (``orders.parquet`` ->
+``orders``); a folder ``F`` contributes one table per data file inside it, named ``F/<relative path
+without extension>``. ``prefix`` puts all of them under a sub-folder of the lake.
+Column names keep their text except the characters Delta refuses in names without column mapping
+(`` ,;{}()\\n\\t=``), which become ``_``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StringType, StructField, StructType
+from tqdm import tqdm
+
+from lakemeta.config import IngestConfig
+from lakemeta.lake.tables import table_path
+
+log = logging.getLogger(__name__)
+
+CSV_SUFFIXES = {".csv", ".tsv", ".txt"}
+PARQUET_SUFFIXES = {".parquet", ".pq"}
+TABLE_PROPERTIES = {"delta.enableChangeDataFeed": "true", "delta.enableRowTracking": "true"}
+QUARANTINE = "_quarantine"
+_CORRUPT = "_corrupt_record"
+_INVALID_NAME_CHARS = re.compile(r"[ ,;{}()\n\t=]")
+
+
+class IngestError(ValueError):
+    """A source that cannot become a table; the message names the file."""
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    table_name: str
+    path: Path
+    file_format: str  # "csv" | "parquet"
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    table_name: str
+    source: Path
+    rows: int
+    quarantined: int
+
+
+def find_sources(sources: list[Path], prefix: str = "") -> list[SourceFile]:
+    """Expand files and folders into the tables they become (see the module's naming rules)."""
+    found: list[SourceFile] = []
+    for source in sources:
+        if not source.exists():
+            raise IngestError(f"{source}: no such file or folder")
+        if source.is_file():
+            found.append(_source_file(source, source.stem, prefix))
+            continue
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            if path.suffix.lower() in CSV_SUFFIXES | PARQUET_SUFFIXES:
+                relative = path.relative_to(source).with_suffix("")
+                found.append(_source_file(path, f"{source.name}/{relative.as_posix()}", prefix))
+    names = [s.table_name for s in found]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise IngestError(f"several sources would become the same table: {', '.join(duplicates)}")
+    return found
+
+
+def _source_file(path: Path, name: str, prefix: str) -> SourceFile:
+    suffix = path.suffix.lower()
+    if suffix in CSV_SUFFIXES:
+        file_format = "csv"
+    elif suffix in PARQUET_SUFFIXES:
+        file_format = "parquet"
+    else:
+        raise IngestError(f"{path}: not a CSV or Parquet file (suffix {suffix or 'missing'})")
+    table_name = f"{prefix.strip('/')}/{name}" if prefix else name
+    return SourceFile(table_name=table_name, path=path, file_format=file_format)
+
+
+def ingest(
+    spark: SparkSession,
+    lake: Path,
+    sources: list[SourceFile],
+    options: IngestConfig,
+    mode: str = "error",
+    parallel: int = 4,
+) -> list[IngestResult]:
+    """Write each source as a Delta table, ``parallel`` at a time (small tables are dominated by the
+    driver's per-commit work, which overlaps well). ``mode`` is ``error`` (the table must not exist),
+    ``overwrite`` (a new version replacing the rows, visible to the change feed) or ``append``."""
+    if mode not in {"error", "overwrite", "append"}:
+        raise ValueError(f"unknown ingest mode {mode!r}")
+    results: list[IngestResult] = []
+    with (
+        ThreadPoolExecutor(max_workers=parallel) as pool,
+        tqdm(total=len(sources), desc="ingest", unit="table", disable=None) as progress,
+    ):
+        futures = [pool.submit(ingest_one, spark, lake, source, options, mode) for source in sources]
+        for future in as_completed(futures):
+            results.append(future.result())
+            progress.update()
+    results.sort(key=lambda r: r.table_name)
+    log.info(
+        "ingested %d tables: %d rows, %d malformed records quarantined",
+        len(results),
+        sum(r.rows for r in results),
+        sum(r.quarantined for r in results),
+    )
+    return results
+
+
+def ingest_one(
+    spark: SparkSession, lake: Path, source: SourceFile, options: IngestConfig, mode: str
+) -> IngestResult:
+    destination = table_path(lake, source.table_name)
+    spark.sparkContext.setJobDescription(f"ingest {source.path.name} -> {source.table_name}")
+    if source.file_format == "parquet":
+        frame, bad, parsed = spark.read.parquet(str(source.path)), None, None
+    else:
+        frame, bad, parsed = _read_csv(spark, source.path, options)
+    frame = _with_valid_names(frame)
+    writer = frame.write.format("delta").mode("errorifexists" if mode == "error" else mode)
+    for key, value in TABLE_PROPERTIES.items():
+        writer = writer.option(key, value)
+    try:
+        writer.save(str(destination))
+    except Exception as error:
+        raise IngestError(f"{source.path}: could not write table {source.table_name}: {error}") from error
+    quarantined = _quarantine(spark, lake, source, bad) if bad is not None else 0
+    if parsed is not None:
+        # Spark matches cached data by plan, not by file content: a later ingest of a rewritten file
+        # must not see this one's rows.
+        parsed.unpersist()
+    rows = spark.read.format("delta").load(str(destination)).count()
+    log.debug("ingested %s -> %s: %d rows, %d quarantined", source.path, source.table_name, rows, quarantined)
+    return IngestResult(source.table_name, source.path, rows, quarantined)
+
+
+def _read_csv(
+    spark: SparkSession, path: Path, options: IngestConfig
+) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """The good rows of a CSV file, its malformed ones (raw text and reason), and the cached parse both
+    derive from (the caller unpersists it).
+
+    Spark infers the types over the whole file first; a second read with that schema flags every
+    record that does not fit it (too few or too many fields, a value of another type). Line endings
+    CR, LF and CRLF are all recognised by Spark's line reader.
+    """
+    reader = (
+        spark.read.option("header", options.header)
+        .option("sep", options.separator)
+        .option("quote", options.quote)
+        .option("escape", options.escape)
+        .option("encoding", options.encoding)
+        .option("multiLine", False)
+    )
+    try:
+        inferred = reader.option("inferSchema", True).csv(str(path)).schema
+    except Exception as error:
+        raise IngestError(f"{path}: not readable as CSV: {error}") from error
+    if not inferred.fields:
+        raise IngestError(f"{path}: no columns found (empty file?)")
+    with_corrupt = StructType([*inferred.fields, StructField(_CORRUPT, StringType(), True)])
+    parsed = (
+        reader.schema(with_corrupt)
+        .option("mode", "PERMISSIVE")
+        .option("columnNameOfCorruptRecord", _CORRUPT)
+        .csv(str(path))
+        .cache()  # Spark refuses queries that touch only the corrupt-record column of an uncached read
+    )
+    good = parsed.where(F.col(_CORRUPT).isNull()).drop(_CORRUPT)
+    expected = len(inferred.fields)
+    bad = parsed.where(F.col(_CORRUPT).isNotNull()).select(
+        F.lit(str(path)).alias("source_file"),
+        F.col(_CORRUPT).alias("raw_record"),
+        F.concat(
+            F.lit(f"record does not fit the file's {expected} columns ("),
+            F.lit(", ".join(f"{f.name}: {f.dataType.simpleString()}" for f in inferred.fields)),
+            F.lit(")"),
+        ).alias("reason"),
+    )
+    return good, bad, parsed
+
+
+def _with_valid_names(frame: DataFrame) -> DataFrame:
+    renamed: list[str] = []
+    for name in frame.columns:
+        candidate = _INVALID_NAME_CHARS.sub("_", name) or "_"
+        while candidate in renamed:
+            candidate += "_"
+        renamed.append(candidate)
+    return frame.toDF(*renamed) if renamed != frame.columns else frame
+
+
+def _quarantine(spark: SparkSession, lake: Path, source: SourceFile, bad: DataFrame) -> int:
+    count = bad.count()
+    if count:
+        destination = table_path(lake, f"{QUARANTINE}/{source.table_name}")
+        bad.write.format("delta").mode("append").save(str(destination))
+        log.warning("%s: %d malformed records quarantined in %s", source.path, count, destination)
+    return count

@@ -1,0 +1,38 @@
+"""The lake model: a lake is a root folder and every Delta table under it is a source table.
+
+A table's name is its folder's path relative to the lake root (``tpch/lineitem``). Folders whose name
+starts with ``_`` or ``.`` are not searched (``_quarantine`` and Spark's own hidden folders).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import deltalake
+
+
+def discover_tables(lake: Path) -> list[str]:
+    """Names of the Delta tables under ``lake``, sorted."""
+    names: list[str] = []
+    for folder, subfolders, _files in os.walk(lake):
+        if "_delta_log" in subfolders:
+            names.append(Path(folder).relative_to(lake).as_posix())
+            subfolders.clear()  # a table's own folders hold data files, never other tables
+            continue
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(("_", ".")))
+    return sorted(names)
+
+
+def table_path(lake: Path, name: str) -> Path:
+    """The folder of table ``name``; a name that would leave the lake root is refused."""
+    root = lake.resolve()
+    path = (root / name).resolve()
+    if path == root or root not in path.parents:
+        raise ValueError(f"table name {name!r} does not name a folder inside the lake {root}")
+    return path
+
+
+def latest_version(path: Path) -> int:
+    """The newest committed version of the Delta table at ``path``, read from its log (no JVM)."""
+    return deltalake.DeltaTable(str(path)).version()

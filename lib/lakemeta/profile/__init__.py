@@ -1,0 +1,1 @@
+"""Column profiles: row and null counts per column, maintained from change batches."""

@@ -1,0 +1,141 @@
+"""Row and null counts per column as incremental state (``state/column_profile``).
+
+The state is a sum: a batch adds, per column, its signed row count and signed null count; a table
+rebuilt from its snapshot (``full`` batch) or dropped gets its rows replaced. The catalog's ``columns``
+and ``tables`` are derived from it (see :mod:`lakemeta.catalog.refresh`). All tables of a run are
+unpivoted into one long frame and aggregated in a single Spark job, so a lake of many small tables
+costs one job, not one per table.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import reduce
+from pathlib import Path
+
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame
+
+from lakemeta.catalog import Catalog, Txn
+from lakemeta.catalog.schemas import ALL_SCHEMAS
+from lakemeta.lake.batches import SIGN, BatchSize, Plan, changes, record_batch_sizes
+
+log = logging.getLogger(__name__)
+
+STATE = "state/column_profile"
+APP = "lakemeta.column_profile"
+_COUNTS = ["n_rows", "n_nulls", "rows_inserted", "rows_deleted"]
+
+
+def profile_delta(catalog: Catalog, lake: Path, plan: Plan) -> DataFrame:
+    """Per (table, column): the change of n_rows and n_nulls, plus the batch's inserted/deleted rows.
+
+    Every column of every batch's table gets a row, also when no row of it changed, so that a table
+    rebuilt from an empty snapshot still lists its columns.
+    """
+    spark = catalog.spark
+    frames = []
+    columns = []
+    for batch in plan.batches:
+        if batch.kind == "drop":
+            continue
+        rows = changes(spark, lake, batch)
+        fields = [field for field in rows.schema.fields if field.name != SIGN]
+        columns.extend(
+            (batch.table_name, field.name, ordinal, field.dataType.simpleString())
+            for ordinal, field in enumerate(fields)
+        )
+        cells = F.explode(
+            F.array(
+                *[
+                    F.struct(
+                        F.lit(field.name).alias("column_name"),
+                        F.lit(ordinal).alias("ordinal"),
+                        F.lit(field.dataType.simpleString()).alias("data_type"),
+                        F.col(f"`{field.name}`").isNull().alias("is_null"),
+                    )
+                    for ordinal, field in enumerate(fields)
+                ]
+            )
+        )
+        frames.append(rows.select(F.lit(batch.table_name).alias("table_name"), F.col(SIGN), cells.alias("c")))
+    keys = ["table_name", "column_name", "ordinal", "data_type"]
+    every_column = spark.createDataFrame(
+        columns, "table_name string, column_name string, ordinal int, data_type string"
+    )
+    if not frames:
+        return every_column.select(*keys, *[F.lit(0).cast("long").alias(c) for c in _COUNTS])
+    long = reduce(DataFrame.unionByName, frames).select("table_name", "c.*", SIGN)
+    counted = long.groupBy(*keys).agg(
+        F.sum(SIGN).cast("long").alias("n_rows"),
+        F.sum(F.when(F.col("is_null"), F.col(SIGN)).otherwise(0)).cast("long").alias("n_nulls"),
+        F.sum(F.when(F.col(SIGN) > 0, 1).otherwise(0)).cast("long").alias("rows_inserted"),
+        F.sum(F.when(F.col(SIGN) < 0, 1).otherwise(0)).cast("long").alias("rows_deleted"),
+    )
+    return every_column.join(counted, keys, "left").select(
+        *keys, *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in _COUNTS]
+    )
+
+
+def update_column_profile(catalog: Catalog, lake: Path, plan: Plan) -> list[BatchSize]:
+    """Apply the plan's batches to ``state/column_profile`` exactly once; return each batch's size."""
+    spark = catalog.spark
+    spark.sparkContext.setJobDescription(f"run {plan.run_id}: column profiles of {len(plan.batches)} tables")
+    delta = profile_delta(catalog, lake, plan)
+    if delta is None:
+        delta = spark.createDataFrame([], ALL_SCHEMAS[STATE]).withColumn(
+            "rows_inserted", F.lit(0).cast("long")
+        )
+        delta = delta.withColumn("rows_deleted", F.lit(0).cast("long"))
+    delta = delta.cache()
+    # Sizes are recorded before the merge: a replaced table's previous row count is read from the state
+    # the merge overwrites, and a retry keeps the sizes the first attempt recorded.
+    sizes = _batch_sizes(catalog, plan, delta)
+    record_batch_sizes(catalog, plan.run_id, sizes)
+    catalog.merge_counts(
+        STATE,
+        delta.select(*ALL_SCHEMAS[STATE].fieldNames()),
+        keys=["table_name", "column_name"],
+        counts=["n_rows", "n_nulls"],
+        replaced_tables=plan.replaced_tables,
+        txn=Txn(APP, plan.run_id),
+        drop_zero=False,
+        replace_columns=["ordinal", "data_type"],
+    )
+    delta.unpersist()
+    log.info(
+        "run %d: column profiles updated for %d tables (%d rows inserted, %d deleted)",
+        plan.run_id,
+        len(plan.batches),
+        sum(s.rows_inserted for s in sizes),
+        sum(s.rows_deleted for s in sizes),
+    )
+    return sizes
+
+
+def _batch_sizes(catalog: Catalog, plan: Plan, delta: DataFrame) -> list[BatchSize]:
+    """Rows inserted and deleted per table; a replaced table's previous rows count as deleted."""
+    # One row per table of the plan: small by construction.
+    counted = {
+        r.table_name: (int(r.rows_inserted), int(r.rows_deleted))
+        for r in delta.where(F.col("ordinal") == 0)
+        .select("table_name", "rows_inserted", "rows_deleted")
+        .collect()
+    }
+    replaced = plan.replaced_tables
+    previous: dict[str, int] = {}
+    if replaced:
+        previous = {
+            r.table_name: int(r.n_rows)
+            for r in catalog.read(STATE)
+            .where(F.col("table_name").isin(replaced) & (F.col("ordinal") == 0))
+            .select("table_name", "n_rows")
+            .collect()
+        }
+    sizes = []
+    for batch in plan.batches:
+        inserted, deleted = counted.get(batch.table_name, (0, 0))
+        if batch.replaces_state:
+            deleted = previous.get(batch.table_name, 0)
+        sizes.append(BatchSize(batch.table_name, inserted, deleted))
+    return sizes

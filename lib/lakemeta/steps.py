@@ -1,0 +1,33 @@
+"""Entry point shared by the spark-submit jobs under jobs/: parse arguments, open a session, run a step."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from lakemeta.config import load_config
+from lakemeta.logs import configure_logging
+from lakemeta.pipeline import Pipeline
+from lakemeta.spark import get_session
+
+STEPS: dict[str, Callable[[Pipeline], object]] = {
+    "detect": Pipeline.detect,
+    "update_state": lambda pipeline: pipeline.update_state(pipeline.detect()),
+    "commit": lambda pipeline: pipeline.commit(pipeline.detect()),
+    "rebuild": Pipeline.rebuild,
+}
+
+
+def main(step: str, argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=f"lakemeta pipeline step: {step}")
+    parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
+    parser.add_argument("--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)")
+    args = parser.parse_args(argv)
+    configure_logging()
+    config = load_config({"lake": args.lake, "catalog": args.catalog})
+    _lake, catalog = config.require_paths()
+    spark = get_session(config.spark_master, app_name=f"lakemeta {step}", catalog=catalog)
+    logging.getLogger("lakemeta").info("step %s: lake %s, catalog %s", step, config.lake, catalog)
+    STEPS[step](Pipeline(spark, config))
