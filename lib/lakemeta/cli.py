@@ -1,0 +1,144 @@
+"""The `lakemeta` command (DESIGN.md, command line contract)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from tqdm import tqdm
+
+from lakemeta.config import Config, load_config
+from lakemeta.logs import configure_logging
+
+log = logging.getLogger("lakemeta")
+
+
+def _paths(parser: argparse.ArgumentParser, lake: bool = True) -> None:
+    if lake:
+        parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
+    parser.add_argument("--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lakemeta", description="Metadata of a data lake, kept current.")
+    parser.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    ingest = commands.add_parser("ingest", help="CSV / Parquet files or folders -> Delta tables in the lake")
+    ingest.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
+    ingest.add_argument("sources", type=Path, nargs="+", help="files or folders")
+    ingest.add_argument("--prefix", default="", help="put the tables under this folder of the lake")
+    ingest.add_argument("--mode", choices=["error", "overwrite", "append"], default="error")
+    ingest.add_argument("--separator", help="CSV field separator (default ,)")
+    ingest.add_argument("--no-header", dest="header", action="store_false", default=None)
+    ingest.add_argument("--quote", help='CSV quote character (default ")')
+    ingest.add_argument("--escape", help='CSV escape character (default ")')
+    ingest.add_argument("--encoding", help="CSV encoding (default UTF-8)")
+
+    run = commands.add_parser("run", help="process pending batches, then refresh discovery results")
+    _paths(run)
+    rebuild = commands.add_parser("rebuild", help="drop state, recompute from the current snapshots")
+    _paths(rebuild)
+
+    show = commands.add_parser("show", help="print a catalog table (no JVM)")
+    _paths(show, lake=False)
+    show.add_argument("table", help="catalog table, e.g. columns or state/hll_counters")
+    show.add_argument("--limit", type=int, default=50, help="rows to print (0: all)")
+    time_travel = show.add_mutually_exclusive_group()
+    time_travel.add_argument("--version", type=int, help="the table as of this Delta version")
+    time_travel.add_argument(
+        "--as-of", type=datetime.fromisoformat, help="the table as of this time (ISO 8601)"
+    )
+
+    demo = commands.add_parser("demo", help="build a demo lake, run the pipeline, change it, run again")
+    demo.add_argument(
+        "--workdir", type=Path, default=Path("demo-output"), help="where the lake and catalog go"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    overrides = {key: getattr(args, key, None) for key in ("lake", "catalog")}
+    overrides["spark_master"] = args.master
+    if args.command == "ingest":
+        ingest_options = {k: getattr(args, k) for k in ("separator", "header", "quote", "escape", "encoding")}
+        overrides["ingest"] = ingest_options
+    config = load_config(overrides)
+    try:
+        return COMMANDS[args.command](args, config)
+    except (ValueError, FileNotFoundError, KeyError) as error:
+        print(f"lakemeta {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+def _ingest(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.lake.ingest import find_sources, ingest
+    from lakemeta.spark import get_session
+
+    if config.lake is None:
+        raise ValueError("--lake (or LAKEMETA_LAKE) is required")
+    sources = find_sources(args.sources, args.prefix)
+    spark = get_session(config.spark_master, "lakemeta ingest")
+    results = ingest(spark, config.lake, sources, config.ingest, args.mode)
+    rows = sum(r.rows for r in results)
+    quarantined = sum(r.quarantined for r in results)
+    print(f"ingested {len(results)} tables, {rows} rows; {quarantined} malformed records quarantined")
+    return 0
+
+
+def _pipeline(config: Config):
+    from lakemeta.pipeline import Pipeline
+    from lakemeta.spark import get_session
+
+    _lake, catalog = config.require_paths()
+    return Pipeline(get_session(config.spark_master, "lakemeta", catalog=catalog), config)
+
+
+def _run(args: argparse.Namespace, config: Config) -> int:
+    pipeline = _pipeline(config)
+    with tqdm(total=3, desc="run", unit="step", disable=None) as progress:
+        progress.set_postfix_str("detect batches")
+        plan = pipeline.detect()
+        progress.update()
+        progress.set_postfix_str(f"update state ({len(plan.batches)} tables)")
+        pipeline.update_state(plan)
+        progress.update()
+        progress.set_postfix_str("commit")
+        pipeline.commit(plan)
+        progress.update()
+    print(f"run {plan.run_id}: {len(plan.batches)} tables changed")
+    return 0
+
+
+def _rebuild(args: argparse.Namespace, config: Config) -> int:
+    plan = _pipeline(config).rebuild()
+    print(f"rebuilt state from {len(plan.batches)} tables (run {plan.run_id})")
+    return 0
+
+
+def _show(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.show import format_table, read_catalog_table
+
+    if config.catalog is None:
+        raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
+    frame = read_catalog_table(config.catalog, args.table, args.version, args.as_of)
+    print(format_table(frame, args.limit or None))
+    return 0
+
+
+def _demo(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.demo import run_demo
+
+    return run_demo(args.workdir.resolve(), config)
+
+
+COMMANDS = {"ingest": _ingest, "run": _run, "rebuild": _rebuild, "show": _show, "demo": _demo}
+
+if __name__ == "__main__":
+    sys.exit(main())

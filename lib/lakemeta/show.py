@@ -1,0 +1,44 @@
+"""`lakemeta show`: print a catalog table without a JVM (delta-rs), at any version or time."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import deltalake
+import pandas as pd
+
+from lakemeta.catalog.schemas import ALL_SCHEMAS
+
+SORT_KEYS = {
+    "runs": ["run_id"],
+    "joinable_tables": ["query_id", "rank"],
+    "fk_candidates": ["rank"],
+}
+
+
+def read_catalog_table(
+    catalog: Path, name: str, version: int | None = None, as_of: datetime | None = None
+) -> pd.DataFrame:
+    """A catalog table as pandas, optionally as it was at ``version`` or at time ``as_of``."""
+    if name not in ALL_SCHEMAS:
+        raise KeyError(f"unknown catalog table {name!r}; known: {', '.join(sorted(ALL_SCHEMAS))}")
+    path = catalog / name
+    if not deltalake.DeltaTable.is_deltatable(str(path)):
+        raise FileNotFoundError(f"{path} is not a Delta table: has `lakemeta run` been run on this catalog?")
+    table = deltalake.DeltaTable(str(path))
+    if version is not None:
+        table.load_as_version(version)
+    elif as_of is not None:
+        table.load_as_version(as_of)
+    frame = table.to_pandas()
+    keys = SORT_KEYS.get(name) or [c for c in ("table_name", "dep_table", "ordinal") if c in frame.columns]
+    return frame.sort_values(keys, kind="stable").reset_index(drop=True) if keys else frame
+
+
+def format_table(frame: pd.DataFrame, limit: int | None) -> str:
+    shown = frame if limit is None else frame.head(limit)
+    text = shown.to_string(index=False, max_colwidth=60) if len(shown) else "(no rows)"
+    if limit is not None and len(frame) > limit:
+        text += f"\n... {len(frame) - limit} more rows ({len(frame)} in all)"
+    return text
