@@ -1,0 +1,209 @@
+"""The 64-bit hash of a canonical value that all of lakemeta uses: XXH64 (seed 0) of its UTF-8 bytes.
+
+One hash function everywhere is what makes the state of different components and columns comparable: the
+deletable HLL counters and bottom-k sketches (BML §4, Zhang et al. App. C) are coordinated because every
+column hashes a value alike, Many's Bloom signatures and the validator's merge keys (Many §4.1) read one
+hash per value, and MATE's Bloom super keys (§7.1.2) derive their bits from it. The kernels read the Arrow
+buffers directly (validity, int32/int64 offsets, uint8 data): no Python object is created per value.
+
+Input: (large_)string and (large_)binary arrays are read as they are, plain or chunked, sliced or not; any
+other type (integers, dictionary-encoded strings, ...) is cast to large_string first, so a value is hashed
+as Arrow's string form of it.
+
+Nulls: a null is a missing value, not a value. ``hash_strings`` and ``hash_tuples`` return
+``(hashes, valid)`` with one entry per row; ``valid`` is False for a null (for tuples, a row with any null)
+and ``hashes`` holds 0 there. Callers keep ``hashes[valid]``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from numba import njit
+
+_P1 = np.uint64(0x9E3779B185EBCA87)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P3 = np.uint64(0x165667B19E3779F9)
+_P4 = np.uint64(0x85EBCA77C2B2AE63)
+_P5 = np.uint64(0x27D4EB2F165667C5)
+
+_READ_AS_IS = (pa.string(), pa.large_string(), pa.binary(), pa.large_binary())
+_LARGE_OFFSETS = (pa.large_string(), pa.large_binary())
+
+
+@njit(cache=True, inline="always")
+def _rotl(x: np.uint64, r: int) -> np.uint64:
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@njit(cache=True, inline="always")
+def _read_le(data: np.ndarray, i: int, n_bytes: int) -> np.uint64:
+    # little-endian load of n_bytes (4 or 8), as the XXH64 specification reads its input
+    v = np.uint64(0)
+    for b in range(n_bytes):
+        v |= np.uint64(data[i + b]) << np.uint64(8 * b)
+    return v
+
+
+@njit(cache=True, inline="always")
+def _round(acc: np.uint64, lane: np.uint64) -> np.uint64:
+    acc = acc + lane * _P2
+    acc = _rotl(acc, 31)
+    return acc * _P1
+
+
+@njit(cache=True, inline="always")
+def _merge_round(acc: np.uint64, val: np.uint64) -> np.uint64:
+    acc ^= _round(np.uint64(0), val)
+    return acc * _P1 + _P4
+
+
+@njit(cache=True)
+def xxh64_bytes(data: np.ndarray, start: int, end: int) -> np.uint64:
+    """XXH64 with seed 0 of ``data[start:end]`` (uint8), the reference algorithm of Y. Collet step by step."""
+    length = end - start
+    i = start
+    if length >= 32:
+        v1 = _P1 + _P2
+        v2 = _P2
+        v3 = np.uint64(0)
+        v4 = np.uint64(0) - _P1
+        limit = end - 32
+        while i <= limit:
+            v1 = _round(v1, _read_le(data, i, 8))
+            v2 = _round(v2, _read_le(data, i + 8, 8))
+            v3 = _round(v3, _read_le(data, i + 16, 8))
+            v4 = _round(v4, _read_le(data, i + 24, 8))
+            i += 32
+        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+        h = _merge_round(h, v1)
+        h = _merge_round(h, v2)
+        h = _merge_round(h, v3)
+        h = _merge_round(h, v4)
+    else:
+        h = _P5
+    h += np.uint64(length)
+    while i + 8 <= end:
+        h ^= _round(np.uint64(0), _read_le(data, i, 8))
+        h = _rotl(h, 27) * _P1 + _P4
+        i += 8
+    if i + 4 <= end:
+        h ^= _read_le(data, i, 4) * _P1
+        h = _rotl(h, 23) * _P2 + _P3
+        i += 4
+    while i < end:
+        h ^= np.uint64(data[i]) * _P5
+        h = _rotl(h, 11) * _P1
+        i += 1
+    h ^= h >> np.uint64(33)
+    h *= _P2
+    h ^= h >> np.uint64(29)
+    h *= _P3
+    h ^= h >> np.uint64(32)
+    return h
+
+
+@njit(cache=True, nogil=True)
+def _hash_spans(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    n = offsets.shape[0] - 1
+    out = np.zeros(n, dtype=np.uint64)
+    for r in range(n):
+        if valid[r]:
+            out[r] = xxh64_bytes(data, offsets[r], offsets[r + 1])
+    return out
+
+
+def _readable(arr: pa.Array) -> pa.Array:
+    return arr if arr.type in _READ_AS_IS else arr.cast(pa.large_string())
+
+
+def _array_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    arr = _readable(arr)
+    n = len(arr)
+    if n == 0:
+        return np.zeros(1, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.bool_)
+    _, off_buf, data_buf = arr.buffers()
+    off_dtype = np.int64 if arr.type in _LARGE_OFFSETS else np.int32
+    offsets = np.frombuffer(off_buf, dtype=off_dtype, count=arr.offset + n + 1)[arr.offset :]
+    data = np.zeros(0, np.uint8) if data_buf is None else np.frombuffer(data_buf, dtype=np.uint8)
+    valid = arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else np.ones(n, dtype=np.bool_)
+    return offsets.astype(np.int64, copy=False), data, valid
+
+
+def _chunks(values: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(values.chunks) if isinstance(values, pa.ChunkedArray) else [values]
+
+
+def string_buffers(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(offsets, data, valid)`` of a string array, one entry per row (nulls kept), for numba kernels.
+
+    ``offsets`` is int64 of length n + 1 and already shifted by the array's slice offset, ``data`` the
+    UTF-8 bytes (uint8, a zero-copy view of the Arrow buffer), ``valid`` the non-null mask: row i is
+    ``data[offsets[i]:offsets[i + 1]]``. A chunked array with several chunks is combined first (a copy);
+    non-string types are cast to large_string.
+    """
+    chunks = _chunks(values)
+    if len(chunks) == 1:
+        return _array_buffers(chunks[0])
+    return _array_buffers(values.combine_chunks())
+
+
+def hash_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """XXH64 (seed 0) of every value's UTF-8 bytes (binary arrays: their bytes), chunk by chunk, no copy.
+
+    Returns ``(hashes uint64, valid bool)``, both of ``len(values)``; null positions have ``valid`` False
+    and hash 0 and must be dropped by the caller (``hashes[valid]``).
+    """
+    hashes, valids = [np.zeros(0, np.uint64)], [np.zeros(0, np.bool_)]
+    for chunk in _chunks(values):
+        offsets, data, valid = _array_buffers(chunk)
+        hashes.append(_hash_spans(offsets, data, valid))
+        valids.append(valid)
+    return np.concatenate(hashes), np.concatenate(valids)
+
+
+@njit(cache=True, nogil=True)
+def _write_length_prefixed(
+    dst: np.ndarray, pos: np.ndarray, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray
+) -> None:
+    for r in range(pos.shape[0]):
+        if not valid[r]:
+            continue
+        start = offsets[r]
+        length = offsets[r + 1] - start
+        p = pos[r]
+        for b in range(4):
+            dst[p + b] = (length >> (8 * b)) & 0xFF
+        p += 4
+        for j in range(length):
+            dst[p + j] = data[start + j]
+        pos[r] = p + length
+
+
+def hash_tuples(columns: list[pa.Array | pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarray]:
+    """XXH64 (seed 0) of each row's tuple of canonical strings, for multi-column sketches.
+
+    The tuple (v1, ..., vc) is encoded as the concatenation, column by column, of ``uint32 little-endian
+    byte length of vi`` followed by the UTF-8 bytes of vi; the length prefixes make the encoding injective
+    (("ab", "c") and ("a", "bc") differ), unlike the field-separator concatenation of Zhang et al. App. C.
+    A row with a null in any column is not a tuple of values: ``valid`` is False there and its hash is 0.
+    All columns must have the same length.
+    """
+    if not columns:
+        raise ValueError("hash_tuples needs at least one column")
+    n = len(columns[0])
+    if any(len(c) != n for c in columns):
+        raise ValueError("all columns must have the same length")
+    parts = [string_buffers(c) for c in columns]
+    valid = np.logical_and.reduce([v for _, _, v in parts])
+    row_bytes = np.zeros(n, dtype=np.int64)
+    for offsets, _, _ in parts:
+        row_bytes += 4 + np.diff(offsets)
+    row_bytes[~valid] = 0
+    tuple_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(row_bytes, out=tuple_offsets[1:])
+    buffer = np.empty(int(tuple_offsets[-1]), dtype=np.uint8)
+    pos = tuple_offsets[:-1].copy()
+    for offsets, data, _ in parts:
+        _write_length_prefixed(buffer, pos, offsets, data, valid)
+    return _hash_spans(tuple_offsets, buffer, valid), valid
