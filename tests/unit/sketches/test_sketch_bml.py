@@ -1,0 +1,192 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from lakemeta.sketches.bml import (
+    choose_buckets_log2,
+    count_dominated_buckets,
+    estimate_inclusion,
+    inclusion_error_bound,
+    lookup,
+    prob_x_le_y,
+    probability_error,
+)
+from lakemeta.sketches.hll import counter_delta, registers
+
+
+def paper_prob(n_x: float, n_y: float, n_t: float, m: int, ell: int = 64) -> float:
+    """pr(V^X <= V^Y) exactly as printed: Alg. 2 lines 4-7 choosing Eq. 6, 7 or 8, with Eqs. 9-10."""
+    buckets = 2.0**m
+
+    def le(n: float, k: int) -> float:  # Eq. 9
+        return 0.0 if k < 0 else (1.0 - 2.0**-k) ** (n / buckets)
+
+    def eq(n: float, k: int) -> float:  # Eq. 10
+        return le(n, k) - le(n, k - 1)
+
+    x_only, y_only = n_x - n_t, n_y - n_t
+    if n_t == n_x and n_t == n_y:
+        return 1.0
+    total = 0.0
+    for k in range(ell - m + 1):
+        if n_t == 0:  # Eq. 6
+            total += le(n_x, k) * eq(n_y, k)
+        elif n_x > n_y and n_t == n_y:  # Eq. 7
+            total += le(x_only, k) * eq(n_t, k)
+        else:  # Eq. 8
+            total += (
+                le(x_only, k) * le(n_t, k - 1) * eq(y_only, k)
+                + le(x_only, k) * eq(n_t, k) * le(y_only, k - 1)
+                + le(x_only, k) * eq(n_t, k) * eq(y_only, k)
+            )
+    return total
+
+
+def test_probability_kernel_equals_equations_6_to_10_as_printed() -> None:
+    for n_x, n_y, m in itertools.product([1, 10, 1000, 50_000], [1, 7, 1000, 300_000], [0, 3, 7, 12]):
+        for frac in (0.0, 0.25, 0.5, 0.9, 1.0):
+            n_t = round(frac * min(n_x, n_y))
+            assert prob_x_le_y(n_t, n_x, n_y, m) == pytest.approx(paper_prob(n_x, n_y, n_t, m), abs=1e-8)
+
+
+def test_probability_matches_the_papers_figure_2() -> None:
+    # |X| = |Y| = 10^4, one bucket: P(0) ~ 0.58 (Eq. 6 example), P(1) = 1, P(0.62) ~ 0.8
+    p = prob_x_le_y(np.array([0, 6200, 10_000]), 1e4, 1e4, 0)
+    assert p[0] == pytest.approx(0.58, abs=0.01)
+    assert p[1] == pytest.approx(0.8, abs=0.02)
+    assert p[2] == pytest.approx(1.0, abs=1e-9)
+
+
+def test_probability_increases_with_intersection_theorem_2() -> None:
+    for n_x, n_y, m in [(1e4, 1e4, 7), (1e3, 1e4, 7), (1e4, 1e3, 7), (50, 20, 3), (1e5, 1e5, 8)]:
+        n_t = np.linspace(0, min(n_x, n_y), 200)
+        p = prob_x_le_y(n_t, n_x, n_y, m)
+        assert np.all(np.diff(p) > 0)
+
+
+GRID = [(1e4, 1e4, 7), (1e3, 1e4, 7), (1e4, 1e3, 7), (100, 100, 3), (20, 5000, 6), (3e5, 3e5, 9)]
+
+
+@pytest.mark.parametrize("n_x, n_y, m", GRID)
+def test_lookup_inverts_the_probability_within_tolerance(n_x: float, n_y: float, m: int) -> None:
+    phi = np.linspace(0.0, min(n_x, n_y) / n_x, 41)
+    p = prob_x_le_y(phi * n_x, n_x, n_y, m)
+    eps = 1e-6
+    phi_hat, _ = lookup(p, n_x, n_y, m, eps)
+    # Alg. 2 stops when |Prob - P̂| <= ε (or the Φ interval is below ε wide)
+    reached = np.abs(prob_x_le_y(phi_hat * n_x, n_x, n_y, m) - p) <= eps
+    assert np.all(reached | (np.abs(phi_hat - phi) <= 1e-6))
+    assert phi_hat[0] == 0.0 and phi_hat[-1] == pytest.approx(phi[-1])
+
+
+def test_lookup_returns_range_ends_when_p_hat_is_unreachable() -> None:
+    p0 = float(prob_x_le_y(0, 1e4, 1e4, 7))
+    phi, _ = lookup(np.array([0.0, p0 - 0.1, 1.0]), 1e4, 1e4, 7)
+    assert phi.tolist() == [0.0, 0.0, 1.0]
+    # X larger than Y: Φ cannot exceed n_Y / n_X
+    phi, _ = lookup(1.0, 1e4, 1e3, 7)
+    assert phi == pytest.approx(0.1)
+    phi, slope = lookup(0.7, 0.0, 1e3, 7)
+    assert phi == 0.0 and slope == 0.0
+    with pytest.raises(ValueError):
+        lookup(0.7, 1e3, 1e3, 7, eps=0.0)
+
+
+@pytest.mark.parametrize("n_x, n_y, m", GRID)
+def test_slope_is_the_derivative_of_the_probability(n_x: float, n_y: float, m: int) -> None:
+    phi = np.linspace(0.05, 0.95, 10) * min(n_x, n_y) / n_x
+    p = prob_x_le_y(phi * n_x, n_x, n_y, m)
+    phi_hat, slope = lookup(p, n_x, n_y, m, 1e-9)
+    h = 1e-4
+    numeric = (
+        prob_x_le_y((phi_hat + h) * n_x, n_x, n_y, m) - prob_x_le_y((phi_hat - h) * n_x, n_x, n_y, m)
+    ) / (2 * h)
+    assert np.allclose(slope, numeric, rtol=1e-4, atol=1e-7)
+
+
+def test_count_dominated_buckets_matches_brute_force() -> None:
+    rng = np.random.default_rng(2)
+    regs = rng.integers(0, 12, (30, 256)).astype(np.uint8)
+    x, y = rng.integers(0, 30, 500), rng.integers(0, 30, 500)
+    assert np.array_equal(count_dominated_buckets(regs, x, y), (regs[x] <= regs[y]).sum(axis=1))
+
+
+def test_choose_buckets_log2_is_equation_12() -> None:
+    m = choose_buckets_log2(np.array([1e4, 10, 2.0**20, 2.0**40, 0.0]), np.array([10, 1e4, 1, 5, 0.0]), 14)
+    assert m.tolist() == [7, 7, 10, 14, 0]
+
+
+def test_probability_error_solves_theorem_4() -> None:
+    for m, confidence in [(7, 0.95), (3, 0.99), (14, 0.9)]:
+        e_p = float(probability_error(m, confidence))
+        assert 1 - 2 * math.exp(-(2 ** (m + 1)) * e_p**2) == pytest.approx(confidence)
+    assert float(probability_error(7)) ** 2 == pytest.approx(0.0144, abs=1e-4)  # the paper's "0.014"
+    with pytest.raises(ValueError):
+        probability_error(7, 1.0)
+
+
+def test_error_bound_is_equation_11_capped_at_one() -> None:
+    e_p = float(probability_error(7))
+    bounds = inclusion_error_bound(np.array([0.7, 0.01, 0.0]), 7)
+    assert bounds.tolist() == pytest.approx([e_p / 0.7, 1.0, 1.0])
+
+
+def _registers(hashes: np.ndarray) -> np.ndarray:
+    return registers(counter_delta(hashes))
+
+
+def _overlap_cases() -> list[tuple[int, int, float]]:
+    sizes = [(10, 10), (10, 1000), (1000, 10), (100, 100), (100, 10_000), (1000, 1000), (1000, 100_000)]
+    sizes += [(10_000, 10_000), (10_000, 100), (100_000, 100_000), (100_000, 5000)]
+    return [(nx, ny, phi) for nx, ny in sizes for phi in (0.0, 0.5, 0.9, 1.0)]
+
+
+def test_bml_estimate_lies_within_its_error_bound_at_the_stated_confidence() -> None:
+    rng = np.random.default_rng(2024)
+    trials = 6
+    regs, truth, case_of = [], [], []
+    for case, (nx, ny, phi) in enumerate(_overlap_cases()):
+        nt = min(round(phi * nx), ny)
+        for _ in range(trials):
+            shared = _registers(rng.integers(0, 2**64, nt, dtype=np.uint64))
+            regs.append(np.maximum(shared, _registers(rng.integers(0, 2**64, nx - nt, dtype=np.uint64))))
+            regs.append(np.maximum(shared, _registers(rng.integers(0, 2**64, ny - nt, dtype=np.uint64))))
+            truth.append(nt / nx)
+            case_of.append(case)
+    pairs = np.arange(len(truth))
+    for confidence in (0.95, 0.8):
+        res = estimate_inclusion(np.stack(regs), 2 * pairs, 2 * pairs + 1, confidence=confidence)
+        truth_a = np.array(truth)
+        covered = np.abs(res.estimate - truth_a) <= res.error_bound
+        assert covered.mean() >= confidence - 0.02
+        assert np.all((res.estimate >= 0) & (res.estimate <= 1))
+    # the bound is informative where both columns are large and alike, and the estimate is accurate there
+    res = estimate_inclusion(np.stack(regs), 2 * pairs, 2 * pairs + 1)
+    case_of = np.array(case_of)
+    large_alike = np.isin(case_of, [i for i, c in enumerate(_overlap_cases()) if c[0] == c[1] >= 10_000])
+    assert res.error_bound[large_alike].mean() < 0.3
+    assert np.abs(res.estimate - truth_a)[large_alike].mean() < 0.06
+    # exact containment: every bucket satisfies V^X <= V^Y, so P̂ = 1 and Φ̂ reaches its maximum
+    full = np.array(truth) == 1.0
+    assert np.all(res.p_hat[full] == 1.0) and np.all(res.estimate[full] == 1.0)
+
+
+def test_estimate_inclusion_uses_given_cardinalities_and_handles_empty_columns() -> None:
+    rng = np.random.default_rng(6)
+    shared = rng.integers(0, 2**64, 4000, dtype=np.uint64)
+    x = _registers(shared)
+    y = _registers(np.concatenate([shared, rng.integers(0, 2**64, 4000, dtype=np.uint64)]))
+    empty = np.zeros_like(x)
+    regs = np.stack([x, y, empty])
+    res = estimate_inclusion(regs, [0, 1, 2, 0], [1, 0, 0, 2])
+    assert res.m.tolist() == [6, 6, 6, 6]  # Eq. 12 with max cardinality ~8000 (4000 for the empty pairs)
+    assert res.estimate[0] == 1.0
+    assert res.estimate[1] == pytest.approx(0.5, abs=0.25)
+    assert res.estimate[2] == 0.0 and res.error_bound[2] == 1.0
+    assert res.estimate[3] == 0.0
+    given = estimate_inclusion(regs, [1], [0], cardinalities=np.array([4000.0, 8000.0, 0.0]))
+    phi, slope = lookup(res.p_hat[1], 8000.0, 4000.0, 6)
+    assert given.estimate[0] == pytest.approx(float(phi))
+    assert given.error_bound[0] == pytest.approx(float(inclusion_error_bound(slope, 6)))
