@@ -1,0 +1,109 @@
+"""Bloom-filter bit-signatures of columns (Many, §4.1 and §4.3 multi-hashing).
+
+A column's signature is the concatenation of p Bloom filters of m bits each, every filter built with its own
+set of k hash functions (§4.3: "multiple Bloom filter signatures with different hash-function sets are
+generated per column ... concatenated and treated as one"). If values(A) ⊆ values(B) then sig(A) ⊆ sig(B)
+bit for bit (§4.1), so a signature never causes a false negative.
+
+Hash functions. All k·p functions come from one 64-bit xxHash64 h per value by double hashing
+(Kirsch & Mitzenmacher): with h1 = low 32 bits of h and h2 = (high 32 bits of h) | 1, function t = j·k + i
+(pass j, function i) maps the value to bit ``j·m + (h1 + t·h2) mod m``. Forcing h2 odd keeps the k positions
+of one pass distinct whenever m is a power of two. Equal values give equal hashes and so equal bits in every
+column, which is all the subset-preservation property needs.
+
+Defaults m = 650, k = 6, p = 2 are the parametrisation the paper runs its WikiTables experiments with
+(§5.3-§5.5, Figs. 10, 12-14) and satisfy its advice "m > 100 and p > 1" (§5.2).
+
+Layout: bit b of a signature is bit ``b & 63`` of uint64 word ``b >> 6``; a signature has
+``ceil(p·m / 64)`` words. Signatures merge by OR (the filter of a union of value sets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+import pyarrow as pa
+
+from lakemeta.hashing import hash_strings
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+
+
+@dataclass(frozen=True)
+class BloomParams:
+    """Bloom size m (bits per pass), hash-function count k, passes p (Many §4.1, §4.3, §5.2)."""
+
+    m: int = 650
+    k: int = 6
+    p: int = 2
+
+    def __post_init__(self) -> None:
+        if self.m < 1 or self.p < 1 or not 1 <= self.k <= self.m:
+            raise ValueError(f"need m >= 1, 1 <= k <= m, p >= 1; got m={self.m} k={self.k} p={self.p}")
+
+    @property
+    def n_bits(self) -> int:
+        """Signature length p·m: the number of rows of the signature matrix (§4.3)."""
+        return self.m * self.p
+
+    @property
+    def n_words(self) -> int:
+        return (self.n_bits + 63) // 64
+
+
+@numba.njit(cache=True, nogil=True)
+def _set_bloom_bits(
+    hashes: np.ndarray, col_offsets: np.ndarray, m: int, k: int, p: int, out: np.ndarray
+) -> None:
+    um = np.uint64(m)
+    for c in range(col_offsets.shape[0] - 1):
+        for v in range(col_offsets[c], col_offsets[c + 1]):
+            h = hashes[v]
+            h1 = h & _LOW32
+            h2 = (h >> np.uint64(32)) | np.uint64(1)
+            for j in range(p):
+                for i in range(k):
+                    t = np.uint64(j * k + i)
+                    bit = np.uint64(j * m) + (h1 + t * h2) % um
+                    out[c, bit >> np.uint64(6)] |= np.uint64(1) << (bit & np.uint64(63))
+
+
+def signatures_from_hashes(hashes: np.ndarray, col_offsets: np.ndarray, params: BloomParams) -> np.ndarray:
+    """Signatures of many columns at once (Alg. 3 with the §4.3 pass loop): column c owns the hashes
+    ``hashes[col_offsets[c]:col_offsets[c + 1]]``. Returns uint64 [n_columns, params.n_words]."""
+    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+    col_offsets = np.ascontiguousarray(col_offsets, dtype=np.int64)
+    out = np.zeros((col_offsets.shape[0] - 1, params.n_words), dtype=np.uint64)
+    _set_bloom_bits(hashes, col_offsets, params.m, params.k, params.p, out)
+    return out
+
+
+def signature_from_hashes(hashes: np.ndarray, params: BloomParams) -> np.ndarray:
+    """Signature (uint64 [params.n_words]) of one column given one 64-bit hash per value."""
+    hashes = np.asarray(hashes, dtype=np.uint64)
+    return signatures_from_hashes(hashes, np.array([0, hashes.shape[0]], np.int64), params)[0]
+
+
+def signature_from_strings(values: pa.Array | pa.ChunkedArray, params: BloomParams) -> np.ndarray:
+    """Signature of one column of canonical strings; Arrow nulls are missing values and add nothing."""
+    hashes, valid = hash_strings(values)
+    return signature_from_hashes(hashes[valid], params)
+
+
+def merge_signatures(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Signature of the union of the two columns' value sets (same params)."""
+    return np.bitwise_or(a, b)
+
+
+def signature_to_bytes(signature: np.ndarray) -> bytes:
+    """Little-endian bytes of a signature, for storage next to the column's other state."""
+    return np.ascontiguousarray(signature, dtype="<u8").tobytes()
+
+
+def signature_from_bytes(data: bytes, params: BloomParams) -> np.ndarray:
+    signature = np.frombuffer(data, dtype="<u8").astype(np.uint64)
+    if signature.shape[0] != params.n_words:
+        raise ValueError(f"signature has {signature.shape[0]} words, params need {params.n_words}")
+    return signature
