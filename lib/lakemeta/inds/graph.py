@@ -181,7 +181,8 @@ def _svg(scene: _Scene) -> str:
     parts.append(
         "<defs>"
         + "".join(
-            f'<marker id="arrow-{kind}" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+            f'<marker id="arrow-{kind}" viewBox="0 0 10 10" refX="10" refY="5" '
+            'markerWidth="7" markerHeight="7" '
             f'orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="{style["color"]}"/></marker>'
             for kind, style in EDGE_STYLES.items()
         )
