@@ -9,8 +9,6 @@ from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 
-from tqdm import tqdm
-
 from lakemeta.config import Config, load_config
 from lakemeta.logs import configure_logging
 
@@ -101,17 +99,7 @@ def _pipeline(config: Config):
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    pipeline = _pipeline(config)
-    with tqdm(total=3, desc="run", unit="step", disable=None) as progress:
-        progress.set_postfix_str("detect batches")
-        plan = pipeline.detect()
-        progress.update()
-        progress.set_postfix_str(f"update state ({len(plan.batches)} tables)")
-        pipeline.update_state(plan)
-        progress.update()
-        progress.set_postfix_str("commit")
-        pipeline.commit(plan)
-        progress.update()
+    plan = _pipeline(config).run()
     print(f"run {plan.run_id}: {len(plan.batches)} tables changed")
     return 0
 

@@ -11,11 +11,12 @@ import logging
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from tqdm import tqdm
 
 from lakemeta.catalog import STATE_SCHEMAS, Catalog
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.config import Config
-from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan
+from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.profile.column_profile import update_column_profile
 
 log = logging.getLogger(__name__)
@@ -34,6 +35,13 @@ class Pipeline:
     def detect(self) -> Plan:
         return open_plan(self.catalog, self.lake)
 
+    def running(self) -> Plan | None:
+        """The planned, uncommitted run; later steps only ever continue it, never plan anew."""
+        plan = running_plan(self.catalog)
+        if plan is None:
+            log.info("no run in progress: nothing to do")
+        return plan
+
     def update_state(self, plan: Plan) -> None:
         update_column_profile(self.catalog, self.lake, plan)
 
@@ -42,9 +50,17 @@ class Pipeline:
         refresh_tables_and_columns(self.catalog)
 
     def run(self) -> Plan:
-        plan = self.detect()
-        self.update_state(plan)
-        self.commit(plan)
+        """All steps in this process, with a progress bar on a terminal."""
+        with tqdm(total=3, desc="run", unit="step", disable=None) as progress:
+            progress.set_postfix_str("detect batches")
+            plan = self.detect()
+            progress.update()
+            progress.set_postfix_str(f"update state of {len(plan.batches)} tables")
+            self.update_state(plan)
+            progress.update()
+            progress.set_postfix_str("commit")
+            self.commit(plan)
+            progress.update()
         return plan
 
     def rebuild(self) -> Plan:

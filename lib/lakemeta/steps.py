@@ -8,14 +8,28 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lakemeta.config import load_config
+from lakemeta.lake.batches import Plan
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
 from lakemeta.spark import get_session
 
+
+def _continue_run(step: Callable[[Pipeline, Plan], None]) -> Callable[[Pipeline], None]:
+    """A step after detect works on the run detect planned; a retry after that run committed does
+    nothing (planning anew here would commit batches whose state was never updated)."""
+
+    def run(pipeline: Pipeline) -> None:
+        plan = pipeline.running()
+        if plan is not None:
+            step(pipeline, plan)
+
+    return run
+
+
 STEPS: dict[str, Callable[[Pipeline], object]] = {
     "detect": Pipeline.detect,
-    "update_state": lambda pipeline: pipeline.update_state(pipeline.detect()),
-    "commit": lambda pipeline: pipeline.commit(pipeline.detect()),
+    "update_state": _continue_run(Pipeline.update_state),
+    "commit": _continue_run(Pipeline.commit),
     "rebuild": Pipeline.rebuild,
 }
 

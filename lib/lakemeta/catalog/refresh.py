@@ -1,50 +1,48 @@
 """The catalog's `tables` and `columns`, derived from state (state and metrics kept apart, as Deequ does).
 
-Both are small (a row per table or column) and recomputed whole from the state after each run, which
-keeps them exactly in step with the state whatever happened before.
+Both are small by construction (a row per table or column) and recomputed whole from the state after
+each run on the driver, which keeps them exactly in step with the state whatever happened before.
 """
 
 from __future__ import annotations
 
 import logging
 
-import pyspark.sql.functions as F
-from pyspark.sql import Window
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from lakemeta.catalog.store import Catalog
+from lakemeta.catalog.store import Catalog, arrow_schema
 
 log = logging.getLogger(__name__)
 
 
 def refresh_tables_and_columns(catalog: Catalog) -> None:
-    profile = catalog.read("state/column_profile")
-    columns = profile.select(
-        "table_name",
-        "column_name",
-        "ordinal",
-        "data_type",
-        "n_rows",
-        "n_nulls",
-        F.lit(None).cast("long").alias("n_distinct_estimate"),
-        F.lit(None).cast("boolean").alias("is_unique"),
+    profile = catalog.read_small("state/column_profile").sort_by(
+        [("table_name", "ascending"), ("ordinal", "ascending")]
     )
-    latest = Window.partitionBy("table_name").orderBy(F.col("run_id").desc())
-    committed = (
-        catalog.read("state/batches")
-        .where(F.col("committed") & (F.col("kind") != "drop"))
-        .withColumn("_rank", F.row_number().over(latest))
-        .where(F.col("_rank") == 1)
-        .join(catalog.read("runs").select("run_id", "finished_at"), "run_id", "left")
-        .select(
-            "table_name", F.col("to_version").alias("last_version"), F.col("finished_at").alias("updated_at")
-        )
+    count = len(profile)
+    columns = profile.append_column("n_distinct_estimate", pa.nulls(count, pa.int64())).append_column(
+        "is_unique", pa.nulls(count, pa.bool_())
     )
-    tables = (
-        profile.groupBy("table_name")
-        .agg(F.max("n_rows").alias("n_rows"), F.count("*").cast("int").alias("n_columns"))
-        .join(committed, "table_name", "inner")
-    )
-    catalog.overwrite("columns", columns)
-    catalog.overwrite("tables", tables)
-    counts = catalog.read("tables").agg(F.count("*"), F.sum("n_columns")).first()
-    log.info("catalog refreshed: %d tables, %d columns", counts[0], counts[1] or 0)
+
+    batches = catalog.read_small("state/batches")
+    committed = batches.filter(batches["committed"]).sort_by([("run_id", "ascending")]).to_pylist()
+    latest = {row["table_name"]: row for row in committed}  # later runs overwrite earlier ones
+    runs = catalog.read_small("runs").to_pylist()
+    finished = {row["run_id"]: row["finished_at"] for row in runs}
+
+    per_table = profile.group_by("table_name").aggregate([("n_rows", "max"), ("column_name", "count")])
+    names = per_table["table_name"].to_pylist()
+    listed = [name in latest and latest[name]["kind"] != "drop" for name in names]
+    tables = pa.table(
+        {
+            "table_name": names,
+            "n_rows": per_table["n_rows_max"],
+            "n_columns": pc.cast(per_table["column_name_count"], pa.int32()),
+            "last_version": [latest[n]["to_version"] if n in latest else None for n in names],
+            "updated_at": [finished.get(latest[n]["run_id"]) if n in latest else None for n in names],
+        }
+    ).filter(pa.array(listed, pa.bool_()))
+    catalog.replace_small("columns", columns.select(arrow_schema("columns").names))
+    catalog.replace_small("tables", tables.sort_by("table_name"))
+    log.info("catalog refreshed: %d tables, %d columns", len(tables), count)

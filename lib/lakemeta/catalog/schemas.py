@@ -22,7 +22,7 @@ def _schema(*fields: tuple[str, object]) -> StructType:
     return StructType([StructField(name, kind, True) for name, kind in fields])  # type: ignore[arg-type]
 
 
-STRINGS = ArrayType(StringType(), containsNull=False)
+STRINGS = ArrayType(StringType())
 
 CATALOG_SCHEMAS: dict[str, StructType] = {
     "tables": _schema(
@@ -109,7 +109,7 @@ STATE_SCHEMAS: dict[str, StructType] = {
         ("table_name", StringType()),
         ("column_name", StringType()),
         ("row_id", LongType()),
-        ("super_key", ArrayType(LongType(), containsNull=False)),
+        ("super_key", ArrayType(LongType())),
     ),
     # Per column, the row and null counts of the table's current snapshot (a state that sums under
     # batches); `columns` derives from it.

@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import deltalake
+import pyarrow as pa
 import pyspark.sql.functions as F
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakemeta.catalog.schemas import ALL_SCHEMAS
 
@@ -25,6 +27,7 @@ log = logging.getLogger(__name__)
 
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+_NEGATIVE = "negative count"
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,19 @@ class NegativeCountError(RuntimeError):
     """A delta would drive a stored count below zero: the state and the batch disagree."""
 
 
+def arrow_schema(name: str) -> pa.Schema:
+    """The Arrow form of a catalog table's schema (for delta-rs reads and writes)."""
+    return to_arrow_schema(ALL_SCHEMAS[name], timezone="UTC")
+
+
 class Catalog:
-    """The catalog rooted at ``root``: result tables at the top, state under ``state/``."""
+    """The catalog rooted at ``root``: result tables at the top, state under ``state/``.
+
+    Two access paths, each where it fits: Spark for the state that batches of lake rows update (the
+    work runs in executors), and delta-rs for the bookkeeping tables that are small by construction
+    (a row per run, per table or per column: ``runs``, ``state/batches``, ``tables``, ``columns``),
+    where a Spark job would cost seconds of overhead for a few rows.
+    """
 
     def __init__(self, spark: SparkSession, root: Path) -> None:
         self.spark = spark
@@ -53,11 +67,9 @@ class Catalog:
 
     def ensure_tables(self) -> None:
         """Create every table of the contract that does not exist yet (empty, with its schema)."""
-        for name, schema in ALL_SCHEMAS.items():
-            if not DeltaTable.isDeltaTable(self.spark, self.path(name)):
-                self.spark.createDataFrame([], schema).write.format("delta").mode("ignore").save(
-                    self.path(name)
-                )
+        for name in ALL_SCHEMAS:
+            if not (Path(self.path(name)) / "_delta_log").is_dir():
+                deltalake.DeltaTable.create(self.path(name), schema=arrow_schema(name), mode="ignore")
 
     def read(self, name: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.path(name))
@@ -65,16 +77,27 @@ class Catalog:
     def delta_table(self, name: str) -> DeltaTable:
         return DeltaTable.forPath(self.spark, self.path(name))
 
-    def overwrite(self, name: str, frame: DataFrame) -> None:
-        """Replace a derived table's content in one commit (idempotent by nature)."""
-        frame.select(*ALL_SCHEMAS[name].fieldNames()).write.format("delta").mode("overwrite").save(
-            self.path(name)
+    def read_small(self, name: str) -> pa.Table:
+        """A table small by construction, read on the driver without a Spark job."""
+        return deltalake.DeltaTable(self.path(name)).to_pyarrow_table()
+
+    def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:
+        """Append rows to a small table once per ``txn`` (a repeated append is skipped)."""
+        if self.already_applied(name, txn):
+            return
+        commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
+        deltalake.write_deltalake(
+            self.path(name), rows.cast(arrow_schema(name)), mode="append", commit_properties=commit
         )
 
-    def append(self, name: str, frame: DataFrame, txn: Txn) -> None:
-        frame.select(*ALL_SCHEMAS[name].fieldNames()).write.format("delta").mode("append").option(
-            "txnAppId", txn.app
-        ).option("txnVersion", txn.version).save(self.path(name))
+    def replace_small(self, name: str, rows: pa.Table) -> None:
+        """Replace a small derived table's content in one commit (idempotent by nature)."""
+        deltalake.write_deltalake(self.path(name), rows.cast(arrow_schema(name)), mode="overwrite")
+
+    def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
+        """Set ``new_values`` on the rows matching ``predicate`` (built from the pipeline's own values,
+        never from identifiers a user supplied)."""
+        deltalake.DeltaTable(self.path(name)).update(new_values=new_values, predicate=predicate)
 
     def already_applied(self, name: str, txn: Txn) -> bool:
         """Whether ``txn`` (or a later run of the same component) has committed to table ``name``."""
@@ -82,7 +105,7 @@ class Catalog:
         return applied is not None and applied >= txn.version
 
     def truncate(self, name: str) -> None:
-        self.overwrite(name, self.spark.createDataFrame([], ALL_SCHEMAS[name]))
+        self.replace_small(name, arrow_schema(name).empty_table())
 
     @contextlib.contextmanager
     def transaction(self, txn: Txn) -> Iterator[None]:
@@ -110,8 +133,8 @@ class Catalog:
 
         ``delta`` holds, per key, the change of each count column. For tables in ``replaced_tables``
         (tables rebuilt from their snapshot, or dropped) it holds their complete counts instead: their
-        stored rows are replaced and rows the delta lacks are deleted. With ``drop_zero`` a row whose
-        counts all reach zero is removed (the state is a multiset); a count that would turn negative
+        stored rows are replaced and rows the delta lacks are deleted. With ``drop_zero`` the state is
+        a multiset: a row whose counts all reach zero is removed, and a count that would turn negative
         raises :class:`NegativeCountError` before anything is written. ``replace_columns`` are
         descriptive columns taken from the delta as they are (for example a column's data type).
         """
@@ -119,8 +142,6 @@ class Catalog:
             log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
             return
         replaced = list(replaced_tables)
-        target = self.delta_table(name)
-        self._check_no_negative(name, delta, keys, counts, replaced)
 
         def is_replaced(column: str) -> Column:
             return F.col(column).isin(replaced) if replaced else F.lit(False)
@@ -128,12 +149,13 @@ class Catalog:
         on = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
         added = {c: F.col(f"t.`{c}`") + F.col(f"s.`{c}`") for c in counts}
         described = {c: F.col(f"s.`{c}`") for c in replace_columns}
-        merge = target.alias("t").merge(delta.alias("s"), on)
+        merge = self.delta_table(name).alias("t").merge(delta.alias("s"), on)
         merge = merge.whenMatchedUpdate(
             condition=is_replaced("s.table_name"),
             set={**{c: F.col(f"s.`{c}`") for c in counts}, **described},
         )
         if drop_zero:
+            self._check_no_negative(name, delta, keys, counts, replaced)
             all_zero = F.lit(True)
             for column in added.values():
                 all_zero = all_zero & (column == 0)
@@ -158,6 +180,6 @@ class Catalog:
         offending = joined.where(negative).select(*keys).limit(5).collect()
         if offending:
             raise NegativeCountError(
-                f"{name}: the batch removes more occurrences than the state holds for "
-                f"{[row.asDict() for row in offending]}; rebuild the state (`lakemeta rebuild`)"
+                f"{_NEGATIVE} in {name} at {[row.asDict() for row in offending]}: the batch removes more "
+                "occurrences than the state holds; rebuild the state (`lakemeta rebuild`)"
             )

@@ -24,11 +24,12 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import deltalake
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyspark.sql.functions as F
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.schemas import ALL_SCHEMAS
 from lakemeta.lake.tables import discover_tables, table_path
 
 log = logging.getLogger(__name__)
@@ -75,28 +76,40 @@ class Watermark:
     table_id: str | None
 
 
+def running_plan(catalog: Catalog) -> Plan | None:
+    """The plan of the run in progress (planned, not yet committed), if there is one."""
+    runs = catalog.read_small("runs")
+    running = pc.filter(runs["run_id"], pc.equal(runs["status"], "running"))
+    return _stored_plan(catalog, pc.min(running).as_py()) if len(running) else None
+
+
 def open_plan(catalog: Catalog, lake: Path) -> Plan:
     """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one."""
-    runs = catalog.read("runs")
-    running = runs.where(F.col("status") == "running").agg(F.min("run_id")).first()[0]
-    if running is not None:
-        plan = _stored_plan(catalog, int(running))
+    plan = running_plan(catalog)
+    if plan is not None:
         log.info("resuming run %d: %d table batches", plan.run_id, len(plan.batches))
         return plan
-    run_id = int(runs.agg(F.coalesce(F.max("run_id"), F.lit(0))).first()[0]) + 1
+    runs = catalog.read_small("runs")
+    run_id = (pc.max(runs["run_id"]).as_py() or 0) + 1
     batches = plan_batches(lake, watermarks(catalog))
-    rows = [
-        (run_id, b.table_name, b.kind, b.source, b.from_version, b.to_version, b.table_id, None, None, False)
-        for b in batches
-    ]
-    spark = catalog.spark
-    catalog.append(
-        "state/batches", spark.createDataFrame(rows, ALL_SCHEMAS["state/batches"]), Txn(PLAN_APP, run_id)
+    columns = {name: [getattr(b, name) for b in batches] for name in _BATCH_FIELDS}
+    planned = pa.table(
+        {
+            "run_id": [run_id] * len(batches),
+            **columns,
+            "rows_inserted": [None] * len(batches),
+            "rows_deleted": [None] * len(batches),
+            "committed": [False] * len(batches),
+        }
     )
-    started = spark.createDataFrame(
-        [(run_id, datetime.now(UTC), None, "running", len(batches), None, None)], ALL_SCHEMAS["runs"]
+    catalog.append_small("state/batches", planned, Txn(PLAN_APP, run_id))
+    started = pa.table(
+        {"run_id": [run_id], "started_at": [datetime.now(UTC)], "finished_at": [None], "status": ["running"]}
     )
-    catalog.append("runs", started, Txn(PLAN_APP, run_id))
+    started = started.append_column("tables_changed", pa.array([len(batches)], pa.int32()))
+    started = started.append_column("rows_inserted", pa.nulls(1, pa.int64()))
+    started = started.append_column("rows_deleted", pa.nulls(1, pa.int64()))
+    catalog.append_small("runs", started, Txn(PLAN_APP, run_id))
     # The stored plan is authoritative: a crash between the two appends above, and a retry that
     # planned again, must still process the versions the first attempt recorded.
     plan = _stored_plan(catalog, run_id)
@@ -105,27 +118,25 @@ def open_plan(catalog: Catalog, lake: Path) -> Plan:
     return plan
 
 
+_BATCH_FIELDS = ("table_name", "kind", "source", "from_version", "to_version", "table_id")
+
+
 def _stored_plan(catalog: Catalog, run_id: int) -> Plan:
-    # One row per changed table: small by construction.
-    rows = catalog.read("state/batches").where(F.col("run_id") == run_id).orderBy("table_name").collect()
-    return Plan(
-        run_id,
-        tuple(Batch(r.table_name, r.kind, r.source, r.from_version, r.to_version, r.table_id) for r in rows),
-    )
+    stored = catalog.read_small("state/batches")
+    rows = stored.filter(pc.equal(stored["run_id"], run_id)).sort_by("table_name").to_pylist()
+    return Plan(run_id, tuple(Batch(**{name: row[name] for name in _BATCH_FIELDS}) for row in rows))
 
 
 def watermarks(catalog: Catalog) -> dict[str, Watermark]:
     """Per table, the version its state reflects (tables whose last batch dropped them are absent)."""
-    latest = Window.partitionBy("table_name").orderBy(F.col("run_id").desc())
-    rows = (
-        catalog.read("state/batches")
-        .where(F.col("committed"))
-        .withColumn("_rank", F.row_number().over(latest))
-        .where((F.col("_rank") == 1) & (F.col("kind") != "drop"))
-        .select("table_name", "to_version", "table_id")
-        .collect()  # one row per table: small by construction
-    )
-    return {r.table_name: Watermark(int(r.to_version), r.table_id) for r in rows}
+    stored = catalog.read_small("state/batches")
+    committed = stored.filter(stored["committed"]).sort_by([("run_id", "ascending")]).to_pylist()
+    latest = {row["table_name"]: row for row in committed}  # later runs overwrite earlier ones
+    return {
+        name: Watermark(row["to_version"], row["table_id"])
+        for name, row in latest.items()
+        if row["kind"] != "drop"
+    }
 
 
 def plan_batches(lake: Path, marks: dict[str, Watermark]) -> list[Batch]:
@@ -218,54 +229,49 @@ def changes(spark: SparkSession, lake: Path, batch: Batch) -> DataFrame:
 
 def record_batch_sizes(catalog: Catalog, run_id: int, sizes: list[BatchSize]) -> None:
     """Store each batch's inserted / deleted row counts, keeping counts an earlier attempt stored."""
-    if not sizes:
-        return
-    frame = catalog.spark.createDataFrame(
-        [(run_id, s.table_name, s.rows_inserted, s.rows_deleted) for s in sizes],
-        "run_id long, table_name string, rows_inserted long, rows_deleted long",
-    )
-    catalog.delta_table("state/batches").alias("t").merge(
-        frame.alias("s"), "t.run_id = s.run_id AND t.table_name = s.table_name"
-    ).whenMatchedUpdate(
-        condition=F.col("t.rows_inserted").isNull(),
-        set={"rows_inserted": "s.rows_inserted", "rows_deleted": "s.rows_deleted"},
-    ).execute()
+    for size in sizes:
+        catalog.update_small(
+            "state/batches",
+            f"run_id = {int(run_id)} AND table_name = '{_quoted(size.table_name)}' AND rows_inserted IS NULL",
+            {"rows_inserted": size.rows_inserted, "rows_deleted": size.rows_deleted},
+        )
+
+
+def _quoted(text: str) -> str:
+    """A string literal's body for delta-rs predicates: single quotes doubled."""
+    return text.replace("'", "''")
 
 
 def commit_plan(catalog: Catalog, plan: Plan) -> None:
     """Advance the watermarks of the plan's tables and close its run (idempotent)."""
-    catalog.delta_table("state/batches").update(
-        condition=(F.col("run_id") == plan.run_id) & ~F.col("committed"), set={"committed": F.lit(True)}
-    )
-    # One row per table of the run: small by construction.
-    totals = (
-        catalog.read("state/batches")
-        .where(F.col("run_id") == plan.run_id)
-        .agg(F.count("*"), F.sum("rows_inserted"), F.sum("rows_deleted"))
-        .first()
-    )
-    catalog.delta_table("runs").update(
-        condition=(F.col("run_id") == plan.run_id) & (F.col("status") == "running"),
-        set={
-            "status": F.lit("succeeded"),
-            "finished_at": F.lit(datetime.now(UTC)),
-            "tables_changed": F.lit(int(totals[0])),
-            "rows_inserted": F.lit(int(totals[1] or 0)),
-            "rows_deleted": F.lit(int(totals[2] or 0)),
+    run = f"run_id = {int(plan.run_id)}"
+    catalog.update_small("state/batches", f"{run} AND NOT committed", {"committed": True})
+    stored = catalog.read_small("state/batches")
+    batches = stored.filter(pc.equal(stored["run_id"], plan.run_id))
+    inserted = pc.sum(batches["rows_inserted"]).as_py() or 0
+    deleted = pc.sum(batches["rows_deleted"]).as_py() or 0
+    catalog.update_small(
+        "runs",
+        f"{run} AND status = 'running'",
+        {
+            "status": "succeeded",
+            "finished_at": datetime.now(UTC),
+            "tables_changed": len(batches),
+            "rows_inserted": inserted,
+            "rows_deleted": deleted,
         },
     )
     log.info(
         "run %d committed: %d tables, %d rows inserted, %d deleted",
         plan.run_id,
-        totals[0],
-        totals[1] or 0,
-        totals[2] or 0,
+        len(batches),
+        inserted,
+        deleted,
     )
 
 
 def abandon_open_runs(catalog: Catalog) -> None:
     """Close an unfinished run without committing it (before a rebuild drops the state it began)."""
-    catalog.delta_table("runs").update(
-        condition=F.col("status") == "running",
-        set={"status": F.lit("abandoned"), "finished_at": F.lit(datetime.now(UTC))},
+    catalog.update_small(
+        "runs", "status = 'running'", {"status": "abandoned", "finished_at": datetime.now(UTC)}
     )

@@ -13,6 +13,8 @@ import logging
 from functools import reduce
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 
@@ -125,13 +127,13 @@ def _batch_sizes(catalog: Catalog, plan: Plan, delta: DataFrame) -> list[BatchSi
     replaced = plan.replaced_tables
     previous: dict[str, int] = {}
     if replaced:
-        previous = {
-            r.table_name: int(r.n_rows)
-            for r in catalog.read(STATE)
-            .where(F.col("table_name").isin(replaced) & (F.col("ordinal") == 0))
-            .select("table_name", "n_rows")
-            .collect()
-        }
+        stored = catalog.read_small(STATE)
+        first_columns = stored.filter(
+            pc.and_(pc.is_in(stored["table_name"], pa.array(replaced)), pc.equal(stored["ordinal"], 0))
+        )
+        previous = dict(
+            zip(first_columns["table_name"].to_pylist(), first_columns["n_rows"].to_pylist(), strict=True)
+        )
     sizes = []
     for batch in plan.batches:
         inserted, deleted = counted.get(batch.table_name, (0, 0))
