@@ -1,0 +1,47 @@
+"""The counted-state MERGE: replace, add, drop zeros, refuse negatives, apply once per transaction."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from lakemeta.catalog import Catalog, NegativeCountError, Txn
+
+pytestmark = pytest.mark.spark
+
+STATE = "state/agree_sets"
+SCHEMA = "table_name string, agree_set array<string>, count long"
+
+
+def stored(catalog: Catalog) -> list[tuple]:
+    return sorted((r.table_name, tuple(r.agree_set), r["count"]) for r in catalog.read(STATE).collect())
+
+
+def merge(catalog: Catalog, rows: list[tuple], run: int, replaced: list[str] = ()) -> None:
+    delta = catalog.spark.createDataFrame(rows, SCHEMA)
+    catalog.merge_counts(
+        STATE, delta, ["table_name", "agree_set"], ["count"], list(replaced), Txn("test", run), drop_zero=True
+    )
+
+
+def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path):
+    catalog = Catalog(spark, tmp_path)
+    catalog.ensure_tables()
+    merge(catalog, [("t", ["a"], 2), ("t", ["a", "b"], 1), ("u", ["x"], 4)], run=1)
+    merge(catalog, [("t", ["a"], -2), ("t", ["a", "b"], 3), ("t", ["b"], 1)], run=2)
+    merge(catalog, [("t", ["a"], 99)], run=2)  # a retry of run 2 carries no new change: skipped
+    assert stored(catalog) == [("t", ("a", "b"), 4), ("t", ("b",), 1), ("u", ("x",), 4)]
+    merge(catalog, [("u", ["y"], 1)], run=3, replaced=["u", "gone"])
+    assert stored(catalog) == [("t", ("a", "b"), 4), ("t", ("b",), 1), ("u", ("y",), 1)]
+
+
+@pytest.mark.parametrize("rows", [[("t", ["a"], -2)], [("t", ["new"], -1)]], ids=["below-zero", "absent"])
+def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
+    catalog = Catalog(spark, tmp_path)
+    catalog.ensure_tables()
+    merge(catalog, [("t", ["a"], 1)], run=1)
+    with pytest.raises(NegativeCountError, match=r"negative count in state/agree_sets at \[{'table_name': 't'"):
+        merge(catalog, rows, run=2)
+    assert stored(catalog) == [("t", ("a",), 1)]
+    assert not catalog.already_applied(STATE, Txn("test", 2))
