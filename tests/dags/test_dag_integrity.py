@@ -30,7 +30,7 @@ def test_dags_import_without_errors(dagbag):
 def test_incremental_dag_wiring(dagbag):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
-    dag = dagbag.get_dag("lakemeta_incremental")
+    dag = dagbag.dags["lakemeta_incremental"]
     assert dag.max_active_runs == 1
     order = ["detect_batches", "update_state", "commit_batches"]
     assert [t.task_id for t in dag.topological_sort()] == order
