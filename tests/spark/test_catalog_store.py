@@ -41,7 +41,9 @@ def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
     catalog = Catalog(spark, tmp_path)
     catalog.ensure_tables()
     merge(catalog, [("t", ["a"], 1)], run=1)
-    with pytest.raises(NegativeCountError, match=r"negative count in state/agree_sets at \[{'table_name': 't'"):
+    with pytest.raises(
+        NegativeCountError, match=r"negative count in state/agree_sets at \[{'table_name': 't'"
+    ):
         merge(catalog, rows, run=2)
     assert stored(catalog) == [("t", ("a",), 1)]
     assert not catalog.already_applied(STATE, Txn("test", 2))

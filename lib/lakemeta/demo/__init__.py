@@ -41,7 +41,7 @@ def apply_demo_changes(pipeline: Pipeline) -> None:
     def table(name: str) -> str:
         return f"delta.`{table_path(pipeline.lake, name)}`"
 
-    spark.sql(f"DELETE FROM {table('web/countries_0000')} WHERE continent = 'Europe' OR capital LIKE 'B%'")
+    spark.sql(f"DELETE FROM {table('web/countries_0000')} WHERE country < 'G' OR country LIKE 'S%'")
     spark.sql(f"UPDATE {table('web/planets_0001')} SET moons = moons + 1 WHERE type = 'gas giant'")
     spark.sql(
         f"INSERT INTO {table('web/cities_0002')} VALUES ('Kyoto', 'Japan', 794), ('Lille', 'France', 640)"

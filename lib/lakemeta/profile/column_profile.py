@@ -10,7 +10,6 @@ costs one job, not one per table.
 from __future__ import annotations
 
 import logging
-from functools import reduce
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,7 +19,7 @@ from pyspark.sql import DataFrame
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.schemas import ALL_SCHEMAS
-from lakemeta.lake.batches import SIGN, BatchSize, Plan, changes, record_batch_sizes
+from lakemeta.lake.batches import SIGN, BatchSize, Plan, changes, record_batch_sizes, union_all
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +66,7 @@ def profile_delta(catalog: Catalog, lake: Path, plan: Plan) -> DataFrame:
     )
     if not frames:
         return every_column.select(*keys, *[F.lit(0).cast("long").alias(c) for c in _COUNTS])
-    long = reduce(DataFrame.unionByName, frames).select("table_name", "c.*", SIGN)
+    long = union_all(frames).select("table_name", "c.*", SIGN)
     counted = long.groupBy(*keys).agg(
         F.sum(SIGN).cast("long").alias("n_rows"),
         F.sum(F.when(F.col("is_null"), F.col(SIGN)).otherwise(0)).cast("long").alias("n_nulls"),
@@ -83,20 +82,17 @@ def update_column_profile(catalog: Catalog, lake: Path, plan: Plan) -> list[Batc
     """Apply the plan's batches to ``state/column_profile`` exactly once; return each batch's size."""
     spark = catalog.spark
     spark.sparkContext.setJobDescription(f"run {plan.run_id}: column profiles of {len(plan.batches)} tables")
-    delta = profile_delta(catalog, lake, plan)
-    if delta is None:
-        delta = spark.createDataFrame([], ALL_SCHEMAS[STATE]).withColumn(
-            "rows_inserted", F.lit(0).cast("long")
-        )
-        delta = delta.withColumn("rows_deleted", F.lit(0).cast("long"))
-    delta = delta.cache()
+    # A row per column of the changed tables: small by construction, and collected once so that the
+    # sizes and the MERGE do not recompute the scan of every batch.
+    delta = profile_delta(catalog, lake, plan).toArrow()
     # Sizes are recorded before the merge: a replaced table's previous row count is read from the state
     # the merge overwrites, and a retry keeps the sizes the first attempt recorded.
     sizes = _batch_sizes(catalog, plan, delta)
     record_batch_sizes(catalog, plan.run_id, sizes)
+    state_columns = ALL_SCHEMAS[STATE].fieldNames()
     catalog.merge_counts(
         STATE,
-        delta.select(*ALL_SCHEMAS[STATE].fieldNames()),
+        spark.createDataFrame(delta.select(state_columns).to_pandas(), ALL_SCHEMAS[STATE]),
         keys=["table_name", "column_name"],
         counts=["n_rows", "n_nulls"],
         replaced_tables=plan.replaced_tables,
@@ -104,7 +100,6 @@ def update_column_profile(catalog: Catalog, lake: Path, plan: Plan) -> list[Batc
         drop_zero=False,
         replace_columns=["ordinal", "data_type"],
     )
-    delta.unpersist()
     log.info(
         "run %d: column profiles updated for %d tables (%d rows inserted, %d deleted)",
         plan.run_id,
@@ -115,14 +110,12 @@ def update_column_profile(catalog: Catalog, lake: Path, plan: Plan) -> list[Batc
     return sizes
 
 
-def _batch_sizes(catalog: Catalog, plan: Plan, delta: DataFrame) -> list[BatchSize]:
+def _batch_sizes(catalog: Catalog, plan: Plan, delta: pa.Table) -> list[BatchSize]:
     """Rows inserted and deleted per table; a replaced table's previous rows count as deleted."""
-    # One row per table of the plan: small by construction.
+    first_column = delta.filter(pc.equal(delta["ordinal"], 0))
     counted = {
-        r.table_name: (int(r.rows_inserted), int(r.rows_deleted))
-        for r in delta.where(F.col("ordinal") == 0)
-        .select("table_name", "rows_inserted", "rows_deleted")
-        .collect()
+        row["table_name"]: (row["rows_inserted"], row["rows_deleted"])
+        for row in first_column.select(["table_name", "rows_inserted", "rows_deleted"]).to_pylist()
     }
     replaced = plan.replaced_tables
     previous: dict[str, int] = {}
