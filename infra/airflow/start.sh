@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
 # Start Airflow for local use: scheduler, dag-processor, api-server (http://127.0.0.1:8080) and
-# triggerer, with the project's DAGs. Sign in as `admin`; the password is generated on first start into
-# $AIRFLOW_HOME/simple_auth_manager_passwords.json.generated.
+# triggerer, with the project's DAGs, sign-in required. Sign in as `admin`; the password is generated on
+# first start into $AIRFLOW_HOME/simple_auth_manager_passwords.json.generated.
 # LAKEMETA_LAKE and LAKEMETA_CATALOG (or LAKEMETA_CONFIG) tell the DAGs which lake to process.
+#
+# The components start one by one rather than through `airflow standalone`, whose scheduler and
+# triggerer serve task logs on every interface; here nothing listens beyond 127.0.0.1 (the api-server
+# reads task logs from the local log folder instead).
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 airflow db migrate
+trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
+airflow scheduler --skip-serve-logs &
+airflow triggerer --skip-serve-logs &
+airflow dag-processor &
+airflow api-server --host "$AIRFLOW__API__HOST" --port "$AIRFLOW__API__PORT" &
 echo "Airflow UI: http://${AIRFLOW__API__HOST}:${AIRFLOW__API__PORT} (user admin, password in" \
      "$AIRFLOW_HOME/simple_auth_manager_passwords.json.generated)"
-exec airflow standalone
+wait -n  # one component stopping stops them all
