@@ -24,6 +24,14 @@ def _schema(*fields: tuple[str, object]) -> StructType:
 
 STRINGS = ArrayType(StringType())
 
+# A dependent column and the column it is (estimated to be) included in.
+COLUMN_PAIR = (
+    ("dep_table", StringType()),
+    ("dep_column", StringType()),
+    ("ref_table", StringType()),
+    ("ref_column", StringType()),
+)
+
 CATALOG_SCHEMAS: dict[str, StructType] = {
     "tables": _schema(
         ("table_name", StringType()),
@@ -50,19 +58,13 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("error", DoubleType()),
     ),
     "inclusion_dependencies": _schema(
-        ("dep_table", StringType()),
-        ("dep_column", StringType()),
-        ("ref_table", StringType()),
-        ("ref_column", StringType()),
+        *COLUMN_PAIR,
         ("dep_distinct", LongType()),
         ("ref_distinct", LongType()),
         ("coverage", DoubleType()),
     ),
     "inclusion_estimates": _schema(
-        ("dep_table", StringType()),
-        ("dep_column", StringType()),
-        ("ref_table", StringType()),
-        ("ref_column", StringType()),
+        *COLUMN_PAIR,
         ("estimate", DoubleType()),
         ("error_bound", DoubleType()),
     ),
