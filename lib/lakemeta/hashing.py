@@ -7,8 +7,20 @@ hash per value, and MATE's Bloom super keys (§7.1.2) derive their bits from it.
 buffers directly (validity, int32/int64 offsets, uint8 data): no Python object is created per value.
 
 Input: (large_)string and (large_)binary arrays are read as they are, plain or chunked, sliced or not; any
-other type (integers, dictionary-encoded strings, ...) is cast to large_string first, so a value is hashed
-as Arrow's string form of it.
+other type is first turned into its canonical form (``canonical``), so that columns of different physical
+types holding the same values hash alike (an integer key in one file, a decimal(10,0) or a double in
+another, as foreign keys across files need).
+
+The canonical form of a value, by Arrow type:
+
+* strings and binary: the value as it is (no trimming, no case folding);
+* integers: decimal digits with a leading ``-`` when negative (``42``, ``-7``);
+* decimals: the digits with the fractional part's trailing zeros removed, and the point too when nothing
+  is left after it (``12.50`` -> ``12.5``, ``10.00`` -> ``10``), so an integral decimal is its digits;
+* floating point: the shortest string that reads back as the same number (``0.1``, ``2.5e-7``); integral
+  values below 10^16 come out as their digits (``3.0`` -> ``3``); ``-0`` is ``0``; ``nan``, ``inf``;
+* booleans ``true`` / ``false``; dates ``YYYY-MM-DD``; timestamps ``YYYY-MM-DD HH:MM:SS.ffffff`` with a
+  ``Z`` when zoned (Spark writes UTC); dictionary arrays by their values' form.
 
 Nulls: a null is a missing value, not a value. ``hash_strings`` and ``hash_tuples`` return
 ``(hashes, valid)`` with one entry per row; ``valid`` is False for a null (for tuples, a row with any null)
@@ -19,6 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numba import njit
 
 _P1 = np.uint64(0x9E3779B185EBCA87)
@@ -113,12 +126,23 @@ def _hash_spans(offsets: np.ndarray, data: np.ndarray, valid: np.ndarray) -> np.
     return out
 
 
-def _readable(arr: pa.Array) -> pa.Array:
-    return arr if arr.type in _READ_AS_IS else arr.cast(pa.large_string())
+def canonical(arr: pa.Array) -> pa.Array:
+    """The canonical string form of every value (module docstring); strings and binary as they are."""
+    if arr.type in _READ_AS_IS:
+        return arr
+    if pa.types.is_dictionary(arr.type):
+        return canonical(arr.dictionary_decode())
+    text = arr.cast(pa.large_string())
+    if pa.types.is_decimal(arr.type) and arr.type.scale > 0:
+        # every value holds a point: strip the fraction's trailing zeros, then a bare point
+        return pc.utf8_rtrim(pc.utf8_rtrim(text, characters="0"), characters=".")
+    if pa.types.is_floating(arr.type):
+        return pc.if_else(pc.equal(text, "-0"), pa.scalar("0", pa.large_string()), text)
+    return text
 
 
 def _array_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    arr = _readable(arr)
+    arr = canonical(arr)
     n = len(arr)
     if n == 0:
         return np.zeros(1, np.int64), np.zeros(0, np.uint8), np.zeros(0, np.bool_)
@@ -140,7 +164,7 @@ def string_buffers(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.n
     ``offsets`` is int64 of length n + 1 and already shifted by the array's slice offset, ``data`` the
     UTF-8 bytes (uint8, a zero-copy view of the Arrow buffer), ``valid`` the non-null mask: row i is
     ``data[offsets[i]:offsets[i + 1]]``. A chunked array with several chunks is combined first (a copy);
-    non-string types are cast to large_string.
+    other types are turned into their canonical form first.
     """
     chunks = _chunks(values)
     if len(chunks) == 1:

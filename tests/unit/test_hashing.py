@@ -9,7 +9,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakemeta.hashing import hash_strings, hash_tuples, string_buffers, xxh64_bytes
+from lakemeta.hashing import canonical, hash_strings, hash_tuples, string_buffers, xxh64_bytes
 
 
 def _reference(values: list[str | None]) -> list[int]:
@@ -154,3 +154,32 @@ def test_hash_tuples_rejects_ragged_or_empty_input() -> None:
         hash_tuples([pa.array(["a"]), pa.array(["a", "b"])])
     with pytest.raises(ValueError):
         hash_tuples([])
+
+
+def test_canonical_form_relates_the_same_value_across_physical_types() -> None:
+    import datetime
+    from decimal import Decimal
+
+    forms = {
+        "int64": canonical(pa.array([3, -7, None], pa.int64())),
+        "int32": canonical(pa.array([3, -7, None], pa.int32())),
+        "decimal": canonical(pa.array([Decimal("3.00"), Decimal("-7.00"), None], pa.decimal128(10, 2))),
+        "decimal0": canonical(pa.array([Decimal("3"), Decimal("-7"), None], pa.decimal128(10, 0))),
+        "double": canonical(pa.array([3.0, -7.0, None])),
+        "string": canonical(pa.array(["3", "-7", None])),
+    }
+    for form in forms.values():
+        assert form.to_pylist() == ["3", "-7", None]
+    assert canonical(
+        pa.array([Decimal("12.50"), Decimal("0.00"), Decimal("-0.50")], pa.decimal128(9, 2))
+    ).to_pylist() == [
+        "12.5",
+        "0",
+        "-0.5",
+    ]
+    assert canonical(pa.array([0.1, -0.0, 2.5e-7, 1e16])).to_pylist() == ["0.1", "0", "2.5e-7", "1e+16"]
+    assert canonical(pa.array([True, False])).to_pylist() == ["true", "false"]
+    assert canonical(pa.array([datetime.date(1995, 3, 1)])).to_pylist() == ["1995-03-01"]
+    assert canonical(pa.array(["  Mixed Case "])).to_pylist() == ["  Mixed Case "]
+    hashes = {name: hash_strings(form)[0][:2].tolist() for name, form in forms.items()}
+    assert len({tuple(h) for h in hashes.values()}) == 1
