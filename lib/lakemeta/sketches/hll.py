@@ -116,6 +116,27 @@ def _from_keys(p: int, keys: np.ndarray, counts: np.ndarray) -> HllCounters:
     )
 
 
+_DENSE_MAX_PRECISION = 16  # dense tally: 2^p (l - p + 1) int64 cells, 26 MB at p = 16
+
+
+@njit(cache=True, nogil=True)
+def _dense_tally(hashes: np.ndarray, signs: np.ndarray, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Occurrences per (bucket, rho) tallied in one dense array, then its nonzero cells as sorted keys:
+    one pass, no sort. Cell index = bucket (l - p + 1) + rho - 1 keeps (bucket, rho) order."""
+    tail_bits = HASH_BITS - p
+    n_rho = tail_bits + 1
+    tally = np.zeros((1 << p) * n_rho, dtype=np.int64)
+    for i in range(hashes.shape[0]):
+        h = hashes[i]
+        bucket = np.int64(h >> np.uint64(tail_bits)) if p > 0 else np.int64(0)
+        tail = h << np.uint64(p)
+        rho = np.int64(leading_zeros(tail)) + 1 if tail != 0 else np.int64(n_rho)
+        tally[bucket * n_rho + rho - 1] += signs[i]
+    cells = np.flatnonzero(tally)
+    keys = ((cells // n_rho) << _RHO_BITS) | (cells % n_rho + 1)
+    return keys, tally[cells]
+
+
 def counter_delta(
     hashes: np.ndarray, signs: np.ndarray | None = None, p: int = DEFAULT_PRECISION
 ) -> HllCounters:
@@ -123,14 +144,26 @@ def counter_delta(
 
     ``hashes`` are the non-null value hashes of the batch's rows (``lakemeta.hashing.hash_strings``),
     ``signs`` the matching +1 (insert) / -1 (delete), or any integer multiplicity; None means all inserts.
+    Up to p = 16 the counts are tallied densely (linear time); above, by sorting the (bucket, rho) keys.
     """
     _check_precision(p)
     hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
-    signs = np.ones(hashes.shape[0], dtype=np.int64) if signs is None else np.asarray(signs)
+    signs = np.ones(hashes.shape[0], dtype=np.int64) if signs is None else np.asarray(signs, np.int64)
     if signs.shape != hashes.shape:
         raise ValueError("hashes and signs must have the same shape")
-    keys, counts = _aggregate(_bucket_rho_keys(hashes, p), signs)
+    if p <= _DENSE_MAX_PRECISION:
+        keys, counts = _dense_tally(hashes, np.ascontiguousarray(signs), p)
+    else:
+        keys, counts = _aggregate(_bucket_rho_keys(hashes, p), signs)
     return _from_keys(p, keys, counts)
+
+
+def add_counters(a: HllCounters, b: HllCounters) -> HllCounters:
+    """a + b with zero counts dropped; counts may be negative (partial deltas of one batch add up)."""
+    if a.p != b.p:
+        raise ValueError(f"precision mismatch: p={a.p} and p={b.p}")
+    keys, counts = _aggregate(np.concatenate((a.keys, b.keys)), np.concatenate((a.count, b.count)))
+    return _from_keys(a.p, keys, counts)
 
 
 def merge_counters(state: HllCounters, delta: HllCounters) -> HllCounters:
@@ -138,19 +171,15 @@ def merge_counters(state: HllCounters, delta: HllCounters) -> HllCounters:
 
     Raises ValueError if any count would become negative: the delta deletes occurrences the state lacks.
     """
-    if state.p != delta.p:
-        raise ValueError(f"precision mismatch: state p={state.p}, delta p={delta.p}")
-    keys, counts = _aggregate(
-        np.concatenate((state.keys, delta.keys)), np.concatenate((state.count, delta.count))
-    )
-    negative = np.flatnonzero(counts < 0)
+    merged = add_counters(state, delta)
+    negative = np.flatnonzero(merged.count < 0)
     if negative.size:
-        k = int(keys[negative[0]])
+        i = negative[0]
         raise ValueError(
-            f"{negative.size} counter(s) would go negative, first bucket={k >> _RHO_BITS} "
-            f"rho={k & _RHO_MASK} count={int(counts[negative[0]])}: deleting occurrences never inserted"
+            f"{negative.size} counter(s) would go negative, first bucket={merged.bucket[i]} "
+            f"rho={merged.rho[i]} count={merged.count[i]}: deleting occurrences never inserted"
         )
-    return _from_keys(state.p, keys, counts)
+    return merged
 
 
 def registers(counters: HllCounters, m: int | None = None) -> np.ndarray:
