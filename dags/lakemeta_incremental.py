@@ -55,9 +55,13 @@ def spark_step(task_id: str, job: str) -> SparkSubmitOperator:
 )
 def lakemeta_incremental() -> None:
     detect = spark_step("detect_batches", "detect_batches.py")
-    update_state = spark_step("update_state", "update_state.py")
+    state_updates = [
+        spark_step("update_column_profile", "update_column_profile.py"),
+        spark_step("update_hll_counters", "update_hll_counters.py"),
+    ]
     commit = spark_step("commit_batches", "commit_batches.py")
-    detect >> update_state >> commit
+    inclusion_estimates = spark_step("inclusion_estimates", "inclusion_estimates.py")
+    detect >> state_updates >> commit >> inclusion_estimates
 
 
 lakemeta_incremental()

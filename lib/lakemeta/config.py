@@ -28,6 +28,19 @@ class IngestConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class SketchConfig:
+    """HLL state and BML inclusion estimates (BML §3-§4)."""
+
+    # One precision for the stored counters; every m <= p of Eq. 12 is derived by folding.
+    precision: int = 14
+    # inclusion_estimates keeps every pair whose estimate reaches this floor (catalog contract).
+    inclusion_floor: float = 0.5
+    # Confidence of the error bound (Theorem 4 with Eq. 11) and the look-up tolerance ε (Alg. 2).
+    confidence: float = 0.95
+    tolerance: float = 1e-5
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     lake: Path | None = None
     catalog: Path | None = None
@@ -35,6 +48,7 @@ class Config:
     # How often lakemeta_incremental runs (a cron expression or preset); DAG files read it at parse time.
     incremental_schedule: str = "@hourly"
     ingest: IngestConfig = dataclasses.field(default_factory=IngestConfig)
+    sketches: SketchConfig = dataclasses.field(default_factory=SketchConfig)
 
     def require_paths(self) -> tuple[Path, Path]:
         """The lake and catalog roots, or a clear error naming how to set them."""
@@ -87,6 +101,18 @@ def _build(values: dict[str, Any]) -> Config:
     for key in ("lake", "catalog"):
         if key in kwargs:
             kwargs[key] = Path(kwargs[key]).expanduser().resolve()
-    if "ingest" in kwargs:
-        kwargs["ingest"] = IngestConfig(**kwargs["ingest"])
+    for section, section_class in _SECTIONS.items():
+        if section in kwargs:
+            kwargs[section] = _section(section, section_class, kwargs[section])
     return Config(**kwargs)
+
+
+_SECTIONS: dict[str, type] = {"ingest": IngestConfig, "sketches": SketchConfig}
+
+
+def _section(name: str, section_class: type, values: Mapping[str, Any]) -> Any:
+    known = {field.name for field in dataclasses.fields(section_class)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValueError(f"unknown configuration keys in {name}: {', '.join(unknown)}")
+    return section_class(**values)

@@ -1,13 +1,15 @@
 """The pipeline's steps, shared by `lakemeta run`, the spark-submit jobs and so the DAGs.
 
-A run: plan the batches (or resume the unfinished plan) -> update every state component -> commit the
-watermarks -> refresh the catalog tables derived from state. Each step is idempotent, so a run that
-died at any point is finished by running it again.
+A run: plan the batches (or resume the unfinished plan) -> update every state component (independent of
+each other, so the DAG runs them in parallel) -> commit the watermarks and refresh the catalog tables
+derived from state -> discovery over the state (inclusion estimates). Each step is idempotent, so a run
+that died at any point is finished by running it again.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -18,6 +20,8 @@ from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.config import Config
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.profile.column_profile import update_column_profile
+from lakemeta.sketches.hll_state import column_registers, distinct_estimates, update_hll_counters
+from lakemeta.sketches.inclusion import refresh_inclusion_estimates
 
 log = logging.getLogger(__name__)
 
@@ -42,24 +46,47 @@ class Pipeline:
             log.info("no run in progress: nothing to do")
         return plan
 
-    def update_state(self, plan: Plan) -> None:
-        update_column_profile(self.catalog, self.lake, plan)
+    def state_components(self) -> dict[str, Callable[[Plan], None]]:
+        """Each state component's update of a plan's batches, by name (DAG tasks and jobs use the names)."""
+        return {
+            "column_profile": lambda plan: update_column_profile(self.catalog, self.lake, plan),
+            "hll_counters": lambda plan: update_hll_counters(
+                self.catalog, self.lake, plan, self.config.sketches.precision
+            ),
+        }
+
+    def update_state(self, plan: Plan, component: str | None = None) -> None:
+        """Apply the plan to one state component, or to all of them when ``component`` is None."""
+        components = self.state_components()
+        for name in [component] if component else components:
+            components[name](plan)
 
     def commit(self, plan: Plan) -> None:
         commit_plan(self.catalog, plan)
-        refresh_tables_and_columns(self.catalog)
+        registers = column_registers(self.catalog, self.config.sketches.precision)
+        profile = self.catalog.read_small("state/column_profile")
+        refresh_tables_and_columns(self.catalog, [distinct_estimates(registers, profile)])
+
+    def discover(self) -> None:
+        """Discovery over the committed state: a deterministic function of state and configuration."""
+        refresh_inclusion_estimates(self.catalog, self.config.sketches)
 
     def run(self) -> Plan:
         """All steps in this process, with a progress bar on a terminal."""
-        with tqdm(total=3, desc="run", unit="step", disable=None) as progress:
+        components = self.state_components()
+        with tqdm(total=len(components) + 3, desc="run", unit="step", disable=None) as progress:
             progress.set_postfix_str("detect batches")
             plan = self.detect()
             progress.update()
-            progress.set_postfix_str(f"update state of {len(plan.batches)} tables")
-            self.update_state(plan)
-            progress.update()
+            for name in components:
+                progress.set_postfix_str(f"update {name} of {len(plan.batches)} tables")
+                self.update_state(plan, name)
+                progress.update()
             progress.set_postfix_str("commit")
             self.commit(plan)
+            progress.update()
+            progress.set_postfix_str("inclusion estimates")
+            self.discover()
             progress.update()
         return plan
 

@@ -26,10 +26,16 @@ def _continue_run(step: Callable[[Pipeline, Plan], None]) -> Callable[[Pipeline]
     return run
 
 
+def _update(component: str) -> Callable[[Pipeline], None]:
+    return _continue_run(lambda pipeline, plan: pipeline.update_state(plan, component))
+
+
 STEPS: dict[str, Callable[[Pipeline], object]] = {
     "detect": Pipeline.detect,
-    "update_state": _continue_run(Pipeline.update_state),
+    "update_column_profile": _update("column_profile"),
+    "update_hll_counters": _update("hll_counters"),
     "commit": _continue_run(Pipeline.commit),
+    "inclusion_estimates": Pipeline.discover,
     "rebuild": Pipeline.rebuild,
 }
 

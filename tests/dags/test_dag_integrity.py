@@ -32,8 +32,14 @@ def test_incremental_dag_wiring(dagbag):
 
     dag = dagbag.dags["lakemeta_incremental"]
     assert dag.max_active_runs == 1
-    order = ["detect_batches", "update_state", "commit_batches"]
-    assert [t.task_id for t in dag.topological_sort()] == order
+    upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
+    state_updates = ["update_column_profile", "update_hll_counters"]
+    assert upstream == {
+        "detect_batches": [],
+        **{task: ["detect_batches"] for task in state_updates},
+        "commit_batches": state_updates,
+        "inclusion_estimates": ["commit_batches"],
+    }
     for task in dag.tasks:
         assert isinstance(task, SparkSubmitOperator)
         assert task.retries >= 1 and task.retry_exponential_backoff

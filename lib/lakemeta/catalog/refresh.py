@@ -7,6 +7,7 @@ each run on the driver, which keeps them exactly in step with the state whatever
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -16,14 +17,21 @@ from lakemeta.catalog.store import Catalog, arrow_schema
 log = logging.getLogger(__name__)
 
 
-def refresh_tables_and_columns(catalog: Catalog) -> None:
-    profile = catalog.read_small("state/column_profile").sort_by(
-        [("table_name", "ascending"), ("ordinal", "ascending")]
-    )
-    count = len(profile)
-    columns = profile.append_column("n_distinct_estimate", pa.nulls(count, pa.int64())).append_column(
-        "is_unique", pa.nulls(count, pa.bool_())
-    )
+def refresh_tables_and_columns(catalog: Catalog, column_metrics: Sequence[pa.Table]) -> None:
+    """Rewrite ``tables`` and ``columns`` from the state; ``column_metrics`` are tables keyed by
+    (table_name, column_name) holding metric columns of ``columns`` derived from other state components
+    (``n_distinct_estimate``, ``is_unique``); a metric missing for a column is null."""
+    profile = catalog.read_small("state/column_profile")
+    columns = profile
+    for metrics in column_metrics:
+        columns = columns.join(metrics, ["table_name", "column_name"], join_type="left outer")
+    for name in ("n_distinct_estimate", "is_unique"):
+        if name not in columns.column_names:
+            columns = columns.append_column(
+                name, pa.nulls(len(columns), arrow_schema("columns").field(name).type)
+            )
+    columns = columns.sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
+    count = len(columns)
 
     batches = catalog.read_small("state/batches")
     committed = batches.filter(batches["committed"]).sort_by([("run_id", "ascending")]).to_pylist()

@@ -104,6 +104,11 @@ class Catalog:
         applied = deltalake.DeltaTable(self.path(name)).transaction_version(txn.app)
         return applied is not None and applied >= txn.version
 
+    def last_commit_metrics(self, name: str) -> dict[str, str]:
+        """The operation metrics Delta recorded for the table's latest commit (rows inserted, ...)."""
+        history = deltalake.DeltaTable(self.path(name)).history(1)
+        return dict(history[0].get("operationMetrics", {})) if history else {}
+
     def truncate(self, name: str) -> None:
         self.replace_small(name, arrow_schema(name).empty_table())
 

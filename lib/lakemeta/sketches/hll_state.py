@@ -1,0 +1,236 @@
+"""HLL counters as Delta state (``state/hll_counters``): the Spark side of :mod:`lakemeta.sketches.hll`.
+
+Delta (BML §4, deletions). For every batch, executors read the batch's rows as Arrow (``mapInArrow``),
+hash each sketched cell's canonical form (``lakemeta.hashing``), and tally +1 per inserted and -1 per
+deleted occurrence per (column, bucket, rho) with the numba kernel of ``hll.counter_delta``. A task tallies
+its rows in slices of ``_SLICE_ROWS`` and keeps one running sparse delta per column, so it emits at most
+one row per (column, bucket, rho) it saw, whatever its size; a Spark aggregation then adds the tasks' rows
+up. Merge: one idempotent MERGE adds the delta to the stored counts, removes counts that reach zero and
+refuses (before writing) any count that would turn negative (``Catalog.merge_counts``); tables rebuilt
+from their snapshot, and dropped ones, have their counters replaced.
+
+Metrics: the registers of a column are the largest rho with a positive count per bucket, computed by one
+Spark aggregation over the state; the distinct-count estimates and the BML inclusion estimates are derived
+from them on the driver (a register row is 2^p bytes per column: small by construction).
+
+Sketched columns are those of atomic types (numbers, strings, binary, booleans, dates, timestamps);
+nested columns (arrays, maps, structs) have no canonical form and are left out, which the log reports.
+The precision p is fixed for the life of the state: changing ``sketches.precision`` needs a rebuild
+(``lakemeta rebuild``); reading registers checks that the stored buckets fit p.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
+
+from lakemeta.catalog import Catalog, Txn
+from lakemeta.catalog.schemas import STATE_SCHEMAS
+from lakemeta.hashing import hash_strings
+from lakemeta.lake.batches import SIGN, Plan, changes, union_all
+from lakemeta.sketches.hll import (
+    HllCounters,
+    add_counters,
+    counter_delta,
+    empty_counters,
+    estimate_cardinality,
+)
+
+log = logging.getLogger(__name__)
+
+STATE = "state/hll_counters"
+APP = "lakemeta.hll_counters"
+KEYS = ["table_name", "column_name", "bucket", "rho"]
+# Rows hashed per tally: bounds a task's memory to one slice of its input plus the running deltas.
+_SLICE_ROWS = 1 << 20
+
+
+def is_sketched(data_type: DataType) -> bool:
+    """Whether a column of this type gets HLL counters (atomic types only)."""
+    return not isinstance(data_type, ArrayType | MapType | StructType)
+
+
+def _tally_slice(
+    batches: list[pa.RecordBatch], columns: list[str], p: int, running: dict[str, HllCounters]
+) -> None:
+    rows = pa.Table.from_batches(batches)
+    signs = rows[SIGN].to_numpy()
+    for column in columns:
+        hashes, valid = hash_strings(rows[column])
+        running[column] = add_counters(running[column], counter_delta(hashes[valid], signs[valid], p))
+
+
+def _partition_delta(
+    table_name: str, columns: list[str], p: int, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: one task's rows -> its counter delta, one row per (column, bucket, rho)."""
+    running = {column: empty_counters(p) for column in columns}
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in batches:
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        if pending_rows >= _SLICE_ROWS:
+            _tally_slice(pending, columns, p, running)
+            pending, pending_rows = [], 0
+    if pending_rows:
+        _tally_slice(pending, columns, p, running)
+    for column, counters in running.items():
+        n = len(counters)
+        if n:
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(np.full(n, table_name, dtype=object), pa.string()),
+                    pa.array(np.full(n, column, dtype=object), pa.string()),
+                    pa.array(counters.bucket.astype(np.int32)),
+                    pa.array(counters.rho.astype(np.int32)),
+                    pa.array(counters.count),
+                ],
+                schema=_DELTA_ARROW_SCHEMA,
+            )
+
+
+_DELTA_ARROW_SCHEMA = pa.schema(
+    [
+        ("table_name", pa.string()),
+        ("column_name", pa.string()),
+        ("bucket", pa.int32()),
+        ("rho", pa.int32()),
+        ("count", pa.int64()),
+    ]
+)
+
+
+def _partial_deltas(rows: DataFrame, table_name: str, p: int) -> DataFrame:
+    """Per task, the counter delta of its share of ``rows`` (signed by a ``_lm_sign`` column of +1 / -1)."""
+    columns = [f.name for f in rows.schema.fields if f.name != SIGN and is_sketched(f.dataType)]
+    skipped = len(rows.schema.fields) - 1 - len(columns)
+    if skipped:
+        log.info("%s: %d nested column(s) not sketched", table_name, skipped)
+    tally = functools.partial(_partition_delta, table_name, columns, p)
+    selected = rows.select(*[F.col(f"`{c}`") for c in columns], F.col(SIGN))
+    return selected.mapInArrow(tally, STATE_SCHEMAS[STATE])
+
+
+def _summed(partial_deltas: DataFrame) -> DataFrame:
+    summed = partial_deltas.groupBy(*KEYS).agg(F.sum("count").alias("count"))
+    return summed.where(F.col("count") != 0)
+
+
+def counter_delta_rows(rows: DataFrame, table_name: str, p: int) -> DataFrame:
+    """The counter delta of one table's signed rows: per (column, bucket, rho) the net change of
+    occurrences, zeros left out."""
+    return _summed(_partial_deltas(rows, table_name, p))
+
+
+def counter_delta_frame(catalog: Catalog, lake: Path, plan: Plan, p: int) -> DataFrame:
+    """The plan's counter delta, all tables in one Spark job with one aggregation (no zeros).
+
+    For full batches it is the table's complete counters (the MERGE replaces the stored ones).
+    """
+    frames = [
+        _partial_deltas(changes(catalog.spark, lake, batch), batch.table_name, p)
+        for batch in plan.batches
+        if batch.kind != "drop"
+    ]
+    if not frames:
+        return catalog.spark.createDataFrame([], STATE_SCHEMAS[STATE])
+    return _summed(union_all(frames))
+
+
+def update_hll_counters(catalog: Catalog, lake: Path, plan: Plan, p: int) -> None:
+    """Apply the plan's batches to ``state/hll_counters`` exactly once (one MERGE tagged with the run)."""
+    spark = catalog.spark
+    spark.sparkContext.setJobDescription(f"run {plan.run_id}: HLL counters of {len(plan.batches)} tables")
+    catalog.merge_counts(
+        STATE,
+        counter_delta_frame(catalog, lake, plan, p),
+        keys=KEYS,
+        counts=["count"],
+        replaced_tables=plan.replaced_tables,
+        txn=Txn(APP, plan.run_id),
+        drop_zero=True,
+    )
+    metrics = catalog.last_commit_metrics(STATE)
+    log.info(
+        "run %d: HLL counters of %d tables merged (%s counter rows inserted, %s updated, %s deleted)",
+        plan.run_id,
+        len(plan.batches),
+        metrics.get("numTargetRowsInserted", 0),
+        metrics.get("numTargetRowsUpdated", 0),
+        metrics.get("numTargetRowsDeleted", 0),
+    )
+
+
+@dataclass(frozen=True)
+class ColumnRegisters:
+    """HLL registers at precision p of every sketched column: row i of ``registers`` is column i."""
+
+    table_names: list[str]
+    column_names: list[str]
+    registers: np.ndarray  # uint8, (columns, 2^p)
+
+    def cardinalities(self) -> np.ndarray:
+        """HLL distinct-count estimates at precision p (BML §2.2), one per column."""
+        if not self.table_names:
+            return np.zeros(0)
+        return estimate_cardinality(self.registers)
+
+
+def column_registers(catalog: Catalog, p: int) -> ColumnRegisters:
+    """Registers of every column in the state: per bucket the largest rho held (all stored counts are > 0)."""
+    catalog.spark.sparkContext.setJobDescription("HLL registers of every column")
+    sparse = (
+        catalog.read(STATE)
+        .groupBy("table_name", "column_name", "bucket")
+        .agg(F.max("rho").alias("register"))
+        .toArrow()
+    )
+    if len(sparse) and pc.max(sparse["bucket"]).as_py() >= 1 << p:
+        raise ValueError(
+            f"{STATE} holds buckets beyond precision p={p}: the state was built at a higher precision; "
+            "run `lakemeta rebuild` after changing sketches.precision"
+        )
+    column_key = pc.binary_join_element_wise(sparse["table_name"], sparse["column_name"], "\x00")
+    names, index = np.unique(column_key.to_numpy(zero_copy_only=False), return_inverse=True)
+    registers = np.zeros((names.shape[0], 1 << p), dtype=np.uint8)
+    registers[index, sparse["bucket"].to_numpy()] = sparse["register"].to_numpy().astype(np.uint8)
+    pairs = [str(name).split("\x00", 1) for name in names]
+    return ColumnRegisters([t for t, _ in pairs], [c for _, c in pairs], registers)
+
+
+def distinct_estimates(registers: ColumnRegisters, profile: pa.Table) -> pa.Table:
+    """``n_distinct_estimate`` of every column in ``profile`` (``state/column_profile``): the HLL estimate,
+    0 for a sketched column without a non-null value, null for a nested column (not sketched)."""
+    estimated = dict(
+        zip(
+            zip(registers.table_names, registers.column_names, strict=True),
+            np.rint(registers.cardinalities()).astype(np.int64).tolist(),
+            strict=True,
+        )
+    )
+    keys = list(zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True))
+    nested = [t.startswith(("array<", "map<", "struct<")) for t in profile["data_type"].to_pylist()]
+    return pa.table(
+        {
+            "table_name": profile["table_name"],
+            "column_name": profile["column_name"],
+            "n_distinct_estimate": pa.array(
+                [
+                    None if is_nested else estimated.get(key, 0)
+                    for key, is_nested in zip(keys, nested, strict=True)
+                ],
+                pa.int64(),
+            ),
+        }
+    )
