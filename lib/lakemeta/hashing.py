@@ -172,16 +172,133 @@ def string_buffers(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.n
     return _array_buffers(values.combine_chunks())
 
 
+@njit(cache=True, inline="always")
+def _put_digits(buffer: np.ndarray, pos: int, magnitude: np.uint64, min_digits: int) -> int:
+    """Write ``magnitude`` in decimal at ``buffer[pos:]``, left-padded with zeros to ``min_digits``."""
+    n_digits = 1
+    probe = magnitude // np.uint64(10)
+    while probe > 0:
+        n_digits += 1
+        probe //= np.uint64(10)
+    n_digits = max(n_digits, min_digits)
+    for i in range(n_digits - 1, -1, -1):
+        buffer[pos + i] = 48 + np.uint8(magnitude % np.uint64(10))
+        magnitude //= np.uint64(10)
+    return pos + n_digits
+
+
+@njit(cache=True, inline="always")
+def _magnitude(value: np.int64) -> np.uint64:
+    # |value| without overflow at the int64 minimum
+    return np.uint64(-(value + 1)) + np.uint64(1) if value < 0 else np.uint64(value)
+
+
+@njit(cache=True, nogil=True)
+def _hash_scaled_integers(values: np.ndarray, valid: np.ndarray, scale: int) -> np.ndarray:
+    """XXH64 of the canonical form of value / 10^scale: integers (scale 0) and decimals whose unscaled
+    value fits in 64 bits, formatted like Arrow's cast with the fraction's trailing zeros removed."""
+    out = np.zeros(values.shape[0], dtype=np.uint64)
+    buffer = np.empty(64, dtype=np.uint8)
+    for r in range(values.shape[0]):
+        if not valid[r]:
+            continue
+        value = values[r]
+        pos = 0
+        if value < 0:
+            buffer[0] = 45  # '-'
+            pos = 1
+        end = _put_digits(buffer, pos, _magnitude(value), scale + 1)
+        if scale > 0:
+            point = end - scale
+            last = end
+            while last > point and buffer[last - 1] == 48:
+                last -= 1
+            if last > point:  # a fraction remains: shift it right by one to make room for the point
+                for i in range(last - 1, point - 1, -1):
+                    buffer[i + 1] = buffer[i]
+                buffer[point] = 46  # '.'
+                end = last + 1
+            else:
+                end = point
+        out[r] = xxh64_bytes(buffer, 0, end)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _hash_dates(days: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """XXH64 of ``YYYY-MM-DD`` for days since 1970-01-01 (years 0..9999), by Hinnant's civil_from_days."""
+    out = np.zeros(days.shape[0], dtype=np.uint64)
+    buffer = np.empty(10, dtype=np.uint8)
+    buffer[4] = 45
+    buffer[7] = 45
+    for r in range(days.shape[0]):
+        if not valid[r]:
+            continue
+        z = np.int64(days[r]) + 719468
+        era = (z if z >= 0 else z - 146096) // 146097
+        doe = z - era * 146097
+        yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+        doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+        mp = (5 * doy + 2) // 153
+        day = doy - (153 * mp + 2) // 5 + 1
+        month = mp + 3 if mp < 10 else mp - 9
+        year = yoe + era * 400 + (1 if month <= 2 else 0)
+        _put_digits(buffer, 0, np.uint64(year), 4)
+        _put_digits(buffer, 5, np.uint64(month), 2)
+        _put_digits(buffer, 8, np.uint64(day), 2)
+        out[r] = xxh64_bytes(buffer, 0, 10)
+    return out
+
+
+_MIN_DAY, _MAX_DAY = -719528, 2932896  # 0000-01-01 and 9999-12-31
+
+
+def _validity(arr: pa.Array) -> np.ndarray:
+    return arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else np.ones(len(arr), np.bool_)
+
+
+def _decimal_unscaled(arr: pa.Array) -> np.ndarray | None:
+    """The unscaled values of a decimal128 array as int64, or None when one does not fit in 64 bits."""
+    words = np.frombuffer(arr.buffers()[1], dtype="<i8").reshape(-1, 2)[arr.offset : arr.offset + len(arr)]
+    low, high = words[:, 0], words[:, 1]
+    return low.copy() if np.array_equal(high, low >> 63) else None
+
+
+def _hash_chunk(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Hashes of one chunk's canonical forms; integers, dates and 64-bit decimals are formatted inside the
+    kernel (no string array is built), every other type goes through ``canonical``."""
+    kind = arr.type
+    if len(arr) and (
+        pa.types.is_signed_integer(kind) or (pa.types.is_unsigned_integer(kind) and kind.bit_width < 64)
+    ):
+        valid = _validity(arr)
+        values = arr.cast(pa.int64()).fill_null(0).to_numpy()
+        return _hash_scaled_integers(values, valid, 0), valid
+    if len(arr) and pa.types.is_date32(kind):
+        valid = _validity(arr)
+        days = arr.view(pa.int32()).fill_null(0).to_numpy().astype(np.int64)
+        if days.min() >= _MIN_DAY and days.max() <= _MAX_DAY:
+            return _hash_dates(days, valid), valid
+    if len(arr) and pa.types.is_decimal128(kind) and kind.scale >= 0:
+        unscaled = _decimal_unscaled(arr)
+        if unscaled is not None:
+            valid = _validity(arr)
+            return _hash_scaled_integers(unscaled, valid, kind.scale), valid
+    offsets, data, valid = _array_buffers(arr)
+    return _hash_spans(offsets, data, valid), valid
+
+
 def hash_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """XXH64 (seed 0) of every value's UTF-8 bytes (binary arrays: their bytes), chunk by chunk, no copy.
+    """XXH64 (seed 0) of every value's canonical form (strings: their UTF-8 bytes, binary: their bytes),
+    chunk by chunk, without copying string data.
 
     Returns ``(hashes uint64, valid bool)``, both of ``len(values)``; null positions have ``valid`` False
     and hash 0 and must be dropped by the caller (``hashes[valid]``).
     """
     hashes, valids = [np.zeros(0, np.uint64)], [np.zeros(0, np.bool_)]
     for chunk in _chunks(values):
-        offsets, data, valid = _array_buffers(chunk)
-        hashes.append(_hash_spans(offsets, data, valid))
+        chunk_hashes, valid = _hash_chunk(chunk)
+        hashes.append(chunk_hashes)
         valids.append(valid)
     return np.concatenate(hashes), np.concatenate(valids)
 

@@ -183,3 +183,43 @@ def test_canonical_form_relates_the_same_value_across_physical_types() -> None:
     assert canonical(pa.array(["  Mixed Case "])).to_pylist() == ["  Mixed Case "]
     hashes = {name: hash_strings(form)[0][:2].tolist() for name, form in forms.items()}
     assert len({tuple(h) for h in hashes.values()}) == 1
+
+
+def _canonical_hashes(arr: pa.Array) -> list[int]:
+    return [0 if v is None else xxhash.xxh64_intdigest(v.encode()) for v in canonical(arr).to_pylist()]
+
+
+def test_numeric_and_date_kernels_hash_exactly_the_canonical_strings() -> None:
+    import datetime
+    from decimal import Decimal
+
+    rng = np.random.default_rng(5)
+    ints = rng.integers(-(2**63), 2**63 - 1, 300, dtype=np.int64).tolist()
+    ints += [0, -1, 1, 9, 10, -(2**63), 2**63 - 1, None]
+    small = [*(int(v) for v in rng.integers(-128, 128, 100)), None]
+    days = [*rng.integers(-719528, 2932896, 300).tolist(), 0, -1, None]
+    unscaled = [*rng.integers(-(10**12), 10**12, 300).tolist(), 0, 5, -5, 10, 100, -100, 1, None]
+    arrays = [
+        pa.array(ints, pa.int64()),
+        pa.array(small, pa.int8()),
+        pa.array(small, pa.int16()),
+        pa.array([None if v is None else abs(v) for v in small], pa.uint32()),
+        pa.array(days, pa.date32()),
+        pa.array([datetime.date(9999, 12, 31), datetime.date(1, 1, 1)], pa.date32()),
+    ]
+    for scale in (0, 1, 2, 5):
+        arrays.append(
+            pa.array(
+                [None if u is None else Decimal(u).scaleb(-scale) for u in unscaled], pa.decimal128(18, scale)
+            )
+        )
+    for arr in arrays:
+        hashes, valid = hash_strings(arr)
+        assert hashes.tolist() == _canonical_hashes(arr), arr.type
+        assert valid.tolist() == [v is not None for v in arr.to_pylist()]
+        sliced = arr.slice(3, 50)
+        assert hash_strings(sliced)[0].tolist() == _canonical_hashes(sliced)
+    wide = pa.array([Decimal(10**30), Decimal(-7)], pa.decimal128(38, 2))  # beyond 64 bits: the string path
+    assert hash_strings(wide)[0].tolist() == _canonical_hashes(wide)
+    far = pa.array([-800000, 3000000], pa.date32())  # years outside 0..9999: the string path
+    assert hash_strings(far)[0].tolist() == _canonical_hashes(far)
