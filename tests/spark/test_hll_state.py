@@ -13,10 +13,10 @@ import pyspark.sql.functions as F
 import pytest
 
 from lakemeta.config import Config, SketchConfig
-from lakemeta.hashing import hash_strings
+from lakemeta.hashing import hash_strings, hash_tuples
 from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, registers
-from lakemeta.sketches.hll_state import STATE, column_registers
+from lakemeta.sketches.hll_state import STATE, column_registers, combination_registers
 
 from .lake_changes import create_spark_table, random_change, random_rows
 
@@ -130,3 +130,14 @@ def test_integers_decimals_doubles_and_strings_with_the_same_values_are_related(
     columns = {r.table_name: r.n_distinct_estimate for r in pipeline.catalog.read("columns").collect()}
     assert columns["pk"] == pytest.approx(3000, rel=0.03) and columns["txt"] == pytest.approx(600, rel=0.03)
     assert len(registers_by_table.table_names) == 4
+
+
+def test_combination_registers_equal_the_library_on_tuples(spark):
+    rows = [(i % 7, f"k{i % 5}", None if i % 11 == 0 else i % 3) for i in range(400)]
+    frame = spark.createDataFrame(rows, "a int, b string, c int").repartition(3)
+    combinations = [["a", "b"], ["b", "c", "a"]]
+    got = combination_registers(frame, combinations, 10)
+    table = pa.table({name: [r[i] for r in rows] for i, name in enumerate("abc")})
+    for row, combination in zip(got, combinations, strict=True):
+        hashes, valid = hash_tuples([table[c] for c in combination])
+        assert np.array_equal(row, registers(counter_delta(hashes[valid], p=10)))

@@ -86,6 +86,17 @@ def run_demo(workdir: Path, config: Config) -> int:
     print(f"\n{len(web)} web tables, {int(web.n_rows.sum())} rows; the changed ones now:")
     changed = [b.table_name for b in second.batches]
     print(format_table(tables[tables.table_name.isin(changed)], None))
+    estimates = read_catalog_table(catalog, "inclusion_estimates")
+    tpch_pairs = estimates[
+        estimates.dep_table.str.startswith("tpch/")
+        & estimates.ref_table.str.startswith("tpch/")
+        & (estimates.estimate >= 0.99)
+    ]
+    print(
+        f"\n{len(estimates)} column pairs with an estimated inclusion of at least 0.5 (BML); "
+        f"the TPC-H pairs estimated fully included:"
+    )
+    print(format_table(tpch_pairs, 20))
     print("\nruns:")
     print(format_table(read_catalog_table(catalog, "runs"), None))
     # Counted by another reader (delta-rs) than the one the pipeline used.

@@ -36,7 +36,7 @@ from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.schemas import STATE_SCHEMAS
-from lakemeta.hashing import hash_strings
+from lakemeta.hashing import hash_strings, hash_tuples
 from lakemeta.lake.batches import SIGN, Plan, changes, union_all
 from lakemeta.sketches.hll import (
     HllCounters,
@@ -44,6 +44,7 @@ from lakemeta.sketches.hll import (
     counter_delta,
     empty_counters,
     estimate_cardinality,
+    registers,
 )
 
 log = logging.getLogger(__name__)
@@ -234,3 +235,43 @@ def distinct_estimates(registers: ColumnRegisters, profile: pa.Table) -> pa.Tabl
             ),
         }
     )
+
+
+def _partition_tuple_registers(
+    combinations: list[list[str]], p: int, batches: Iterator[pa.RecordBatch]
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: per column combination, the registers of the task's tuples (rows with a null in
+    the combination are not tuples of values and are left out), as (combination, bucket, register) rows."""
+    registers_of = np.zeros((len(combinations), 1 << p), dtype=np.uint8)
+    for batch in batches:
+        for i, combination in enumerate(combinations):
+            hashes, valid = hash_tuples([batch.column(c) for c in combination])
+            np.maximum(registers_of[i], registers(counter_delta(hashes[valid], p=p)), out=registers_of[i])
+    combination, bucket = np.nonzero(registers_of)
+    yield pa.RecordBatch.from_arrays(
+        [
+            pa.array(combination.astype(np.int32)),
+            pa.array(bucket.astype(np.int32)),
+            pa.array(registers_of[combination, bucket].astype(np.int32)),
+        ],
+        names=["combination", "bucket", "register"],
+    )
+
+
+def combination_registers(rows: DataFrame, combinations: list[list[str]], p: int) -> np.ndarray:
+    """Registers at precision p of the tuples of each column combination of ``rows`` (one row of the
+    result per combination): the multi-column sketches of Zhang et al. §4 / BML §5.3, built in a pass
+    over only the columns involved. Computed on demand, not kept as state: which combinations matter
+    depends on the keys found, and a table's snapshot gives them exactly."""
+    involved = sorted({c for combination in combinations for c in combination})
+    tally = functools.partial(_partition_tuple_registers, combinations, p)
+    sparse = (
+        rows.select(*[F.col(f"`{c}`") for c in involved])
+        .mapInArrow(tally, "combination int, bucket int, register int")
+        .groupBy("combination", "bucket")
+        .agg(F.max("register").alias("register"))
+        .toArrow()
+    )
+    out = np.zeros((len(combinations), 1 << p), dtype=np.uint8)
+    out[sparse["combination"].to_numpy(), sparse["bucket"].to_numpy()] = sparse["register"].to_numpy()
+    return out
