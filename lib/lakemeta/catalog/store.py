@@ -154,23 +154,29 @@ class Catalog:
         on = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
         added = {c: F.col(f"t.`{c}`") + F.col(f"s.`{c}`") for c in counts}
         described = {c: F.col(f"s.`{c}`") for c in replace_columns}
-        merge = self.delta_table(name).alias("t").merge(delta.alias("s"), on)
-        merge = merge.whenMatchedUpdate(
-            condition=is_replaced("s.table_name"),
-            set={**{c: F.col(f"s.`{c}`") for c in counts}, **described},
-        )
-        if drop_zero:
-            self._check_no_negative(name, delta, keys, counts, replaced)
-            all_zero = F.lit(True)
-            for column in added.values():
-                all_zero = all_zero & (column == 0)
-            merge = merge.whenMatchedDelete(condition=all_zero)
-        merge = merge.whenMatchedUpdate(set={**added, **described})
-        merge = merge.whenNotMatchedInsertAll()
-        if replaced:
-            merge = merge.whenNotMatchedBySourceDelete(condition=is_replaced("t.table_name"))
-        with self.transaction(txn):
-            merge.execute()
+        # The check and the MERGE (which reads its source twice: to find the files it touches, then to
+        # write) would each recompute the delta from the batch; computed once, it is kept for all three.
+        delta = delta.persist()
+        try:
+            merge = self.delta_table(name).alias("t").merge(delta.alias("s"), on)
+            merge = merge.whenMatchedUpdate(
+                condition=is_replaced("s.table_name"),
+                set={**{c: F.col(f"s.`{c}`") for c in counts}, **described},
+            )
+            if drop_zero:
+                self._check_no_negative(name, delta, keys, counts, replaced)
+                all_zero = F.lit(True)
+                for column in added.values():
+                    all_zero = all_zero & (column == 0)
+                merge = merge.whenMatchedDelete(condition=all_zero)
+            merge = merge.whenMatchedUpdate(set={**added, **described})
+            merge = merge.whenNotMatchedInsertAll()
+            if replaced:
+                merge = merge.whenNotMatchedBySourceDelete(condition=is_replaced("t.table_name"))
+            with self.transaction(txn):
+                merge.execute()
+        finally:
+            delta.unpersist()
 
     def _check_no_negative(
         self, name: str, delta: DataFrame, keys: Sequence[str], counts: Sequence[str], replaced: list[str]
