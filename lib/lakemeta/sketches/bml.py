@@ -28,6 +28,18 @@ registers, the most accurate estimate the sketch holds. (4) Eq. 12 is rounded to
 clamped to [0, p]. (5) Theorem 4 solved for e_p at confidence 1 - δ gives e_p = sqrt(ln(2/δ) / 2^(m+1))
 (the paper's example "m = 7, e_p = 0.014" is this e_p squared); Eq. 11 at alpha = Φ̂ with the analytic slope
 P'(Φ̂) = (n_X / 2^m) Σ_k -ln(1 - 2^-k) G_Xo(k) [G_Y(k) - G_Y(k-1)] gives e_Φ = e_p / P'(Φ̂), capped at 1.
+
+Speed (all pairs of a lake at once; none of this changes a result). (1) The rows the pairs use are folded
+once to every m some pair needs, by halving from p (BML §3.3 keeps the sketch of every m). (2) Step 1
+compares eight registers per 64-bit word. (3) A load row per (column, m) holds G(k) for every k, so P(0)
+and the weights pr(V^Y = k) take no exp per pair. (4) Certified bisection. As a function of n_T, the
+computed P lies within E = 2^-32 + ~1e-13 (skipped terms, rounding) of the same sum taken without skipping
+in exact arithmetic, which never decreases (each G_Xo(k) rises with n_T, the weights are >= 0: Theorem 2).
+So one evaluation P(a) < P̂ - ε - 2E shows P(n) < P̂ - ε at every n <= a, where Alg. 2 moves its lower end
+up without stopping; likewise above the band |P - P̂| <= ε. Safeguarded Newton steps (P' comes with P)
+put one such evaluation just below and one just above the band; the bisection then evaluates only the
+midpoints between them, as a rule the last one. Every midpoint and decision stays Alg. 2's own, so Φ̂ and
+P'(Φ̂) are bit for bit those of the plain bisection (tested), at some 6 evaluations of P instead of ~19.
 """
 
 from __future__ import annotations
@@ -38,13 +50,22 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from lakemeta.sketches.hll import HASH_BITS, estimate_cardinality, fold_registers
+from lakemeta.sketches.hll import HASH_BITS, estimate_cardinality
 
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TOLERANCE = 1e-5  # ε of Alg. 2; §3.2.2: 17 iterations for ε = 1e-5
 _CHUNK = 256  # pairs per parallel work item
 _PARALLEL_MIN_PAIRS = 8 * _CHUNK  # below this, starting the thread pool costs more than it saves
 _TRUNCATION_LOG2 = 32.0  # terms dropped from the sum over k weigh at most 2^-32 each side
+# 2E of the certified bisection (module docstring, "Speed"), rounded up: P(a) < P̂ - ε - _CERTAIN puts every
+# n_T <= a below the band
+_CERTAIN = 1e-9
+_NEWTON_STEPS = 6  # per certificate; from the nearer end of the range Newton needs some 2-4
+# A load row describes one average bucket load a = n / 2^m: G(k) at index k + 1 for k = -1 .. l + 1, then
+# _first_k(a) and log2(max(a, 1)), the parts of the term range that depend on a alone
+_FIRST_K = HASH_BITS + 3
+_LOG2_LOAD = HASH_BITS + 4
+_LOAD_ROW = HASH_BITS + 5
 
 # ln(1 - 2^-k) for k = 0 .. l + 1 (k = 0 is -inf: (1 - 1)^a = 0 for a > 0, and 1 for a = 0)
 _LOG_1M2K = np.array([-np.inf] + [math.log1p(-(2.0**-k)) for k in range(1, HASH_BITS + 2)])
@@ -69,77 +90,206 @@ def _first_k(a: float) -> int:
 
 
 @njit(cache=True)
-def _k_range(a_x: float, a_y: float, k_max: int) -> tuple[int, int]:
-    """[k_lo, k_hi] of the terms that matter (module docstring, truncation)."""
-    k_lo = _first_k(a_y)
-    spread = math.log2(max(a_x, 1.0)) + math.log2(max(a_y, 1.0))
-    k_hi = math.ceil((spread + _TRUNCATION_LOG2) / 2.0)
-    return k_lo, max(min(k_hi, k_max), k_lo)
+def _describe_load(a: float, row: np.ndarray) -> None:
+    """The entries of the load row of a that do not depend on k."""
+    row[_FIRST_K] = _first_k(a)
+    row[_LOG2_LOAD] = math.log2(max(a, 1.0))
 
 
 @njit(cache=True)
-def _y_weights(a_x: float, a_y: float, m: int, buffer: np.ndarray) -> tuple[np.ndarray, float, int]:
-    """pr(V^Y = k) = G_Y(k) - G_Y(k-1) for k in [k_lo, k_hi] (a view of ``buffer``), fixed for a pair;
-    also G_Y(k_hi) and k_lo."""
-    k_lo, k_hi = _k_range(a_x, a_y, HASH_BITS - m + 1)
+def _fill_g(a: float, k_from: int, k_to: int, row: np.ndarray) -> None:
+    """row[k + 1] = G(k) for k_from <= k <= k_to."""
+    for k in range(k_from, k_to + 1):
+        row[k + 1] = _g(a, k)
+
+
+@njit(cache=True, nogil=True)
+def _load_rows(loads: np.ndarray) -> np.ndarray:
+    """Complete load rows (G for every k = -1 .. l + 1) of the loads n / 2^m (a few per column: serial)."""
+    rows = np.empty((loads.shape[0], _LOAD_ROW))
+    for r in range(loads.shape[0]):
+        _describe_load(loads[r], rows[r])
+        _fill_g(loads[r], -1, HASH_BITS + 1, rows[r])
+    return rows
+
+
+@njit(cache=True)
+def _k_range(x_row: np.ndarray, y_row: np.ndarray, m: int) -> tuple[int, int]:
+    """[k_lo, k_hi] of the terms that matter (module docstring, truncation), from the pair's load rows."""
+    k_lo = int(y_row[_FIRST_K])
+    k_hi = math.ceil((x_row[_LOG2_LOAD] + y_row[_LOG2_LOAD] + _TRUNCATION_LOG2) / 2.0)
+    return k_lo, max(min(k_hi, HASH_BITS - m + 1), k_lo)
+
+
+@njit(cache=True)
+def _y_weights(y_row: np.ndarray, k_lo: int, k_hi: int, buffer: np.ndarray) -> tuple[np.ndarray, float]:
+    """pr(V^Y = k) = G_Y(k) - G_Y(k-1) for k in [k_lo, k_hi] (a view of ``buffer``), fixed for a pair, from
+    the load row of Y (valid over [k_lo - 1, k_hi]); also G_Y(k_hi)."""
     weights = buffer[: k_hi - k_lo + 1]
-    previous = _g(a_y, k_lo - 1)
     for j in range(weights.shape[0]):
-        current = _g(a_y, k_lo + j)
-        weights[j] = current - previous
-        previous = current
-    return weights, previous, k_lo
+        weights[j] = y_row[k_lo + j + 1] - y_row[k_lo + j]
+    return weights, y_row[k_hi + 1]
 
 
 @njit(cache=True)
 def _prob_and_slope(
-    a_xonly: float, weights: np.ndarray, g_y_top: float, k_lo: int, n_x_over_buckets: float
+    a_xonly: float,
+    weights: np.ndarray,
+    g_y_top: float,
+    k_lo: int,
+    n_x_over_buckets: float,
+    xo_row: np.ndarray,
 ) -> tuple[float, float]:
     """P(n_T) = pr(V^X <= V^Y) (Eqs. 6-10) and dP/dΦ, for G_Xo with load a_xonly; weights[j] holds
-    G_Y(k_lo + j) - G_Y(k_lo + j - 1)."""
+    G_Y(k_lo + j) - G_Y(k_lo + j - 1). ``xo_row`` is the load row of a_xonly, valid over the terms summed,
+    or empty: then G_Xo is computed here."""
     prob = 1.0 - g_y_top  # mass above k_hi, where G_Xo ~ 1
     slope = 0.0
+    tabled = xo_row.shape[0] > 0
     # below _first_k(a_xonly) every G_Xo(k) <= 2^-32: those terms are skipped
-    start = max(k_lo, _first_k(a_xonly))
+    start = max(k_lo, int(xo_row[_FIRST_K]) if tabled else _first_k(a_xonly))
     if start == 0:  # G_Xo(0) = [a_xonly == 0]; its slope term is 0
         if a_xonly == 0.0:
             prob += weights[0]
         start = 1
     for k in range(start, k_lo + weights.shape[0]):
-        term = math.exp(a_xonly * _LOG_1M2K[k]) * weights[k - k_lo]
+        if tabled:
+            g = xo_row[k + 1]
+        elif a_xonly == 0.0:  # X inside Y: exp(-0.0) = 1 exactly
+            g = 1.0
+        else:
+            g = math.exp(a_xonly * _LOG_1M2K[k])
+        term = g * weights[k - k_lo]
         prob += term
         slope -= _LOG_1M2K[k] * term
     return prob, slope * n_x_over_buckets
 
 
 @njit(cache=True)
-def _lookup_one(
-    p_hat: float, n_x: float, n_y: float, m: int, eps: float, buffer: np.ndarray
+def _certificates(
+    p_hat: float,
+    eps: float,
+    n_x: float,
+    max_inc: float,
+    buckets: float,
+    weights: np.ndarray,
+    g_y_top: float,
+    k_lo: int,
+    ends: tuple[float, float, float, float],
 ) -> tuple[float, float]:
-    """Alg. 2 for one pair: (Φ̂, P'(Φ̂))."""
-    if n_x <= 0.0 or n_y <= 0.0:
-        return 0.0, 0.0
+    """(below, above): intersection sizes with P(below) < P̂ - ε - _CERTAIN and P(above) > P̂ + ε + _CERTAIN
+    (-inf / +inf when none is known), found by safeguarded Newton steps aimed just outside the band
+    |P - P̂| <= ε. ``ends`` holds P and P' at n_T = 0 and at n_T = max_inc (module docstring, "Speed")."""
+    prob_0, slope_0, prob_max, slope_max = ends
+    a_x = n_x / buckets
+    below, above = -math.inf, math.inf
+    if prob_0 < p_hat - eps - _CERTAIN:
+        below = 0.0
+    if prob_max > p_hat + eps + _CERTAIN:
+        above = max_inc
+    # targets an eighth of ε clear of the band's edges, reached to within a sixteenth of ε
+    gap = 0.125 * eps + 2.0 * _CERTAIN
+    tolerance = 0.0625 * eps
+    n_t, prob, slope = -1.0, 0.0, 0.0  # the last evaluation; n_t < 0 while there is none
+    for side in range(2):
+        target = p_hat - eps - gap if side == 0 else p_hat + eps + gap
+        if not prob_0 < target < prob_max:
+            continue
+        # Newton's safeguard: P(lo) < target < P(hi)
+        lo, prob_lo, hi, prob_hi = 0.0, prob_0, max_inc, prob_max
+        if n_t < 0.0:  # start from the end nearer the target
+            if target - prob_0 < prob_max - target:
+                n_t, prob, slope = 0.0, prob_0, slope_0
+            else:
+                n_t, prob, slope = max_inc, prob_max, slope_max
+        elif prob < target:
+            lo, prob_lo = n_t, prob
+        elif prob > target:
+            hi, prob_hi = n_t, prob
+        for _ in range(_NEWTON_STEPS):
+            if abs(prob - target) <= tolerance:
+                break
+            step = n_t + (target - prob) * n_x / slope if slope > 0.0 else lo
+            if not lo < step < hi:  # outside the bracket: the secant through its ends
+                step = lo + (target - prob_lo) / (prob_hi - prob_lo) * (hi - lo)
+                if not lo < step < hi:
+                    break
+            n_t = step
+            prob, slope = _prob_and_slope((n_x - n_t) / buckets, weights, g_y_top, k_lo, a_x, weights[:0])
+            if prob < p_hat - eps - _CERTAIN:
+                below = max(below, n_t)
+            if prob > p_hat + eps + _CERTAIN:
+                above = min(above, n_t)
+            if prob < target:
+                lo, prob_lo = n_t, prob
+            else:
+                hi, prob_hi = n_t, prob
+    return below, above
+
+
+@njit(cache=True)
+def _lookup_one(
+    p_hat: float,
+    n_x: float,
+    n_y: float,
+    m: int,
+    eps: float,
+    x_row: np.ndarray,
+    y_row: np.ndarray,
+    buffer: np.ndarray,
+) -> tuple[float, float]:
+    """Alg. 2 for one pair with n_x, n_y > 0: (Φ̂, P'(Φ̂)). ``x_row``, ``y_row`` are the load rows of n_x / 2^m
+    and n_y / 2^m, valid over the terms P(0) and the weights need. Bisection midpoints whose side of the
+    band is certified are not evaluated (module docstring, "Speed"): every step, and so the result, is as
+    Alg. 2 takes it."""
     buckets = float(1 << m)
     a_x = n_x / buckets
-    weights, g_y_top, k_lo = _y_weights(a_x, n_y / buckets, m, buffer)
+    k_lo, k_hi = _k_range(x_row, y_row, m)
+    weights, g_y_top = _y_weights(y_row, k_lo, k_hi, buffer)
     max_inc = min(n_x, n_y)
     # P(0): disjoint columns (Eq. 6); P̂ at or below it means Φ̂ = 0
-    prob, slope = _prob_and_slope(a_x, weights, g_y_top, k_lo, a_x)
-    if p_hat <= prob + eps:
-        return 0.0, slope
-    prob, slope = _prob_and_slope((n_x - max_inc) / buckets, weights, g_y_top, k_lo, a_x)
-    if p_hat >= prob - eps:
-        return max_inc / n_x, slope
+    prob_0, slope_0 = _prob_and_slope(a_x, weights, g_y_top, k_lo, a_x, x_row)
+    if p_hat <= prob_0 + eps:
+        return 0.0, slope_0
+    prob_max, slope_max = _prob_and_slope((n_x - max_inc) / buckets, weights, g_y_top, k_lo, a_x, x_row[:0])
+    if p_hat >= prob_max - eps:
+        return max_inc / n_x, slope_max
+    below, above = _certificates(
+        p_hat, eps, n_x, max_inc, buckets, weights, g_y_top, k_lo, (prob_0, slope_0, prob_max, slope_max)
+    )
     lo, hi = 0.0, max_inc
     while True:
         n_t = 0.5 * (lo + hi)
-        prob, slope = _prob_and_slope((n_x - n_t) / buckets, weights, g_y_top, k_lo, a_x)
-        if abs(prob - p_hat) <= eps or (hi - lo) <= eps * n_x:
+        wide = (hi - lo) > eps * n_x
+        if wide and n_t <= below:  # P(n_t) < P̂ - ε: Alg. 2 goes on in [n_t, hi]
+            lo = n_t
+            continue
+        if wide and n_t >= above:  # P(n_t) > P̂ + ε: Alg. 2 goes on in [lo, n_t]
+            hi = n_t
+            continue
+        prob, slope = _prob_and_slope((n_x - n_t) / buckets, weights, g_y_top, k_lo, a_x, x_row[:0])
+        if abs(prob - p_hat) <= eps or not wide:
             return n_t / n_x, slope
         if prob > p_hat:
             hi = n_t
         else:
             lo = n_t
+
+
+@njit(cache=True)
+def _fill_own_rows(
+    n_x: float, n_y: float, m: int, x_row: np.ndarray, y_row: np.ndarray, with_x: bool
+) -> None:
+    """The load rows of one pair over the terms it needs: Y's over [k_lo - 1, k_hi] (the weights), and X's
+    over the terms of P(0) when ``with_x``."""
+    buckets = float(1 << m)
+    a_x, a_y = n_x / buckets, n_y / buckets
+    _describe_load(a_x, x_row)
+    _describe_load(a_y, y_row)
+    k_lo, k_hi = _k_range(x_row, y_row, m)
+    _fill_g(a_y, k_lo - 1, k_hi, y_row)
+    if with_x:
+        _fill_g(a_x, max(k_lo, int(x_row[_FIRST_K])), k_hi, x_row)
 
 
 @njit(cache=True, nogil=True)
@@ -149,14 +299,29 @@ def _lookup_range(
     n_y: np.ndarray,
     m: np.ndarray,
     eps: float,
+    load_rows: np.ndarray,
+    x_load: np.ndarray,
+    y_load: np.ndarray,
     phi: np.ndarray,
     slope: np.ndarray,
     start: int,
     stop: int,
 ) -> None:
+    """Alg. 2 for pairs start .. stop - 1. With ``x_load`` and ``y_load`` given, rows x_load[i] and y_load[i]
+    of ``load_rows`` are the pair's complete load rows; when they are empty, each pair fills its own."""
     buffer = np.empty(HASH_BITS + 2)  # one weights buffer per range of pairs, not per pair
+    own_x, own_y = np.empty(_LOAD_ROW), np.empty(_LOAD_ROW)
+    shared = x_load.shape[0] > 0
     for i in range(start, stop):
-        phi[i], slope[i] = _lookup_one(p_hat[i], n_x[i], n_y[i], m[i], eps, buffer)
+        if n_x[i] <= 0.0 or n_y[i] <= 0.0:
+            phi[i], slope[i] = 0.0, 0.0
+            continue
+        if shared:
+            x_row, y_row = load_rows[x_load[i]], load_rows[y_load[i]]
+        else:
+            x_row, y_row = own_x, own_y
+            _fill_own_rows(n_x[i], n_y[i], m[i], x_row, y_row, True)
+        phi[i], slope[i] = _lookup_one(p_hat[i], n_x[i], n_y[i], m[i], eps, x_row, y_row, buffer)
 
 
 @njit(cache=True, parallel=True)
@@ -166,23 +331,29 @@ def _lookup_parallel(
     n_y: np.ndarray,
     m: np.ndarray,
     eps: float,
+    load_rows: np.ndarray,
+    x_load: np.ndarray,
+    y_load: np.ndarray,
     phi: np.ndarray,
     slope: np.ndarray,
 ) -> None:
     n = p_hat.shape[0]
     for chunk in prange((n + _CHUNK - 1) // _CHUNK):
-        _lookup_range(p_hat, n_x, n_y, m, eps, phi, slope, chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK))
+        start, stop = chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)
+        _lookup_range(p_hat, n_x, n_y, m, eps, load_rows, x_load, y_load, phi, slope, start, stop)
 
 
 @njit(cache=True, nogil=True)
 def _prob_many(n_t: np.ndarray, n_x: np.ndarray, n_y: np.ndarray, m: np.ndarray) -> np.ndarray:
     out = np.empty(n_t.shape[0])
-    buffer = np.empty(HASH_BITS + 2)
+    buffer, x_row, y_row = np.empty(HASH_BITS + 2), np.empty(_LOAD_ROW), np.empty(_LOAD_ROW)
     for i in range(n_t.shape[0]):
         buckets = float(1 << m[i])
+        _fill_own_rows(n_x[i], n_y[i], m[i], x_row, y_row, False)
+        k_lo, k_hi = _k_range(x_row, y_row, m[i])
+        weights, g_y_top = _y_weights(y_row, k_lo, k_hi, buffer)
         a_x = n_x[i] / buckets
-        weights, g_y_top, k_lo = _y_weights(a_x, n_y[i] / buckets, m[i], buffer)
-        out[i] = _prob_and_slope((n_x[i] - n_t[i]) / buckets, weights, g_y_top, k_lo, a_x)[0]
+        out[i] = _prob_and_slope((n_x[i] - n_t[i]) / buckets, weights, g_y_top, k_lo, a_x, x_row[:0])[0]
     return out
 
 
@@ -207,16 +378,31 @@ def lookup(
     eps: float = DEFAULT_TOLERANCE,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Alg. 2 (Lookup) for many pairs: (Φ̂, P'(Φ̂)), where P'(Φ̂) is the slope dP/dΦ used by Eq. 11."""
+    p_hat, n_x, n_y, m_f = _as_pair_arrays(p_hat, n_x, n_y, m)
+    each_its_own = (np.zeros((0, _LOAD_ROW)), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    args = (p_hat.ravel(), n_x.ravel(), n_y.ravel(), m_f.ravel().astype(np.int64), eps, each_its_own)
+    phi, slope = _lookup_pairs(*args)
+    return phi.reshape(p_hat.shape), slope.reshape(p_hat.shape)
+
+
+def _lookup_pairs(
+    p_hat: np.ndarray,
+    n_x: np.ndarray,
+    n_y: np.ndarray,
+    m: np.ndarray,
+    eps: float,
+    load_rows: tuple[np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """``lookup`` on 1-D float64 arrays (m int64). ``load_rows`` = (rows, x_load, y_load), as
+    ``_lookup_range`` takes them, or empty ones."""
     if not eps > 0.0:
         raise ValueError(f"the tolerance ε must be positive, got {eps}")
-    p_hat, n_x, n_y, m_f = _as_pair_arrays(p_hat, n_x, n_y, m)
-    args = (p_hat.ravel(), n_x.ravel(), n_y.ravel(), m_f.ravel().astype(np.int64), eps)
-    phi, slope = np.empty(p_hat.size), np.empty(p_hat.size)
-    if p_hat.size >= _PARALLEL_MIN_PAIRS:
-        _lookup_parallel(*args, phi, slope)
+    phi, slope = np.empty(p_hat.shape[0]), np.empty(p_hat.shape[0])
+    if p_hat.shape[0] >= _PARALLEL_MIN_PAIRS:
+        _lookup_parallel(p_hat, n_x, n_y, m, eps, *load_rows, phi, slope)
     else:
-        _lookup_range(*args, phi, slope, 0, p_hat.size)
-    return phi.reshape(p_hat.shape), slope.reshape(p_hat.shape)
+        _lookup_range(p_hat, n_x, n_y, m, eps, *load_rows, phi, slope, 0, p_hat.shape[0])
+    return phi, slope
 
 
 def choose_buckets_log2(n_x: np.ndarray | float, n_y: np.ndarray | float, p: int) -> np.ndarray:
@@ -242,37 +428,142 @@ def inclusion_error_bound(
     return np.minimum(bound, 1.0)
 
 
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_LOW_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
+_LANE_ONES = np.uint64(0x0101010101010101)
+
+
+@njit(cache=True, inline="always")
+def _dominated_lanes(x: np.uint64, y: np.uint64) -> np.uint64:
+    """How many of the 8 byte lanes of two words hold x <= y as unsigned bytes (no carry between lanes).
+
+    Per lane, (y | 0x80) - (x & 0x7f) >= 1 never borrows, and its top bit says low7(y) >= low7(x); x <= y
+    when the top bits differ in y's favour, or agree and the low seven bits say so.
+    """
+    low_le = (y | _HIGH_BITS) - (x & _LOW_BITS)
+    le = ((~x & y) | (~(x ^ y) & low_le)) & _HIGH_BITS
+    return ((le >> np.uint64(7)) * _LANE_ONES) >> np.uint64(56)
+
+
 @njit(cache=True, nogil=True)
 def _count_dominated_range(
-    regs: np.ndarray, x_idx: np.ndarray, y_idx: np.ndarray, z: np.ndarray, start: int, stop: int
+    words: np.ndarray,
+    level_start: np.ndarray,
+    level_width: np.ndarray,
+    level: np.ndarray,
+    x_row: np.ndarray,
+    y_row: np.ndarray,
+    z: np.ndarray,
+    start: int,
+    stop: int,
 ) -> None:
-    n_buckets = regs.shape[1]
+    data = words.view(np.uint8)
     for i in range(start, stop):
-        rx = regs[x_idx[i]]
-        ry = regs[y_idx[i]]
+        width = level_width[level[i]]
+        x0 = level_start[level[i]] + x_row[i] * width
+        y0 = level_start[level[i]] + y_row[i] * width
         count = 0
-        for b in range(n_buckets):
-            count += rx[b] <= ry[b]
+        if width % 8 == 0:  # rows start on word boundaries: eight buckets per step
+            x_word, y_word = x0 // 8, y0 // 8
+            for j in range(width // 8):
+                count += _dominated_lanes(words[x_word + j], words[y_word + j])
+        else:
+            for b in range(width):
+                count += data[x0 + b] <= data[y0 + b]
         z[i] = count
 
 
 @njit(cache=True, parallel=True)
-def _count_dominated_parallel(regs: np.ndarray, x_idx: np.ndarray, y_idx: np.ndarray, z: np.ndarray) -> None:
-    n = x_idx.shape[0]
+def _count_dominated_parallel(
+    words: np.ndarray,
+    level_start: np.ndarray,
+    level_width: np.ndarray,
+    level: np.ndarray,
+    x_row: np.ndarray,
+    y_row: np.ndarray,
+    z: np.ndarray,
+) -> None:
+    n = level.shape[0]
     for chunk in prange((n + _CHUNK - 1) // _CHUNK):
-        _count_dominated_range(regs, x_idx, y_idx, z, chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK))
+        _count_dominated_range(
+            words,
+            level_start,
+            level_width,
+            level,
+            x_row,
+            y_row,
+            z,
+            chunk * _CHUNK,
+            min(n, (chunk + 1) * _CHUNK),
+        )
+
+
+def _count_dominated(
+    words: np.ndarray,
+    level_start: np.ndarray,
+    level_width: np.ndarray,
+    level: np.ndarray,
+    x_row: np.ndarray,
+    y_row: np.ndarray,
+) -> np.ndarray:
+    z = np.empty(level.shape[0], dtype=np.int64)
+    args = (words, level_start, level_width, level, x_row, y_row, z)
+    if level.shape[0] >= _PARALLEL_MIN_PAIRS:
+        _count_dominated_parallel(*args)
+    else:
+        _count_dominated_range(*args, 0, level.shape[0])
+    return z
+
+
+def _word_aligned(n_bytes: int) -> int:
+    return -(-n_bytes // 8) * 8
 
 
 def count_dominated_buckets(regs: np.ndarray, x_idx: np.ndarray, y_idx: np.ndarray) -> np.ndarray:
     """Alg. 1 lines 3-6 for many pairs: z = |{i : V^X_i <= V^Y_i}| for rows x_idx[j], y_idx[j] of ``regs``."""
-    regs = np.ascontiguousarray(regs, dtype=np.uint8)
+    regs = np.asarray(regs, dtype=np.uint8)
     x_idx, y_idx = np.asarray(x_idx, np.int64), np.asarray(y_idx, np.int64)
-    z = np.empty(x_idx.shape[0], dtype=np.int64)
-    if x_idx.shape[0] >= _PARALLEL_MIN_PAIRS:
-        _count_dominated_parallel(regs, x_idx, y_idx, z)
-    else:
-        _count_dominated_range(regs, x_idx, y_idx, z, 0, x_idx.shape[0])
-    return z
+    words = np.zeros(_word_aligned(regs.size) // 8, dtype=np.uint64)
+    words.view(np.uint8)[: regs.size].reshape(regs.shape)[...] = regs
+    one_level = np.zeros(x_idx.shape[0], dtype=np.int64)
+    return _count_dominated(
+        words, np.zeros(1, np.int64), np.array([regs.shape[1]], np.int64), one_level, x_idx, y_idx
+    )
+
+
+@njit(cache=True, nogil=True)
+def _halve(rows: np.ndarray, out: np.ndarray) -> None:
+    """Registers at m - 1 from registers at m: ``hll.fold_registers`` by one bit (its proof with p - m = 1).
+    Bucket 2j (low bit 0) carries its rho one further; bucket 2j + 1 (low bit 1) gives rho 1 unless empty."""
+    for r in range(rows.shape[0]):
+        for j in range(out.shape[1]):
+            carried = rows[r, 2 * j] + 1 if rows[r, 2 * j] > 0 else 0
+            out[r, j] = max(carried, 1 if rows[r, 2 * j + 1] > 0 else 0)
+
+
+def _register_levels(regs: np.ndarray, used_levels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows of a (columns x 2^p) register matrix at every m in ``used_levels`` (ascending; BML §3.3 keeps
+    the sketch of every m), folded by halving from p down, laid level after level in one buffer of words,
+    each level starting on a word. Returns (words, level_start in bytes, level_width), both indexed by m."""
+    rows, p = regs.shape[0], regs.shape[1].bit_length() - 1
+    level_width = np.left_shift(1, np.arange(p + 1, dtype=np.int64))
+    level_start = np.zeros(p + 1, dtype=np.int64)
+    end = 0
+    for m in used_levels:
+        level_start[m] = end
+        end += _word_aligned(rows * int(level_width[m]))
+    words = np.empty(end // 8, dtype=np.uint64)
+    data = words.view(np.uint8)
+    used = set(used_levels.tolist())
+    current = regs
+    for m in range(p, int(used_levels[0]) - 1, -1):
+        if m < p:
+            halved = np.empty((rows, 1 << m), dtype=np.uint8)
+            _halve(current, halved)
+            current = halved
+        if m in used:
+            data[level_start[m] : level_start[m] + current.size] = current.ravel()
+    return words, level_start, level_width
 
 
 @dataclass(frozen=True)
@@ -297,7 +588,7 @@ def estimate_inclusion(
     """BML (Alg. 1) for the pairs (x_idx[j], y_idx[j]) of rows of a (columns x 2^p) register matrix.
 
     ``cardinalities`` default to the HLL estimates of the rows at precision p. Each pair uses 2^m buckets
-    with m from Eq. 12; the matrix is folded once per distinct m.
+    with m from Eq. 12; the rows the pairs use are folded once to every m some pair needs.
     """
     regs = np.ascontiguousarray(regs, dtype=np.uint8)
     p = regs.shape[1].bit_length() - 1
@@ -306,12 +597,23 @@ def estimate_inclusion(
     n = estimate_cardinality(regs) if cardinalities is None else np.asarray(cardinalities, np.float64)
     n_x, n_y = n[x_idx], n[y_idx]
     m = choose_buckets_log2(n_x, n_y, p)
+    used = np.zeros(regs.shape[0], dtype=bool)
+    used[x_idx] = True
+    used[y_idx] = True
+    row_of = np.cumsum(used) - 1  # row of each used column among the used ones
+    x_row, y_row = row_of[x_idx], row_of[y_idx]
     z = np.zeros(x_idx.shape[0], dtype=np.int64)
-    for m_value in np.unique(m):
-        pairs = np.flatnonzero(m == m_value)
-        columns, local = np.unique(np.concatenate((x_idx[pairs], y_idx[pairs])), return_inverse=True)
-        folded = fold_registers(regs[columns], p, int(m_value))
-        z[pairs] = count_dominated_buckets(folded, local[: pairs.size], local[pairs.size :])
+    if x_idx.shape[0]:
+        used_levels = np.flatnonzero(np.bincount(m, minlength=p + 1))
+        words, level_start, level_width = _register_levels(regs if used.all() else regs[used], used_levels)
+        z = _count_dominated(words, level_start, level_width, m, x_row, y_row)
     p_hat = z / np.ldexp(1.0, m)
-    phi, slope = lookup(p_hat, n_x, n_y, m, eps)
+    # one load row per (column, m) that some pair uses: P(0) and the weights then take no exp per pair
+    uses = np.zeros((int(used.sum()), p + 1), dtype=bool)
+    uses[x_row, m] = True
+    uses[y_row, m] = True
+    load_of = (np.cumsum(uses) - 1).reshape(uses.shape)
+    columns, levels = np.nonzero(uses)
+    load_rows = _load_rows(n[used][columns] / np.ldexp(1.0, levels))
+    phi, slope = _lookup_pairs(p_hat, n_x, n_y, m, eps, (load_rows, load_of[x_row, m], load_of[y_row, m]))
     return InclusionEstimates(phi, inclusion_error_bound(slope, m, confidence), m, p_hat, confidence)

@@ -13,7 +13,7 @@ from lakemeta.sketches.bml import (
     prob_x_le_y,
     probability_error,
 )
-from lakemeta.sketches.hll import counter_delta, registers
+from lakemeta.sketches.hll import counter_delta, estimate_cardinality, fold_registers, registers
 
 
 def paper_prob(n_x: float, n_y: float, n_t: float, m: int, ell: int = 64) -> float:
@@ -173,6 +173,56 @@ def test_bml_estimate_lies_within_its_error_bound_at_the_stated_confidence() -> 
     assert np.all(res.p_hat[full] == 1.0) and np.all(res.estimate[full] == 1.0)
 
 
+def _prefix_registers(hashes: np.ndarray, lengths: list[int]) -> dict[int, np.ndarray]:
+    """Registers of hashes[:n] for every n in ``lengths``, each value hashed into the counters once."""
+    out, regs, done = {}, np.zeros(1 << 14, np.uint8), 0
+    for n in sorted(set(lengths)):
+        if n > done:
+            regs = np.maximum(regs, _registers(hashes[done:n]))
+            done = n
+        out[n] = regs
+    return out
+
+
+SKEWED_SIZES = [(10**6, 10**6), (10**6, 10**4), (10**4, 10**6), (10, 10**6), (10**6, 10), (10**4, 10**4)]
+SKEWED_PHIS = (0.0, 0.5, 0.9, 1.0)
+
+
+def test_bml_bound_holds_for_cardinalities_from_10_to_a_million_and_skewed_ratios() -> None:
+    # per trial and size pair, one pool each of shared, X-only and Y-only values serves every Φ
+    rng = np.random.default_rng(2025)
+    trials = 16
+    regs, truth, size_of = [], [], []
+    for size, (nx, ny) in enumerate(SKEWED_SIZES):
+        shared_n = {phi: min(round(phi * nx), ny) for phi in SKEWED_PHIS}
+        for _ in range(trials):
+            pools = [rng.integers(0, 2**64, n, dtype=np.uint64) for n in (min(nx, ny), nx, ny)]
+            shared = _prefix_registers(pools[0], list(shared_n.values()))
+            x_only = _prefix_registers(pools[1], [nx - nt for nt in shared_n.values()])
+            y_only = _prefix_registers(pools[2], [ny - nt for nt in shared_n.values()])
+            for nt in shared_n.values():
+                regs += [np.maximum(shared[nt], x_only[nx - nt]), np.maximum(shared[nt], y_only[ny - nt])]
+                truth.append(nt / nx)
+                size_of.append(size)
+    regs_a, truth_a, size_of_a = np.stack(regs), np.array(truth), np.array(size_of)
+    pairs = np.arange(truth_a.size)
+    for confidence in (0.95, 0.8):
+        res = estimate_inclusion(regs_a, 2 * pairs, 2 * pairs + 1, confidence=confidence)
+        error = np.abs(res.estimate - truth_a)
+        assert (error <= res.error_bound).mean() >= confidence
+        informative = res.error_bound < 1.0
+        assert informative.sum() >= 2 * trials * len(SKEWED_PHIS)
+        assert (error <= res.error_bound)[informative].mean() >= confidence
+    # large and alike: a tight bound; X far smaller than Y: P barely moves with Φ, the estimate cannot tell
+    # (e.g. 10 values inside a million read as disjoint) and the bound says so by being trivial
+    res = estimate_inclusion(regs_a, 2 * pairs, 2 * pairs + 1)
+    error = np.abs(res.estimate - truth_a)
+    large = size_of_a == SKEWED_SIZES.index((10**6, 10**6))
+    assert res.error_bound[large].max() < 0.2 and error[large].mean() < 0.03
+    tiny_in_huge = size_of_a == SKEWED_SIZES.index((10, 10**6))
+    assert error[tiny_in_huge].max() > 0.5 and np.all(res.error_bound[tiny_in_huge] == 1.0)
+
+
 def test_estimate_inclusion_uses_given_cardinalities_and_handles_empty_columns() -> None:
     rng = np.random.default_rng(6)
     shared = rng.integers(0, 2**64, 4000, dtype=np.uint64)
@@ -190,3 +240,76 @@ def test_estimate_inclusion_uses_given_cardinalities_and_handles_empty_columns()
     phi, slope = lookup(res.p_hat[1], 8000.0, 4000.0, 6)
     assert given.estimate[0] == pytest.approx(float(phi))
     assert given.error_bound[0] == pytest.approx(float(inclusion_error_bound(slope, 6)))
+
+
+def plain_bisection(
+    p_hat: np.ndarray, n_x: np.ndarray, n_y: np.ndarray, m: np.ndarray, eps: float
+) -> np.ndarray:
+    """Φ̂ of Alg. 2 as the module describes it (ends first, then every midpoint evaluated), for many pairs."""
+    max_inc = np.minimum(n_x, n_y)
+    phi = np.full(p_hat.shape, np.nan)
+    at_zero = p_hat <= prob_x_le_y(0.0, n_x, n_y, m) + eps
+    at_max = ~at_zero & (p_hat >= prob_x_le_y(max_inc, n_x, n_y, m) - eps)
+    phi[at_zero] = 0.0
+    phi[at_max] = max_inc[at_max] / n_x[at_max]
+    lo, hi = np.zeros(p_hat.shape), max_inc.copy()
+    open_ = np.flatnonzero(~at_zero & ~at_max)
+    while open_.size:
+        n_t = 0.5 * (lo[open_] + hi[open_])
+        prob = prob_x_le_y(n_t, n_x[open_], n_y[open_], m[open_])
+        done = (np.abs(prob - p_hat[open_]) <= eps) | ((hi[open_] - lo[open_]) <= eps * n_x[open_])
+        phi[open_[done]] = n_t[done] / n_x[open_[done]]
+        above = prob > p_hat[open_]
+        hi[open_[~done & above]] = n_t[~done & above]
+        lo[open_[~done & ~above]] = n_t[~done & ~above]
+        open_ = open_[~done]
+    return phi
+
+
+@pytest.mark.parametrize("eps", [1e-5, 1e-3, 1e-9])
+def test_lookup_takes_every_step_of_the_plain_bisection(eps: float) -> None:
+    # the certified bisection skips evaluations, never a decision: Φ̂ is bit for bit the plain one
+    rng = np.random.default_rng(11)
+    k = 20_000
+    n_x, n_y = np.rint(10 ** rng.uniform(0, 7, k)), np.rint(10 ** rng.uniform(0, 7, k))
+    m = np.where(rng.random(k) < 0.8, choose_buckets_log2(n_x, n_y, 14), rng.integers(0, 15, k))
+    phi = np.where(rng.random(k) < 0.2, 0.0, rng.random(k)) * np.minimum(n_x, n_y) / n_x
+    p_true = prob_x_le_y(phi * n_x, n_x, n_y, m)
+    p_hat = rng.binomial(np.left_shift(1, m), np.clip(p_true, 0.0, 1.0)) / np.ldexp(1.0, m)
+    p_hat = np.where(rng.random(k) < 0.1, rng.random(k), p_hat)  # P̂ anywhere, the range ends included
+    estimate, _ = lookup(p_hat, n_x, n_y, m, eps)
+    assert np.array_equal(estimate, plain_bisection(p_hat, n_x, n_y, m.astype(np.int64), eps))
+
+
+def test_estimate_inclusion_equals_lookup_on_its_own_p_hat() -> None:
+    # estimate_inclusion shares per-(column, m) load rows between pairs; lookup fills them per pair
+    rng = np.random.default_rng(12)
+    universe = rng.integers(0, 2**64, 400_000, dtype=np.uint64)
+    sizes = np.rint(10 ** rng.uniform(0.5, 5.3, 40)).astype(np.int64)
+    starts = rng.integers(0, universe.size - sizes)
+    regs = np.stack([_registers(universe[s : s + n]) for s, n in zip(starts, sizes, strict=True)])
+    x, y = (a.ravel() for a in np.meshgrid(np.arange(40), np.arange(40), indexing="ij"))
+    res = estimate_inclusion(regs, x, y)
+    n = estimate_cardinality(regs)
+    phi, slope = lookup(res.p_hat, n[x], n[y], res.m)
+    assert np.array_equal(res.estimate, phi)
+    assert np.array_equal(res.error_bound, inclusion_error_bound(slope, res.m))
+    # z at every m, the precision p itself included (huge given cardinalities), with rows no pair uses
+    some = (x < 30) & (y < 30) & (rng.random(x.size) < 0.3)
+    huge = np.where(np.arange(40) % 2, 2.0**30, n)
+    subset = estimate_inclusion(regs, x[some], y[some], huge)
+    assert 14 in subset.m.tolist()
+    for run, x_used, y_used in ((res, x, y), (subset, x[some], y[some])):
+        folded = {m_value: fold_registers(regs, 14, m_value) for m_value in np.unique(run.m)}
+        pairs = zip(x_used, y_used, run.m, strict=True)
+        z = np.array([(folded[m_value][a] <= folded[m_value][b]).sum() for a, b, m_value in pairs])
+        assert np.array_equal(run.p_hat, z / np.ldexp(1.0, run.m))
+
+
+def test_count_dominated_buckets_compares_unsigned_bytes_of_any_row_width() -> None:
+    rng = np.random.default_rng(3)
+    for width in (1, 4, 8, 13, 64):
+        regs = rng.integers(0, 256, (20, width)).astype(np.uint8)
+        regs[:, : width // 2] = np.minimum(regs[:, : width // 2], 3)  # ties and near-ties too
+        x, y = rng.integers(0, 20, 300), rng.integers(0, 20, 300)
+        assert np.array_equal(count_dominated_buckets(regs, x, y), (regs[x] <= regs[y]).sum(axis=1))
