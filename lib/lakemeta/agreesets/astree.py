@@ -197,6 +197,18 @@ class AStree:
             entries.astype(np.int64),
         )
 
+    def refresh(self) -> None:
+        """Bring the tree up to date with the multiset, however many updates it missed.
+
+        Every entry of the multiset gets its path (an entry exists only because its agree-set held at some
+        point, which is when ``sync`` would have added it), and each node's flag is set from its entry's
+        count: the same tree as ``sync`` after every update, in one pass.
+        """
+        self._reserve(0)
+        n_entries = self.multiset.n_entries
+        self._index(np.flatnonzero(self.entry_node[:n_entries] == _NONE))
+        self.flagged[self.entry_node[:n_entries]] = self.multiset.entry_counts() > 0
+
     def sync(self, change: MultisetChange) -> None:
         """Flag the agree-sets that appeared (adding their paths), unflag those that vanished."""
         self._reserve(0)

@@ -2,8 +2,12 @@
 
 A batch b = (b_del, b_ins) is processed as in §3: Δ- is computed over r^curr and the deleted tuples leave the
 index (Alg. 2), then Δ+ is computed over r^next as the inserted tuples enter it (Alg. 1), and
-ES^m(r^next) = ES^m(r^curr) ⊖ Δ- ⊕ Δ+ (Property 1). The AStree then flags the agree-sets that appeared and
-unflags those that vanished (§6). An update is a delete plus an insert.
+ES^m(r^next) = ES^m(r^curr) ⊖ Δ- ⊕ Δ+ (Property 1). An update is a delete plus an insert.
+
+The AStree (§6) serves approximate-FD errors only, and on wide tables its upkeep costs more than the
+agree-sets themselves (§7.5, Table 9: its update per 50-tuple batch is by far the largest on Uniprot). So it
+is brought up to date when it is read (``astree``): it then adds the paths of the agree-sets that appeared
+and sets every flag from the counts, giving the same tree as an update after every batch.
 """
 
 from __future__ import annotations
@@ -48,7 +52,8 @@ class DynASt:
     ) -> None:
         self.relation = CompressedRelation(column_names, null_equals_null=null_equals_null)
         self.multiset = AgreeSetMultiset(self.relation.n_columns)
-        self.astree = AStree(self.multiset)
+        self._astree = AStree(self.multiset)
+        self._astree_current = True
         self.factorize = factorize
         self.chunk_size = chunk_size
         self.products = ZipBitProducts(0, 0)
@@ -61,10 +66,18 @@ class DynASt:
     def n_rows(self) -> int:
         return self.relation.n_rows
 
+    @property
+    def astree(self) -> AStree:
+        """The AStree of ES^m(r), up to date with every batch applied so far."""
+        if not self._astree_current:
+            self._astree.refresh()
+            self._astree_current = True
+        return self._astree
+
     def apply_batch(
         self, deleted_positions: np.ndarray | Sequence[int] | None = None, inserted: Batch | None = None
     ) -> BatchResult:
-        """Delete the tuples at ``deleted_positions``, then insert ``inserted``; update ES^m(r) and AStree."""
+        """Delete the tuples at ``deleted_positions``, then insert ``inserted``; update ES^m(r)."""
         options = {"factorize": self.factorize, "chunk_size": self.chunk_size}
         minus = AgreeSetMultiset(self.relation.n_columns)
         plus = AgreeSetMultiset(self.relation.n_columns)
@@ -75,7 +88,8 @@ class DynASt:
         if inserted is not None:
             positions, plus, inserted_products = delta_plus(self.relation, inserted, **options)
             products = products + inserted_products
-        self.astree.sync(self.multiset.update(plus, minus))
+        self.multiset.update(plus, minus)
+        self._astree_current = False
         self.products = self.products + products
         return BatchResult(positions, plus, minus, products)
 

@@ -46,8 +46,24 @@ def _string_column(values: pa.Array | pa.ChunkedArray | np.ndarray) -> pa.Array:
     return values
 
 
+def _table_columns(batch: pa.Table | pa.RecordBatch) -> list[pa.Array] | None:
+    """A table's columns as string arrays in whole-table steps (wide tables have hundreds of columns)."""
+    if any(column_type != pa.string() for column_type in batch.schema.types):
+        batch = batch.cast(pa.schema([pa.field(name, pa.string()) for name in batch.schema.names]))
+    if isinstance(batch, pa.RecordBatch):
+        return list(batch.columns)
+    batches = batch.combine_chunks().to_batches()
+    return list(batches[0].columns) if len(batches) == 1 else None
+
+
 def batch_columns(batch: Batch, n_columns: int) -> list[pa.Array]:
     """The columns of a batch (pyarrow table/record batch or one array per column) as string arrays."""
+    if isinstance(batch, pa.Table | pa.RecordBatch):
+        if batch.num_columns != n_columns:
+            raise ValueError(f"batch has {batch.num_columns} columns, relation has {n_columns}")
+        arrays = _table_columns(batch)
+        if arrays is not None:
+            return arrays
     columns = batch.columns if isinstance(batch, pa.Table | pa.RecordBatch) else list(batch)
     if len(columns) != n_columns:
         raise ValueError(f"batch has {len(columns)} columns, relation has {n_columns}")
@@ -95,9 +111,12 @@ class CompressedRelation:
         self.live = np.zeros(WORD_BITS, dtype=bool)
         self.high_water = 0
         self.free = np.zeros(0, dtype=np.int64)
-        self._known = [pa.array([], pa.string()) for _ in range(self.n_columns)]
-        self._value_vector = [np.zeros(0, dtype=np.int64) for _ in range(self.n_columns)]
-        self._null_vector = [ABSENT] * self.n_columns
+        # AVIdx lookup: every known value tagged with its attribute, "<attribute>\0<value>", so one hash
+        # look-up serves all columns of a batch; the vector id of each known value; each column's null vector.
+        self._tags = pa.array([f"{attribute}\0" for attribute in range(self.n_columns)], pa.string())
+        self._known = pa.array([], pa.string())
+        self._known_vector = np.zeros(0, dtype=np.int64)
+        self._null_vector = np.full(self.n_columns, ABSENT, dtype=np.int64)
 
     # -- sizes -------------------------------------------------------------------------------------------
     @property
@@ -110,67 +129,93 @@ class CompressedRelation:
         """Words per evidence vector (position capacity / 64)."""
         return self.bits.shape[1]
 
+    @property
+    def used_words(self) -> int:
+        """Words of an evidence vector that hold positions below the high-water mark (the kernels' range)."""
+        return (self.high_water + WORD_BITS - 1) // WORD_BITS
+
     def live_positions(self) -> np.ndarray:
         """Positions of the live tuples, ascending."""
         return np.flatnonzero(self.live[: self.high_water])
 
     # -- attribute-value evidence vectors (AVIdx) ----------------------------------------------------------
-    def _new_vectors(self, attribute: int, count: int, is_null: bool) -> np.ndarray:
-        needed = self.n_vectors + count
+    def _new_vectors(self, attributes: np.ndarray, is_null: np.ndarray) -> np.ndarray:
+        """Allocate one empty vector per entry of ``attributes`` (Alg. 1, l. 27-30); returns their ids."""
+        needed = self.n_vectors + len(attributes)
         if needed > self.bits.shape[0]:
-            capacity = max(needed, 2 * self.bits.shape[0])
+            capacity = max(needed + needed // 4, 2 * self.bits.shape[0])  # headroom, as for positions
             grown = np.zeros((capacity, self.n_words), dtype=np.uint64)
             grown[: self.n_vectors] = self.bits[: self.n_vectors]
             self.bits = grown
             self.vector_attribute = np.resize(self.vector_attribute, capacity)
             self.vector_is_null = np.resize(self.vector_is_null, capacity)
         ids = np.arange(self.n_vectors, needed, dtype=np.int64)
-        self.vector_attribute[ids] = attribute
+        self.vector_attribute[ids] = attributes
         self.vector_is_null[ids] = is_null
         self.n_vectors = needed
         return ids
 
-    def _encode_column(self, attribute: int, values: pa.Array, create: bool) -> np.ndarray:
-        """Vector id of every cell; unseen values get new vectors (``create``) or ABSENT (lookup only)."""
-        encoded = pc.dictionary_encode(values)
-        dictionary, indices = encoded.dictionary, encoded.indices
-        value_ids = pc.fill_null(pc.index_in(dictionary, value_set=self._known[attribute]), -1)
-        value_ids = value_ids.to_numpy().astype(np.int64)
-        unseen = value_ids < 0
-        if create and unseen.any():
-            first = len(self._known[attribute])
-            value_ids[unseen] = np.arange(first, first + int(unseen.sum()))
-            self._known[attribute] = pa.concat_arrays([self._known[attribute], dictionary.filter(unseen)])
-            vectors = self._new_vectors(attribute, int(unseen.sum()), is_null=False)
-            self._value_vector[attribute] = np.concatenate([self._value_vector[attribute], vectors])
-        lookup = np.full(len(value_ids), ABSENT, dtype=np.int64)
+    def _encode_cells(self, columns: list[pa.Array], create: bool) -> np.ndarray:
+        """(rows, columns) vector ids; unseen values get new vectors (``create``) or ABSENT (lookup only).
+
+        All columns are looked up at once: the cells are concatenated column after column and tagged with
+        their attribute. New vectors are numbered column by column, a column's new values in order of first
+        occurrence and then its null vector, if it needs one.
+        """
+        n = len(columns[0])
+        if n == 0:
+            return np.zeros((0, self.n_columns), dtype=np.int64)
+        cells = pa.concat_arrays(columns)
+        attribute = np.repeat(np.arange(self.n_columns, dtype=np.int64), n)
+        tagged = pc.binary_join_element_wise(self._tags.take(pa.array(attribute)), cells, "")
+        value_ids = pc.fill_null(pc.index_in(tagged, value_set=self._known), -1).to_numpy().astype(np.int64)
+        is_null = cells.is_null().to_numpy(zero_copy_only=False)
+        if create:
+            self._create_vectors(tagged, attribute, value_ids, is_null)
+        encoded = np.full(len(cells), ABSENT, dtype=np.int64)
         known = value_ids >= 0
-        lookup[known] = self._value_vector[attribute][value_ids[known]]
-        is_null = indices.is_null().to_numpy(zero_copy_only=False)
-        dictionary_index = pc.fill_null(indices, 0).to_numpy().astype(np.int64)
-        cells = lookup[dictionary_index] if len(lookup) else np.full(len(values), ABSENT, dtype=np.int64)
-        if is_null.any():
-            if create and self._null_vector[attribute] == ABSENT:
-                self._null_vector[attribute] = int(self._new_vectors(attribute, 1, is_null=True)[0])
-            cells[is_null] = self._null_vector[attribute]
-        return cells
+        encoded[known] = self._known_vector[value_ids[known]]
+        encoded[is_null] = self._null_vector[attribute[is_null]]
+        return np.ascontiguousarray(encoded.reshape(self.n_columns, n).T)
+
+    def _create_vectors(
+        self, tagged: pa.Array, attribute: np.ndarray, value_ids: np.ndarray, is_null: np.ndarray
+    ) -> None:
+        """Give the batch's unseen values, and columns' first nulls, new vectors; fills ``value_ids``."""
+        unseen = (value_ids < 0) & ~is_null
+        new_values = pc.dictionary_encode(tagged.filter(pa.array(unseen))) if unseen.any() else None
+        value_attribute = np.zeros(0, dtype=np.int64)
+        if new_values is not None:
+            _, first = np.unique(new_values.indices.to_numpy(), return_index=True)
+            value_attribute = attribute[unseen][first]
+        null_columns = np.unique(attribute[is_null])
+        null_columns = null_columns[self._null_vector[null_columns] == ABSENT]
+        if len(value_attribute) == 0 and len(null_columns) == 0:
+            return
+        attributes = np.concatenate([value_attribute, null_columns])
+        nulls = np.concatenate([np.zeros(len(value_attribute), bool), np.ones(len(null_columns), bool)])
+        order = np.lexsort((np.arange(len(attributes)), nulls, attributes))
+        vector = np.empty(len(attributes), dtype=np.int64)
+        vector[order] = self._new_vectors(attributes[order], nulls[order])
+        self._null_vector[null_columns] = vector[len(value_attribute) :]
+        if new_values is not None:
+            first_id = len(self._known_vector)
+            self._known = pa.concat_arrays([self._known, new_values.dictionary])
+            self._known_vector = np.concatenate([self._known_vector, vector[: len(value_attribute)]])
+            value_ids[unseen] = first_id + new_values.indices.to_numpy()
 
     def encode(self, batch: Batch) -> np.ndarray:
         """(rows, columns) vector ids of a batch, creating vectors for unseen values (Alg. 1, l. 23-30)."""
-        columns = batch_columns(batch, self.n_columns)
-        n = len(columns[0])
-        cells = np.empty((n, self.n_columns), dtype=np.int64)
-        for attribute, values in enumerate(columns):
-            cells[:, attribute] = self._encode_column(attribute, values, create=True)
-        return cells
+        return self._encode_cells(batch_columns(batch, self.n_columns), create=True)
 
     # -- positions ----------------------------------------------------------------------------------------
     def _grow_positions(self, needed: int) -> None:
         if needed <= self.n_words * WORD_BITS:
             return
-        words = max((needed + WORD_BITS - 1) // WORD_BITS, 2 * self.n_words)
+        # a quarter of headroom, so the batches that follow a bulk load do not copy the vectors again
+        words = max((needed + needed // 4 + WORD_BITS - 1) // WORD_BITS, 2 * self.n_words)
         grown = np.zeros((self.bits.shape[0], words), dtype=np.uint64)
-        grown[:, : self.n_words] = self.bits
+        grown[: self.n_vectors, : self.n_words] = self.bits[: self.n_vectors]
         self.bits = grown
         cells = np.full((words * WORD_BITS, self.n_columns), ABSENT, dtype=np.int64)
         cells[: self.cells.shape[0]] = self.cells
@@ -226,8 +271,5 @@ class CompressedRelation:
 
         This locates the physical rows of a delete batch given by value; duplicates match distinct positions.
         """
-        columns = batch_columns(batch, self.n_columns)
-        query = np.empty((len(columns[0]), self.n_columns), dtype=np.int64)
-        for attribute, values in enumerate(columns):
-            query[:, attribute] = self._encode_column(attribute, values, create=False)
+        query = self._encode_cells(batch_columns(batch, self.n_columns), create=False)
         return _match_positions(self.bits, query)
