@@ -41,6 +41,48 @@ class SketchConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class AgreeSetConfig:
+    """Agree-set state (DynASt §3-§5) and the keys and FDs derived from it (DynASt §1, §6)."""
+
+    # Null equals null, as in the FD literature; part of the state's meaning (changing it needs a rebuild).
+    null_equals_null: bool = True
+    # Approximate FDs keep an error (Def. 6.2, the g1 share of violating pairs) of at most this; 0.01 is
+    # the threshold of Pyro's evaluation, whose error DynASt adopts.
+    max_fd_error: float = 0.01
+    # Bound on the LHS size of approximate FDs (None: complete); their search is level-wise.
+    max_lhs_size: int | None = None
+    # Agree-sets compare every pair of tuples, so the work grows with the square of a table's rows: larger
+    # tables keep no agree-set state (and get no keys, FDs or uniqueness flags).
+    max_rows: int = 50_000
+    # Keys and FDs are minimal hitting sets, exponential in the number of columns in the worst case: wider
+    # tables keep their agree-set state but get no keys or FDs derived.
+    max_columns: int = 128
+
+
+@dataclasses.dataclass(frozen=True)
+class JoinSearchConfig:
+    """MATE posting lists (§5) and joinable-table search (§6)."""
+
+    # Super-key size in bits: 128 (MATE's default in §7.1), 256 or 512; changing it needs a rebuild.
+    hash_bits: int = 128
+    # The number of unique values alpha follows from (Eq. 5): the DWTC's 700M (§5.3.1), which gives
+    # alpha = 6, 5, 4 at 128, 256, 512 bits. Frozen, like the character frequencies, so that stored super
+    # keys keep covering the keys of the same values hashed later (§6.3); changing it needs a rebuild.
+    unique_values: int = 700_000_000
+    # Shares of the 37 character classes (§5.3.2) ranking the characters XASH encodes; None: the shares
+    # measured on the MATE paper's sample tables (posting_state.DEFAULT_CHAR_FREQUENCIES).
+    char_frequencies: tuple[int, ...] | None = None
+    # Tables a search returns when the request names no k.
+    k: int = 10
+
+    def __post_init__(self) -> None:
+        if self.hash_bits not in (128, 256, 512):
+            raise ValueError(f"joinsearch.hash_bits must be 128, 256 or 512, got {self.hash_bits}")
+        if self.char_frequencies is not None:
+            object.__setattr__(self, "char_frequencies", tuple(int(f) for f in self.char_frequencies))
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     lake: Path | None = None
     catalog: Path | None = None
@@ -49,6 +91,8 @@ class Config:
     incremental_schedule: str = "@hourly"
     ingest: IngestConfig = dataclasses.field(default_factory=IngestConfig)
     sketches: SketchConfig = dataclasses.field(default_factory=SketchConfig)
+    agree_sets: AgreeSetConfig = dataclasses.field(default_factory=AgreeSetConfig)
+    joinsearch: JoinSearchConfig = dataclasses.field(default_factory=JoinSearchConfig)
 
     def require_paths(self) -> tuple[Path, Path]:
         """The lake and catalog roots, or a clear error naming how to set them."""
@@ -107,7 +151,12 @@ def _build(values: dict[str, Any]) -> Config:
     return Config(**kwargs)
 
 
-_SECTIONS: dict[str, type] = {"ingest": IngestConfig, "sketches": SketchConfig}
+_SECTIONS: dict[str, type] = {
+    "ingest": IngestConfig,
+    "sketches": SketchConfig,
+    "agree_sets": AgreeSetConfig,
+    "joinsearch": JoinSearchConfig,
+}
 
 
 def _section(name: str, section_class: type, values: Mapping[str, Any]) -> Any:

@@ -50,13 +50,23 @@ elements. Nulls equal each other by default (``null_equals_null=True``, as in th
 development data's published counts); with ``False`` a null equals nothing, not even another null. The
 setting is part of the state's meaning: changing it requires a rebuild.
 
+Which tables. Agree-sets compare every pair of tuples, so a table keeps agree-set state only while its
+snapshot holds at most ``max_rows`` rows (``agree_sets.max_rows``), counted from the Delta log's file
+statistics so that the decision needs no data read and is the same function of the snapshot in every run
+and in a rebuild. A tracked table's state holds one marker row, the empty agree-set with count 1 (empty
+agree-sets are otherwise never stored), so that "tracked" is part of the state: a table that grows past
+the bound has its rows replaced by nothing, one that shrinks below it is rebuilt from its snapshot, and
+keys, FDs and uniqueness flags are derived exactly for the tracked tables (and, as hitting sets are
+exponential in the width in the worst case, only for those with at most ``max_columns`` columns).
+
 Approximate FDs. ``max_fd_error`` defaults to 0.01: an FD may be violated by at most 1% of the tuple
 pairs. DynASt's error (Def. 6.1/6.2) is the pair-based g1 error of Kruse and Naumann's Pyro (DynASt ref.
 [19]), and 0.01 is the threshold of Pyro's evaluation. Their search is level-wise over the LHS lattice,
 one AStree specialisation search per candidate: 1.2 s for adult (15 columns, 1,619 minimal approximate
 FDs), but 133 s for flight_1k (109 columns) with the LHS bounded to one column and over 10 minutes with two
 (measured on a loaded machine). ``max_lhs_size`` bounds it; exact FDs and UCCs (hitting sets) are always
-complete: 7.4 s and 1.2 s for flight_1k's 982,631 FDs and 26,652 UCCs.
+complete: 7.4 s and 1.2 s for flight_1k's 982,631 FDs and 26,652 UCCs; uniprot_1k's (223 columns) UCCs did
+not finish within 11 minutes, hence the width bound.
 """
 
 from __future__ import annotations
@@ -82,6 +92,7 @@ from lakemeta.agreesets.relation import CompressedRelation
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.schemas import ALL_SCHEMAS
 from lakemeta.catalog.store import arrow_schema
+from lakemeta.config import AgreeSetConfig
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.tables import table_path
 
@@ -92,7 +103,6 @@ APP = "lakemeta.agree_sets"
 PROFILE = "state/column_profile"
 UCCS = "unique_column_combinations"
 FDS = "functional_dependencies"
-MAX_FD_ERROR = 0.01
 
 _DESCRIPTOR_SCHEMA = "table_name string, path string, kind string, from_version long, to_version long"
 _DERIVED_SCHEMA = "table_name string, kind string, columns array<string>, rhs string, error double"
@@ -281,13 +291,15 @@ def name_lists(masks: np.ndarray, sorted_names: list[str]) -> pa.Array:
 
 
 # -- Spark: one task per group of tables -------------------------------------------------------------------
-def _delta_rows(table_name: str, delta: AgreeSetDelta) -> pa.RecordBatch:
+def _delta_rows(table_name: str, delta: AgreeSetDelta, full: bool) -> pa.RecordBatch:
+    """The delta's rows; a full build also emits the table's marker (the empty agree-set, count 1)."""
+    names = name_lists(delta.masks, delta.column_names)
+    counts = pa.array(delta.counts, pa.int64())
+    if full:
+        names = pa.concat_arrays([names, pa.array([[]], _NAMES)])
+        counts = pa.concat_arrays([counts, pa.array([1], pa.int64())])
     return pa.RecordBatch.from_arrays(
-        [
-            pa.array([table_name] * len(delta.counts), pa.string()),
-            name_lists(delta.masks, delta.column_names),
-            pa.array(delta.counts, pa.int64()),
-        ],
+        [pa.array([table_name] * len(counts), pa.string()), names, counts],
         names=["table_name", "agree_set", "count"],
     )
 
@@ -312,9 +324,10 @@ def _batch_deltas(
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for record_batch in descriptors:
             for batch in record_batch.to_pylist():
+                full = batch["kind"] == "full"
                 after = read_snapshot(batch["path"], batch["to_version"])
                 before = None
-                if batch["kind"] != "full":
+                if not full:
                     before = read_snapshot(batch["path"], batch["from_version"])
                     if before.column_names != after.column_names:
                         raise ValueError(f"{batch['table_name']}: schema changed in an incremental batch")
@@ -322,28 +335,49 @@ def _batch_deltas(
                 counters.tables.add(1)
                 counters.rows_deleted.add(delta.rows_deleted)
                 counters.rows_inserted.add(delta.rows_inserted)
-                yield _delta_rows(batch["table_name"], delta)
+                yield _delta_rows(batch["table_name"], delta, full)
 
     return run
 
 
-def _snapshot_bytes(path: Path, version: int) -> int:
-    """Size of a snapshot's data files, from the Delta log (no data read): the task balancing weight."""
-    actions = deltalake.DeltaTable(str(path), version=version).get_add_actions(flatten=True)
-    return int(pc.sum(pa.table(actions)["size_bytes"]).as_py() or 0)
+def _snapshot_rows_and_bytes(path: Path, version: int) -> tuple[int, int]:
+    """Rows and bytes of a snapshot's data files, from the Delta log's file statistics (no data read)."""
+    actions = pa.table(deltalake.DeltaTable(str(path), version=version).get_add_actions(flatten=True))
+    return int(pc.sum(actions["num_records"]).as_py() or 0), int(pc.sum(actions["size_bytes"]).as_py() or 0)
 
 
-def _descriptor_frame(spark: SparkSession, lake: Path, plan: Plan) -> DataFrame:
-    """One row per table to process, spread over tasks largest first (greedy balancing); a table's row,
-    hence all of its work, is in exactly one task."""
-    rows = []
+@dataclass(frozen=True)
+class _Work:
+    """What the executors compute for a plan: one descriptor per table to process, and the tables whose
+    stored rows the delta replaces (new, replaced and dropped tables, and tables crossing ``max_rows``)."""
+
+    descriptors: list[tuple[int, tuple]]  # (bytes, descriptor), the bytes for balancing
+    replaced_tables: list[str]
+
+
+def _plan_work(lake: Path, plan: Plan, max_rows: int) -> _Work:
+    descriptors = []
+    replaced = set(plan.replaced_tables)
     for batch in plan.batches:
         if batch.kind == "drop":
             continue
         path = table_path(lake, batch.table_name)
-        weight = _snapshot_bytes(path, batch.to_version)
-        rows.append((weight, (batch.table_name, str(path), batch.kind, batch.from_version, batch.to_version)))
-    rows.sort(key=lambda row: -row[0])
+        rows, size = _snapshot_rows_and_bytes(path, batch.to_version)
+        kind = batch.kind
+        if rows > max_rows:
+            replaced.add(batch.table_name)  # untracked now: its rows, if any, are replaced by nothing
+            continue
+        if kind == "incremental" and _snapshot_rows_and_bytes(path, batch.from_version)[0] > max_rows:
+            kind = "full"  # untracked until now: built from its snapshot
+            replaced.add(batch.table_name)
+        descriptors.append((size, (batch.table_name, str(path), kind, batch.from_version, batch.to_version)))
+    return _Work(descriptors, sorted(replaced))
+
+
+def _descriptor_frame(spark: SparkSession, work: _Work) -> DataFrame:
+    """One row per table to process, spread over tasks largest first (greedy balancing); a table's row,
+    hence all of its work, is in exactly one task."""
+    rows = sorted(work.descriptors, key=lambda row: -row[0])
     tasks: list[list[tuple]] = [[] for _ in range(min(len(rows), 2 * spark.sparkContext.defaultParallelism))]
     load = [0] * len(tasks)
     for weight, descriptor in rows:
@@ -355,7 +389,7 @@ def _descriptor_frame(spark: SparkSession, lake: Path, plan: Plan) -> DataFrame:
     return spark.createDataFrame(placed, _DESCRIPTOR_SCHEMA)
 
 
-def update_agree_sets(catalog: Catalog, lake: Path, plan: Plan, null_equals_null: bool = True) -> int:
+def update_agree_sets(catalog: Catalog, lake: Path, plan: Plan, config: AgreeSetConfig) -> int:
     """Apply the plan's batches to ``state/agree_sets`` exactly once; returns the agree-set rows merged."""
     txn = Txn(APP, plan.run_id)
     if not plan.batches or catalog.already_applied(STATE, txn):
@@ -364,9 +398,11 @@ def update_agree_sets(catalog: Catalog, lake: Path, plan: Plan, null_equals_null
     spark = catalog.spark
     spark.sparkContext.setJobDescription(f"run {plan.run_id}: agree-sets of {len(plan.batches)} tables")
     counters = _Counters.create(spark)
-    if any(batch.kind != "drop" for batch in plan.batches):
-        descriptors = _descriptor_frame(spark, lake, plan)
-        delta = descriptors.mapInArrow(_batch_deltas(null_equals_null, counters), ALL_SCHEMAS[STATE])
+    work = _plan_work(lake, plan, config.max_rows)
+    if work.descriptors:
+        delta = _descriptor_frame(spark, work).mapInArrow(
+            _batch_deltas(config.null_equals_null, counters), ALL_SCHEMAS[STATE]
+        )
     else:
         delta = spark.createDataFrame([], ALL_SCHEMAS[STATE])
     # Computed once, for the count and the MERGE (which reads it for its negative-count check and twice more).
@@ -378,20 +414,23 @@ def update_agree_sets(catalog: Catalog, lake: Path, plan: Plan, null_equals_null
             delta,
             keys=["table_name", "agree_set"],
             counts=["count"],
-            replaced_tables=plan.replaced_tables,
+            replaced_tables=work.replaced_tables,
             txn=txn,
             drop_zero=True,
         )
     finally:
         delta.unpersist()
+    untracked = sum(batch.kind != "drop" for batch in plan.batches) - len(work.descriptors)
     log.info(
-        "run %d: agree-sets of %d tables updated (%d rows deleted, %d inserted, %d dropped tables): "
-        "%d agree-set rows merged",
+        "run %d: agree-sets of %d tables updated (%d rows deleted, %d inserted; %d dropped tables, %d over "
+        "%d rows untracked): %d agree-set rows merged",
         plan.run_id,
         counters.tables.value,
         counters.rows_deleted.value,
         counters.rows_inserted.value,
         sum(batch.kind == "drop" for batch in plan.batches),
+        untracked,
+        config.max_rows,
         merged,
     )
     return merged
@@ -452,8 +491,8 @@ def _derive_per_table(
     def derive(group: pa.Table) -> pa.Table:
         table_name = group["table_name"][0].as_py()
         shape = shapes[table_name]
-        stored = group.filter(pc.is_valid(group["agree_set"])).select(["agree_set", "count"])
-        multiset = AgreeSetMultiset.from_arrow(stored, shape.column_names)
+        stored = group.filter(pc.greater(pc.list_value_length(group["agree_set"]), 0))  # without the marker
+        multiset = AgreeSetMultiset.from_arrow(stored.select(["agree_set", "count"]), shape.column_names)
         kinds, columns, rhs, error = derive_keys_and_dependencies(multiset, shape, max_fd_error, max_lhs_size)
         table_names = pa.array([table_name] * len(kinds), pa.string())
         return pa.table(
@@ -474,37 +513,41 @@ def _replace_rows_of(catalog: Catalog, name: str, rows: pa.Table, tables: list[s
     )
 
 
-def refresh_keys_and_dependencies(
-    catalog: Catalog,
-    plan: Plan,
-    max_fd_error: float = MAX_FD_ERROR,
-    *,
-    max_lhs_size: int | None = None,
-) -> None:
-    """Recompute ``unique_column_combinations`` and ``functional_dependencies`` of the plan's tables from
-    ``state/agree_sets`` and the row counts of ``state/column_profile`` (both committed before this runs).
+def tracked_tables(catalog: Catalog) -> set[str]:
+    """The tables that keep agree-set state: those holding the marker row (at most ``max_rows`` rows)."""
+    markers = catalog.read(STATE).where(F.size("agree_set") == 0).select("table_name")
+    return {row.table_name for row in markers.collect()}  # one row per table
 
-    Rows of other tables are kept; a dropped table's rows are removed. Each table's derivation runs in one
-    Spark task (the multiset of a wide table can be large); the results are written with delta-rs.
-    ``max_lhs_size`` bounds the LHS of approximate FDs (exact FDs and UCCs are always complete): the
-    level-wise search is exponential in the number of columns (see the module's figures).
+
+def refresh_keys_and_dependencies(catalog: Catalog, plan: Plan, config: AgreeSetConfig) -> None:
+    """Recompute ``unique_column_combinations`` and ``functional_dependencies`` of the plan's tables from
+    ``state/agree_sets`` and the row counts of ``state/column_profile`` (both updated before this runs).
+
+    Rows of other tables are kept; the rows of a dropped or untracked table, or of one wider than
+    ``max_columns``, are removed. Each table's derivation runs in one Spark task (the multiset of a wide
+    table can be large); the results are written with delta-rs. ``max_lhs_size`` bounds the LHS of
+    approximate FDs (exact FDs and UCCs are always complete): the level-wise search is exponential in the
+    number of columns (see the module's figures).
     """
     tables = sorted({batch.table_name for batch in plan.batches})
     if not tables:
         return
     spark = catalog.spark
     spark.sparkContext.setJobDescription(f"run {plan.run_id}: keys and FDs of {len(tables)} tables")
-    shapes = table_shapes(catalog, tables)
+    shapes = {
+        name: shape
+        for name, shape in table_shapes(catalog, tables).items()
+        if len(shape.column_names) <= config.max_columns
+    }
     derived = _DERIVED_ARROW.empty_table()
     if shapes:
-        present = list(shapes)
-        state = catalog.read(STATE).where(F.col("table_name").isin(present))
-        # One marker row per table, so that a table without any stored agree-set still forms a group.
-        markers = spark.createDataFrame([(name, None, 0) for name in present], ALL_SCHEMAS[STATE])
+        # A group per tracked table: its marker row is always there, even when it has no other agree-set.
+        derive = _derive_per_table(shapes, config.max_fd_error, config.max_lhs_size)
         derived = (
-            state.unionByName(markers)
+            catalog.read(STATE)
+            .where(F.col("table_name").isin(list(shapes)))
             .groupBy("table_name")
-            .applyInArrow(_derive_per_table(shapes, max_fd_error, max_lhs_size), _DERIVED_SCHEMA)
+            .applyInArrow(derive, _DERIVED_SCHEMA)
             .toArrow()
         )
     is_ucc = pc.equal(derived["kind"], "ucc")
@@ -514,21 +557,22 @@ def refresh_keys_and_dependencies(
     _replace_rows_of(catalog, FDS, fds.rename_columns(["table_name", "lhs", "rhs", "error"]), tables)
     exact = int(pc.sum(pc.equal(fds["error"], 0.0)).as_py() or 0)
     log.info(
-        "run %d: keys and dependencies of %d tables (%d gone): %d minimal UCCs, %d exact and %d approximate "
-        "minimal FDs (error <= %g)",
+        "run %d: keys and dependencies of %d tables (of %d changed): %d minimal UCCs, %d exact and %d "
+        "approximate minimal FDs (error <= %g)",
         plan.run_id,
-        len(shapes),
-        len(tables) - len(shapes),
+        len(pc.unique(derived["table_name"])),
+        len(tables),
         len(uccs),
         exact,
         len(fds) - exact,
-        max_fd_error,
+        config.max_fd_error,
     )
 
 
-def unique_column_flags(catalog: Catalog) -> pa.Table:
+def unique_column_flags(catalog: Catalog, config: AgreeSetConfig) -> pa.Table:
     """Per column of every table in ``state/column_profile``: ``is_unique``, true when no agree-set contains
-    the column (no two rows share a value there).
+    the column (no two rows share a value there); null where keys are not derived (untracked tables, and
+    tables wider than ``max_columns``).
 
     Read from ``unique_column_combinations`` rather than from the agree-set state: a column is in no
     agree-set exactly when {column} is a UCC, which is then minimal, unless |r| <= 1, where the empty set is
@@ -542,8 +586,15 @@ def unique_column_flags(catalog: Catalog) -> pa.Table:
         zip(singles["table_name"].to_pylist(), pc.list_flatten(singles["columns"]).to_pylist(), strict=True)
     )
     everything_unique = set(uccs.filter(pc.equal(sizes, 0))["table_name"].to_pylist())
+    widths = profile.group_by("table_name").aggregate([("column_name", "count")]).to_pylist()
+    derived = tracked_tables(catalog) & {
+        row["table_name"] for row in widths if row["column_name_count"] <= config.max_columns
+    }
     pairs = zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True)
-    flags = [(table, column) in unique or table in everything_unique for table, column in pairs]
+    flags = [
+        ((table, column) in unique or table in everything_unique) if table in derived else None
+        for table, column in pairs
+    ]
     return pa.table(
         {
             "table_name": profile["table_name"],

@@ -6,7 +6,7 @@ One posting-list item per non-null cell: (value, table id, column id, row id, su
 subset of a corpus, as numpy arrays for :mod:`lakemeta.joinsearch.search`:
 
 * items sorted by value (then table, row, column), so a value's posting list is a contiguous range found by
-  binary search (``np.searchsorted`` on a numpy ``StringDType`` array);
+  binary search over the distinct values;
 * a CSR over rows — the items of each (table, row) — so that the exact joinability of Eq. 2 can read the
   cells of a candidate row ("MATE retrieves the exact values", §6).
 
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -136,12 +137,29 @@ class PostingIndex:
     def n_words(self) -> int:
         return self.super_keys.shape[1]
 
+    @cached_property
+    def _distinct_values(self) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct values in index order as Python strings, and where each one's items start (plus
+        the end).
+
+        Binary search runs over Python strings (the same code-point order) because numpy 2.4's
+        ``searchsorted`` with ``StringDType`` needles returns wrong positions for strings longer than 15
+        bytes (those kept outside the array's inline slots); element-wise comparisons are right.
+        """
+        starts = np.flatnonzero(np.r_[True, self.values[1:] != self.values[:-1]]) if self.n_items else []
+        starts = np.asarray(starts, np.int64)
+        return self.values[starts].astype(object), np.append(starts, self.n_items)
+
     def value_ranges(self, distinct_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(start, stop)`` of the posting list of each value (StringDType array); empty if absent."""
-        return (
-            np.searchsorted(self.values, distinct_values, side="left"),
-            np.searchsorted(self.values, distinct_values, side="right"),
-        )
+        distinct, bounds = self._distinct_values
+        needles = distinct_values.astype(object)
+        position = np.searchsorted(distinct, needles)
+        found = position < len(distinct)
+        found[found] = distinct[position[found]] == needles[found]
+        start = np.where(found, bounds[np.where(found, position, 0)], 0)
+        stop = np.where(found, bounds[np.where(found, position + 1, 0)], 0)
+        return start, stop
 
     def max_row_width(self) -> int:
         """The largest number of items (non-null cells) in one row."""

@@ -82,7 +82,7 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
-class _Query:
+class EncodedQuery:
     """The query reduced to integer codes of its distinct normalised key values."""
 
     tuples: np.ndarray  # (n_tuples, m) int64 codes of the distinct complete key tuples
@@ -90,7 +90,7 @@ class _Query:
     initial_column: int
 
 
-def _encode_query(key_columns: Sequence[pa.Array | pa.ChunkedArray]) -> _Query:
+def encode_query(key_columns: Sequence[pa.Array | pa.ChunkedArray]) -> EncodedQuery:
     if not key_columns:
         raise ValueError("the query needs at least one key column")
     normalised = [normalise_values(column).cast(pa.large_string()) for column in key_columns]
@@ -106,7 +106,7 @@ def _encode_query(key_columns: Sequence[pa.Array | pa.ChunkedArray]) -> _Query:
     complete = codes[(codes >= 0).all(axis=1)]
     tuples = np.unique(complete, axis=0) if len(complete) else complete.reshape(0, len(normalised))
     cardinalities = [len(np.unique(tuples[:, j])) for j in range(tuples.shape[1])]
-    return _Query(tuples, distinct, int(np.argmin(cardinalities)))
+    return EncodedQuery(tuples, distinct, int(np.argmin(cardinalities)))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -352,7 +352,7 @@ def _search(
 ) -> SearchResult:
     if k < 1:
         raise ValueError("k must be at least 1")
-    query = _encode_query(key_columns)
+    query = encode_query(key_columns)
     counters = SearchCounters()
     initial = query.initial_column
     tuples = query.tuples

@@ -1,0 +1,335 @@
+"""Joinable-table search: MATE beside SCR, XASH beside Bloom super keys, and posting-list maintenance.
+
+Corpus: the MATE paper's sample tables (``../shared/data/webtables/mate``: Dresden web tables and German
+open data, 714 tables of two columns) plus generated tables, 5,000 tables in all by default. Generated
+tables come in families: a family joins a sample table A row by row with a column of another sample
+table (the "attribute"), and each of its tables holds a random subset of those rows (duplicates
+included), one to three noise columns drawn from other sample tables, some rows with one key cell swapped
+for another value of its column (rows that hold part of a key: the false positives super keys exist to
+filter), a few nulls, and its columns in random order. Queries take rows of a family's A (2-column keys)
+or of the family's rows (A's columns and the attribute: 3-column keys).
+
+Figures, in one run:
+
+1. latency per query of ``mate_search`` (XASH super keys, the posting lists' frozen hasher, 128 bits) and
+   ``scr_search`` (Alg. 1 with exact checks of the candidate rows, §7.1.1) on the same in-process index
+   (``index.PostingIndex``, the index the Delta search builds); both return the same top-k
+   (checked). Target: MATE >= 10x faster.
+2. precision of the row filter, joinable items / items passing (``SearchCounters``), for XASH (the
+   frozen hasher; for comparison XASH fitted to this corpus, and XASH with alpha 10 and 14 instead of
+   Eq. 5's) and for Bloom super keys (H from the mean row width, §7.1.2) at 128, 256 and 512 bits.
+   Target: XASH >= 0.9 at 512 and above Bloom at every size.
+3. maintenance: itemising the whole corpus and building the index in process; and through Spark on a lake
+   of Delta tables (a subset of the corpus), ``update_posting_lists`` for a batch changing a few tables
+   beside a rebuild of the posting lists from the final snapshots (both compared for equality).
+
+    .venv/bin/python bench/mate_search.py [--quick] [--tables 5000] [--queries 20] [--lake-tables 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import time
+from pathlib import Path
+
+import deltalake
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+
+from lakemeta.config import Config, JoinSearchConfig
+from lakemeta.joinsearch.bloom_key import BloomHasher
+from lakemeta.joinsearch.index import PostingIndex, table_postings
+from lakemeta.joinsearch.normalise import normalise_values
+from lakemeta.joinsearch.posting_state import STATE, posting_hasher, update_posting_lists
+from lakemeta.joinsearch.search import mate_search, scr_search
+from lakemeta.joinsearch.superkey import SuperKeyHasher, super_keys_from_binary
+from lakemeta.joinsearch.xash import HASH_SIZES, XashHasher
+
+BENCH = Path(__file__).resolve().parent
+SAMPLES = BENCH.parents[1] / "shared" / "data" / "webtables" / "mate"
+SCRATCH = BENCH / "results" / "scratch" / "mate_search"
+RESULT = BENCH / "results" / "mate_search.json"
+K = 10  # top-10, as in MATE's experiments (§7.1)
+ALPHAS = (10, 14)  # XASH with more ones per value than Eq. 5 gives, to show the precision it buys
+
+
+def read_samples() -> list[pa.Table]:
+    tables = []
+    for path in sorted(SAMPLES.glob("*/*/sampled_final/*.csv")):
+        table = pa_csv.read_csv(path)
+        tables.append(table.rename_columns([f"c{i}" for i in range(table.num_columns)]))
+    if not tables:
+        raise SystemExit(f"no sample tables under {SAMPLES}")
+    return tables
+
+
+def as_strings(column: pa.ChunkedArray) -> pa.Array:
+    return normalise_values(column).cast(pa.string())
+
+
+def generate(rng: np.random.Generator, samples: list[pa.Table], n_tables: int) -> tuple[list, list]:
+    """Generated tables and the families' base rows (A's two columns and the attribute)."""
+    usable = [t for t in samples if t.num_rows >= 20]
+    cells = [as_strings(t.column(j)) for t in samples for j in range(t.num_columns)]
+    n_families = max(1, n_tables // 12)
+    families = []
+    for _ in range(n_families):
+        a = usable[rng.integers(len(usable))]
+        b = samples[rng.integers(len(samples))]
+        attribute = as_strings(b.column(int(rng.integers(b.num_columns)))).take(
+            pa.array(rng.integers(b.num_rows, size=a.num_rows))
+        )
+        families.append([as_strings(a.column(0)), as_strings(a.column(1)), attribute])
+    generated = []
+    for i in range(n_tables):
+        base = families[i % n_families]
+        n_base = len(base[0])
+        rows = rng.integers(n_base, size=int(rng.integers(10, min(150, 2 * n_base) + 1)))
+        columns = []
+        for column in base:  # about one row in six holds only part of the family's key
+            taken = column.take(pa.array(rows)).to_numpy(zero_copy_only=False).astype(object)
+            swapped = np.flatnonzero(rng.random(len(rows)) < 0.06)
+            donors = column.take(pa.array(rng.integers(n_base, size=len(swapped))))
+            taken[swapped] = donors.to_numpy(zero_copy_only=False)
+            columns.append(pa.array(taken, pa.string()))
+        for _ in range(int(rng.integers(1, 4))):
+            noise = cells[rng.integers(len(cells))]
+            columns.append(noise.take(pa.array(rng.integers(len(noise), size=len(rows)))))
+        nulls = rng.random((len(columns), len(rows))) < 0.02
+        columns = [
+            pc.if_else(pa.array(nulls[j]), pa.scalar(None, pa.string()), c) for j, c in enumerate(columns)
+        ]
+        order = rng.permutation(len(columns))
+        generated.append(pa.table({f"c{j}": columns[o] for j, o in enumerate(order)}))
+    return generated, families
+
+
+def queries(rng: np.random.Generator, families: list, n_queries: int) -> list[tuple[int, list[pa.Array]]]:
+    """(key size, key columns) pairs: 2-column keys from A, 3-column keys from a family's rows."""
+    out = []
+    for n_keys in (2, 3):
+        for f in rng.choice(len(families), size=n_queries, replace=False):
+            base = families[f]
+            rows = pa.array(rng.choice(len(base[0]), size=min(100, len(base[0])), replace=False))
+            out.append((n_keys, [column.take(rows) for column in base[:n_keys]]))
+    return out
+
+
+def corpus_items(tables: list[pa.Table], hasher: SuperKeyHasher) -> tuple[list, float]:
+    """Posting-list items of every table (``index.table_postings``) and the seconds it took."""
+    start = time.perf_counter()
+    items = [table_postings(t.columns, np.arange(t.num_rows), hasher) for t in tables]
+    return items, time.perf_counter() - start
+
+
+def build_index(items: list[pa.RecordBatch]) -> PostingIndex:
+    return PostingIndex.from_arrays(
+        pa.chunked_array([b.column("value") for b in items], pa.large_string()),
+        np.concatenate([np.full(b.num_rows, t) for t, b in enumerate(items)]),
+        np.concatenate([b.column("column_id").to_numpy() for b in items]),
+        np.concatenate([b.column("row_id").to_numpy() for b in items]),
+        np.concatenate([super_keys_from_binary(b.column("super_key")) for b in items]),
+    )
+
+
+def timed_search(search, repeat: int) -> tuple[float, object]:
+    best, result = float("inf"), None
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = search()
+        best = min(best, time.perf_counter() - start)
+    return best, result
+
+
+def latency(index: PostingIndex, hasher: XashHasher, workload: list, repeat: int) -> dict:
+    mate_search(index, workload[0][1], K, hasher)  # numba compilation
+    scr_search(index, workload[0][1], K)
+    per_key: dict[int, dict] = {}
+    for n_keys, keys in workload:
+        mate_s, mate = timed_search(lambda keys=keys: mate_search(index, keys, K, hasher), repeat)
+        scr_s, scr = timed_search(lambda keys=keys: scr_search(index, keys, K), repeat)
+        assert [t.joinability for t in mate.tables] == [t.joinability for t in scr.tables]
+        names = ("mate_s", "scr_s", "fetched", "checked", "passed", "candidates", "evaluated")
+        entry = per_key.setdefault(n_keys, {name: [] for name in names})
+        entry["mate_s"].append(mate_s)
+        entry["scr_s"].append(scr_s)
+        entry["fetched"].append(mate.counters.items_fetched)
+        entry["checked"].append(mate.counters.items_checked)
+        entry["passed"].append(mate.counters.items_passed)
+        entry["candidates"].append(mate.counters.tables_candidate)
+        entry["evaluated"].append(mate.counters.tables_evaluated)
+    out = {}
+    for n_keys, entry in per_key.items():
+        mate_s, scr_s = np.array(entry["mate_s"]), np.array(entry["scr_s"])
+        out[f"{n_keys}_column_keys"] = {
+            "queries": len(mate_s),
+            "mate_median_ms": 1000 * float(np.median(mate_s)),
+            "scr_median_ms": 1000 * float(np.median(scr_s)),
+            "mate_total_s": float(mate_s.sum()),
+            "scr_total_s": float(scr_s.sum()),
+            "speedup_total": float(scr_s.sum() / mate_s.sum()),
+            "speedup_median_per_query": float(np.median(scr_s / mate_s)),
+            "mean_tables_candidate": float(np.mean(entry["candidates"])),
+            "mean_tables_evaluated": float(np.mean(entry["evaluated"])),
+            "mean_items_fetched": float(np.mean(entry["fetched"])),
+            # rows whose cells must be read to verify them: SCR every checked candidate, MATE the passing
+            "mean_rows_verified_scr": float(np.mean(entry["checked"])),
+            "mean_rows_verified_mate": float(np.mean(entry["passed"])),
+        }
+    return out
+
+
+def precision(index: PostingIndex, hasher: SuperKeyHasher, workload: list) -> dict:
+    passed = joinable = 0
+    for _n_keys, keys in workload:
+        counters = mate_search(index, keys, K, hasher).counters
+        passed += counters.items_passed
+        joinable += counters.items_joinable
+    return {"items_passed": passed, "items_joinable": joinable, "precision": joinable / max(passed, 1)}
+
+
+def spark_maintenance(tables: list[pa.Table], rng: np.random.Generator, n_changed: int) -> dict:
+    """update_posting_lists on a Delta lake: the first build, a batch changing ``n_changed`` tables, and a
+    rebuild from the final snapshots (which must equal the incrementally maintained state)."""
+    from lakemeta.pipeline import Pipeline
+    from lakemeta.spark import get_session
+
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    lake = SCRATCH / "lake"
+    for i, table in enumerate(tables):
+        deltalake.write_deltalake(str(lake / f"t{i:05d}"), table)
+    spark = get_session("local[2]", "bench mate search", catalog=SCRATCH / "catalog")
+
+    def run(catalog: Path) -> tuple[float, int, object]:
+        pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
+        plan = pipeline.detect()
+        start = time.perf_counter()
+        changed = update_posting_lists(pipeline.catalog, lake, plan, JoinSearchConfig())
+        seconds = time.perf_counter() - start
+        pipeline.commit(plan)
+        return seconds, changed, pipeline
+
+    build_s, built_items, pipeline = run(SCRATCH / "catalog")
+    changed_rows = 0
+    for i in rng.choice(len(tables), size=n_changed, replace=False):
+        path = str(lake / f"t{i:05d}")
+        current = deltalake.DeltaTable(path)
+        current.delete(f"c0 = '{_quoted(tables[i].column('c0')[0].as_py())}'")
+        extra = tables[i].take(pa.array(rng.integers(tables[i].num_rows, size=5)))
+        deltalake.write_deltalake(path, extra, mode="append")
+        changed_rows += 5
+    update_s, update_items, _ = run(SCRATCH / "catalog")
+    rebuild_s, rebuild_items, reference = run(SCRATCH / "rebuilt")
+    columns = ["value", "table_name", "column_name", "row_id"]
+    ours = (
+        pipeline.catalog.read(STATE)
+        .select(*columns)
+        .exceptAll(reference.catalog.read(STATE).select(*columns))
+    )
+    equal = ours.isEmpty() and pipeline.catalog.read(STATE).count() == reference.catalog.read(STATE).count()
+    spark.stop()
+    return {
+        "lake_tables": len(tables),
+        "first_build_s": build_s,  # includes the JVM's and the Python workers' warm-up
+        "first_build_items": built_items,
+        "batch_tables_changed": n_changed,
+        "batch_rows_inserted": changed_rows,
+        "batch_update_s": update_s,
+        "batch_items_changed": update_items,
+        "rebuild_s": rebuild_s,
+        "rebuild_items": rebuild_items,
+        "rebuild_over_update": rebuild_s / update_s,
+        "incremental_equals_rebuild": bool(equal),
+    }
+
+
+def _quoted(text: str | None) -> str:
+    return (text or "").replace("'", "''")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a small corpus, for a smoke run")
+    parser.add_argument("--tables", type=int, default=5000, help="corpus size, sample tables included")
+    parser.add_argument("--queries", type=int, default=20, help="queries per key size")
+    parser.add_argument("--repeat", type=int, default=3, help="timed repetitions per query (best kept)")
+    parser.add_argument("--lake-tables", type=int, default=200, help="Delta tables of the Spark part")
+    args = parser.parse_args()
+    if args.quick:
+        args.tables, args.queries, args.repeat, args.lake_tables = 1000, 5, 1, 30
+    rng = np.random.default_rng(2024)
+
+    samples = read_samples()
+    generated, families = generate(rng, samples, max(0, args.tables - len(samples)))
+    corpus = samples + generated
+    workload = queries(rng, families, args.queries)
+    n_items = sum(t.num_rows * t.num_columns for t in corpus)
+    print(f"corpus: {len(corpus)} tables ({len(samples)} sample tables), up to {n_items} cells")
+
+    frozen = {bits: posting_hasher(JoinSearchConfig(hash_bits=bits)) for bits in HASH_SIZES}
+    every_value = pa.chunked_array([as_strings(c) for t in corpus for c in t.columns], pa.string())
+    distinct = pc.unique(pc.drop_null(every_value).combine_chunks())
+    fitted = {bits: XashHasher.from_corpus(distinct, bits) for bits in HASH_SIZES}
+    mean_width = float(np.mean([t.num_columns for t in corpus]))
+    bloom = {bits: BloomHasher.for_row_width(bits, mean_width) for bits in HASH_SIZES}
+
+    items, itemise_s = corpus_items(corpus, frozen[128])
+    start = time.perf_counter()
+    index = build_index(items)
+    build_s = time.perf_counter() - start
+    print(f"index: {index.n_items} items; itemise {itemise_s:.1f} s, build {build_s:.1f} s")
+    results: dict = {
+        "corpus": {
+            "tables": len(corpus),
+            "sample_tables": len(samples),
+            "items": index.n_items,
+            "distinct_values": len(distinct),
+            "mean_columns": mean_width,
+            "queries_per_key_size": args.queries,
+            "k": K,
+        },
+        "index_in_process": {"itemise_s": itemise_s, "build_s": build_s},
+    }
+    results["latency"] = latency(index, frozen[128], workload, args.repeat)
+    for name, figures in results["latency"].items():
+        print(
+            f"latency {name}: MATE {figures['mate_median_ms']:.2f} ms, SCR {figures['scr_median_ms']:.2f} ms "
+            f"(median); SCR/MATE total {figures['speedup_total']:.1f}x; rows verified per query: SCR "
+            f"{figures['mean_rows_verified_scr']:.0f}, MATE {figures['mean_rows_verified_mate']:.0f}"
+        )
+
+    results["precision"] = {}
+    for bits in HASH_SIZES:
+        variants = {
+            "xash": frozen[bits],
+            "xash_fitted": fitted[bits],
+            **{f"xash_alpha_{a}": XashHasher(bits, a, frozen[bits].char_frequencies) for a in ALPHAS},
+            "bloom": bloom[bits],
+        }
+        row = {}
+        for name, hasher in variants.items():
+            hashed = index if hasher is frozen[128] else build_index(corpus_items(corpus, hasher)[0])
+            row[name] = precision(hashed, hasher, workload)
+            row[name]["hasher"] = hasher.to_dict() if name == "bloom" else {"alpha": hasher.alpha}
+        results["precision"][str(bits)] = row
+        print(f"precision {bits} bits: " + ", ".join(f"{n} {f['precision']:.3f}" for n, f in row.items()))
+
+    lake_tables = generated[: args.lake_tables]  # string columns: the batch deletes by value
+    results["maintenance_spark"] = spark_maintenance(lake_tables, rng, max(1, args.lake_tables // 50))
+    m = results["maintenance_spark"]
+    print(
+        f"Delta posting lists, {m['lake_tables']} tables: first build {m['first_build_s']:.1f} s, batch of "
+        f"{m['batch_tables_changed']} tables {m['batch_update_s']:.1f} s, rebuild {m['rebuild_s']:.1f} s "
+        f"({m['rebuild_over_update']:.1f}x); incremental == rebuild: {m['incremental_equals_rebuild']}"
+    )
+    if not args.quick:
+        RESULT.write_text(json.dumps(results, indent=2) + "\n")
+        print(f"wrote {RESULT}")
+
+
+if __name__ == "__main__":
+    main()

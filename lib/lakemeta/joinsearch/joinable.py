@@ -1,0 +1,338 @@
+"""Top-k n-ary joinable tables over the Delta posting lists: MATE's Algorithm 1 (§6) fed by Spark.
+
+A search reads from ``state/posting_lists`` only what Algorithm 1 looks at, never the whole index:
+
+1. lines 3-4: the posting lists of the initial column's values (the key column with the fewest distinct
+   values, §6.1): the state joined with those values;
+2. lines 16-20, on the driver: the row filter of §6.3. A fetched item passes with a query key tuple of
+   its value when the tuple's super key is covered by the item's row super key; the filter never drops a
+   joinable row (§6.3, Lemma), and a row none of whose items pass is not looked at again;
+3. line 21 ("MATE retrieves the exact values", §6): the cells of the passing rows that hold a value of
+   another key column, the state joined with those rows and those values.
+
+A mapping of Eq. 2 sends each key column to a column of the row that holds the tuple's value there, so
+steps 1 and 3 fetch every cell a mapping can use. They form a posting-list index (:class:`PostingIndex`)
+on which :func:`~lakemeta.joinsearch.search.mate_search` runs Algorithm 1 with both table filters and
+computes the exact joinability J (Eq. 2) and its best column mapping. The query is hashed with the
+hasher recorded with the posting lists (``posting_state``), as the index was.
+
+Results go to the catalog table ``joinable_tables`` (query_id, rank, table_name, joinability,
+column_mapping as a JSON object from query key column to table column), replacing the rows of the same
+``query_id`` in one commit, so a repeated search leaves one answer per query id.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import deltalake
+import numba
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame
+
+from lakemeta.catalog import Catalog
+from lakemeta.catalog.store import arrow_schema
+from lakemeta.config import IngestConfig
+from lakemeta.joinsearch.index import PostingIndex
+from lakemeta.joinsearch.posting_state import STATE, recorded_hasher
+from lakemeta.joinsearch.search import EncodedQuery, encode_query, mate_search
+from lakemeta.joinsearch.xash import XashHasher
+from lakemeta.lake.batches import plan_batches, watermarks
+from lakemeta.lake.ingest import CSV_SUFFIXES, PARQUET_SUFFIXES
+
+log = logging.getLogger(__name__)
+
+RESULTS = "joinable_tables"
+# Query ids name results in a Delta predicate: letters, digits and the punctuation of Airflow run ids.
+_QUERY_ID = re.compile(r"[A-Za-z0-9_.:+\-]{1,200}")
+_ITEM_COLUMNS = ["value", "table_name", "column_name", "row_id", "super_key"]
+
+
+@dataclass(frozen=True)
+class JoinableMatch:
+    """One of the top-k tables: its rank (1 = best), J of Eq. 2 and the best key-column mapping."""
+
+    rank: int
+    table_name: str
+    joinability: int
+    column_mapping: dict[str, str]  # query key column -> column of the table, in key order
+
+
+def find_joinable(
+    catalog: Catalog,
+    lake: Path,
+    query: pa.Table,
+    key_columns: list[str],
+    k: int,
+    hash_bits: int,
+    query_id: str,
+    exclude_tables: Sequence[str] = (),
+) -> list[JoinableMatch]:
+    """The top-k tables of the lake by joinability J with ``query`` on ``key_columns`` (MATE, Alg. 1).
+
+    ``hash_bits`` must be the size of the stored super keys (the configured one); ``exclude_tables``
+    leaves tables out, e.g. the lake table the query was taken from. Tables of equal J rank by name; at
+    the k-th place the tables Algorithm 1 visits first stay (more items of the initial column, then name).
+    The results replace those stored under ``query_id`` in ``joinable_tables``.
+    """
+    _check_request(query, key_columns, k, query_id)
+    _warn_if_behind(catalog, lake)
+    hasher = recorded_hasher(catalog)
+    if hasher is not None and hasher.hash_bits != hash_bits:
+        raise ValueError(
+            f"the posting lists hold {hasher.hash_bits}-bit super keys, the search asks for {hash_bits}: "
+            "use the configured hash size, or rebuild the state with the new one"
+        )
+    key_arrays = [query.column(name) for name in key_columns]
+    encoded = encode_query(key_arrays)
+    matches: list[JoinableMatch] = []
+    if hasher is not None and len(encoded.tuples):
+        index, tables, columns = _candidate_index(catalog, encoded, hasher, exclude_tables)
+        if index.n_items:
+            found = mate_search(index, key_arrays, k, hasher).tables  # J descending, then table name
+            matches = [
+                JoinableMatch(
+                    rank,
+                    tables[t.table_id],
+                    t.joinability,
+                    {key: columns[c] for key, c in zip(key_columns, t.column_mapping, strict=True)},
+                )
+                for rank, t in enumerate(found, start=1)
+            ]
+    _store(catalog, query_id, matches)
+    log.info("query %s: %d joinable tables (k = %d)", query_id, len(matches), k)
+    return matches
+
+
+def _check_request(query: pa.Table, key_columns: list[str], k: int, query_id: str) -> None:
+    if not _QUERY_ID.fullmatch(query_id):
+        raise ValueError(f"query id {query_id!r}: use 1-200 letters, digits and _ . : + -")
+    if not key_columns:
+        raise ValueError("name at least one key column")
+    if len(set(key_columns)) != len(key_columns):
+        raise ValueError(f"key columns repeat: {key_columns}")
+    missing = [name for name in key_columns if name not in query.column_names]
+    if missing:
+        raise ValueError(
+            f"key columns {missing} are not in the query table (its columns: {query.column_names})"
+        )
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+
+
+def _warn_if_behind(catalog: Catalog, lake: Path) -> None:
+    """The posting lists reflect the lake as of the last run; say so when tables changed since."""
+    pending = plan_batches(lake, watermarks(catalog))
+    if pending:
+        log.warning(
+            "%d lake tables changed since the last run (%s ...): the search sees them as they were",
+            len(pending),
+            ", ".join(b.table_name for b in pending[:3]),
+        )
+
+
+def _candidate_index(
+    catalog: Catalog, encoded: EncodedQuery, hasher: XashHasher, exclude_tables: Sequence[str]
+) -> tuple[PostingIndex, list[str], list[str]]:
+    """Steps 1-3 of the module docstring: the items Algorithm 1 needs, as an index with integer table and
+    column ids, and the names behind those ids."""
+    tuples, distinct, initial = encoded.tuples, encoded.distinct_values, encoded.initial_column
+    state = catalog.read(STATE).select(*_ITEM_COLUMNS)
+    if exclude_tables:
+        state = state.where(~F.col("table_name").isin(list(exclude_tables)))
+    initial_codes = np.unique(tuples[:, initial])
+    fetched = _items_with_values(catalog, state, distinct.take(pa.array(initial_codes)))
+    passing_rows = _row_filter(fetched, encoded, hasher)
+    parts = [fetched]
+    other_codes = np.unique(np.delete(tuples, initial, axis=1))
+    if len(passing_rows) and len(other_codes):
+        rows = catalog.spark.createDataFrame(passing_rows)
+        with_rows = state.join(rows, ["table_name", "row_id"], "left_semi")
+        parts.append(_items_with_values(catalog, with_rows, distinct.take(pa.array(other_codes))))
+    items = pa.concat_tables(parts)
+    # Ids in name order: Algorithm 1's ties (tables with as many fetched items, mappings collecting as many
+    # tuples) then resolve by name, whatever order Spark returned the items in.
+    tables, table_ids = _codes_in_name_order(items["table_name"])
+    columns, column_ids = _codes_in_name_order(items["column_name"])
+    row_ids = items["row_id"].to_numpy()
+    # A cell fetched by both steps (its value belongs to the initial and another key column) counts once.
+    _, first = np.unique(np.column_stack([table_ids, column_ids, row_ids]), axis=0, return_index=True)
+    index = PostingIndex.from_arrays(
+        items["value"].take(pa.array(first)),
+        table_ids[first],
+        column_ids[first],
+        row_ids[first],
+        _super_keys(items["super_key"], hasher.n_words)[first],
+    )
+    return index, tables, columns
+
+
+def _codes_in_name_order(names: pa.ChunkedArray) -> tuple[list[str], np.ndarray]:
+    distinct = pc.unique(names).sort()
+    return distinct.to_pylist(), pc.index_in(names, value_set=distinct).to_numpy().astype(np.int64)
+
+
+def _items_with_values(catalog: Catalog, items: DataFrame, values: pa.Array) -> pa.Table:
+    """The items whose value is one of ``values`` (a join on ``value``, executed by Spark)."""
+    wanted = catalog.spark.createDataFrame(pa.table({"value": values.cast(pa.string())}))
+    return items.join(wanted, "value", "left_semi").select(*_ITEM_COLUMNS).toArrow()
+
+
+def _super_keys(keys: pa.ChunkedArray, n_words: int) -> np.ndarray:
+    """Stored super keys (array<long>) as uint64 words of shape (n, n_words)."""
+    flat = pa.chunked_array(keys).combine_chunks()
+    if len(flat) and not np.all(np.diff(flat.offsets.to_numpy()) == n_words):
+        raise ValueError(f"stored super keys are not all {n_words} words long: rebuild the posting lists")
+    return flat.flatten().to_numpy().astype(np.int64).view(np.uint64).reshape(len(flat), n_words)
+
+
+@numba.njit(cache=True, nogil=True)
+def _passing_items(
+    codes: np.ndarray,
+    item_keys: np.ndarray,
+    tuple_start: np.ndarray,
+    tuple_order: np.ndarray,
+    tuple_keys: np.ndarray,
+) -> np.ndarray:
+    """Alg. 1 lines 16-18 per item: does some query tuple of the item's value have a super key covered by
+    the item's row super key (``query | row == row``)? Stops at the first tuple that passes."""
+    passing = np.zeros(codes.shape[0], np.bool_)
+    for i in range(codes.shape[0]):
+        for p in range(tuple_start[codes[i]], tuple_start[codes[i] + 1]):
+            t = tuple_order[p]
+            covered = True
+            for w in range(item_keys.shape[1]):
+                if (tuple_keys[t, w] | item_keys[i, w]) != item_keys[i, w]:
+                    covered = False
+                    break
+            if covered:
+                passing[i] = True
+                break
+    return passing
+
+
+def _row_filter(fetched: pa.Table, encoded: EncodedQuery, hasher: XashHasher) -> pa.Table:
+    """``table_name, row_id`` of the rows with an item passing the row filter (Alg. 1, line 18)."""
+    tuples, distinct, initial = encoded.tuples, encoded.distinct_values, encoded.initial_column
+    tuple_keys = np.bitwise_or.reduce(hasher.hash_values(distinct)[tuples], axis=1)
+    tuple_start = np.zeros(len(distinct) + 1, np.int64)
+    np.cumsum(np.bincount(tuples[:, initial], minlength=len(distinct)), out=tuple_start[1:])
+    codes = pc.index_in(fetched["value"], value_set=distinct).to_numpy(zero_copy_only=False).astype(np.int64)
+    passing = _passing_items(
+        codes,
+        _super_keys(fetched["super_key"], hasher.n_words),
+        tuple_start,
+        np.argsort(tuples[:, initial], kind="stable"),
+        tuple_keys,
+    )
+    rows = fetched.select(["table_name", "row_id"]).filter(pa.array(passing))
+    return rows.group_by(["table_name", "row_id"]).aggregate([])
+
+
+def _store(catalog: Catalog, query_id: str, matches: list[JoinableMatch]) -> None:
+    rows = pa.table(
+        {
+            "query_id": [query_id] * len(matches),
+            "rank": [m.rank for m in matches],
+            "table_name": [m.table_name for m in matches],
+            "joinability": [m.joinability for m in matches],
+            "column_mapping": [json.dumps(m.column_mapping, ensure_ascii=False) for m in matches],
+        }
+    )
+    deltalake.write_deltalake(
+        catalog.path(RESULTS),
+        rows.cast(arrow_schema(RESULTS)),
+        mode="overwrite",
+        predicate=f"query_id = '{query_id}'",  # query ids are checked against _QUERY_ID
+    )
+
+
+@dataclass(frozen=True)
+class QueryTable:
+    """A search's query: its rows, and the lake table they were read from (None for a file)."""
+
+    rows: pa.Table
+    lake_table: str | None
+
+
+def load_query_table(lake: Path, source: str | Path, csv: IngestConfig | None = None) -> QueryTable:
+    """A query table: a lake table (its name; the current version) or a CSV / Parquet file in the lake.
+
+    ``source`` is a path relative to the lake root, or an absolute one; after symbolic links are
+    followed it must stay inside the lake root, anything else is refused. CSV files are read with the
+    ingest options (``csv``; defaults as `lakemeta ingest`), their types inferred.
+    """
+    root = lake.resolve()
+    given = Path(source)
+    path = (given if given.is_absolute() else root / given).resolve()
+    if path == root or root not in path.parents:
+        raise ValueError(f"query {str(source)!r} is not inside the lake {root}: put the query file there")
+    if (path / "_delta_log").is_dir():
+        return QueryTable(
+            deltalake.DeltaTable(str(path)).to_pyarrow_table(), path.relative_to(root).as_posix()
+        )
+    if not path.is_file():
+        raise FileNotFoundError(f"query {str(source)!r}: no lake table or file at {path}")
+    suffix = path.suffix.lower()
+    if suffix in PARQUET_SUFFIXES:
+        return QueryTable(pq.read_table(path), None)
+    if suffix in CSV_SUFFIXES:
+        options = csv or IngestConfig()
+        rows = pa_csv.read_csv(
+            path,
+            read_options=pa_csv.ReadOptions(
+                encoding=options.encoding, autogenerate_column_names=not options.header
+            ),
+            parse_options=pa_csv.ParseOptions(
+                delimiter=options.separator,
+                quote_char=options.quote,
+                double_quote=options.escape == options.quote,
+                escape_char=False if options.escape == options.quote else options.escape,
+            ),
+        )
+        return QueryTable(rows, None)
+    raise ValueError(f"query {str(source)!r}: not a lake table, a CSV or a Parquet file")
+
+
+def search_lake(
+    catalog: Catalog,
+    lake: Path,
+    source: str | Path,
+    key_columns: list[str],
+    k: int,
+    hash_bits: int,
+    query_id: str,
+    csv: IngestConfig | None = None,
+) -> list[JoinableMatch]:
+    """:func:`find_joinable` for a query named by :func:`load_query_table`; a lake table used as the query
+    is left out of its own results."""
+    query = load_query_table(lake, source, csv)
+    excluded = [query.lake_table] if query.lake_table else []
+    return find_joinable(catalog, lake, query.rows, key_columns, k, hash_bits, query_id, excluded)
+
+
+def parse_key_columns(text: str) -> list[str]:
+    """``COL,COL`` as the list of column names (blanks around names dropped)."""
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def format_matches(matches: list[JoinableMatch]) -> str:
+    """The ranked tables as lines: rank, joinability, table, column mapping."""
+    if not matches:
+        return "no joinable table found"
+    width = max(len(m.table_name) for m in matches)
+    return "\n".join(
+        f"{m.rank:>3}  J={m.joinability:<8} {m.table_name:<{width}}  "
+        + ", ".join(f"{key} -> {column}" for key, column in m.column_mapping.items())
+        for m in matches
+    )
