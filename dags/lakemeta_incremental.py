@@ -7,40 +7,11 @@ LAKEMETA_CONFIG in the task's environment; the steps are idempotent, so retries 
 
 from __future__ import annotations
 
-from datetime import timedelta
-from pathlib import Path
-
 import pendulum
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import dag
 
 from lakemeta.config import load_config
-from lakemeta.spark import delta_jars, spark_conf, spark_environment
-
-REPO = Path(__file__).resolve().parents[1]
-SPARK_SUBMIT = str(REPO / ".venv" / "bin" / "spark-submit")
-
-DEFAULT_ARGS = {
-    "retries": 3,
-    "retry_delay": timedelta(seconds=30),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=10),
-}
-
-
-def spark_step(task_id: str, job: str) -> SparkSubmitOperator:
-    return SparkSubmitOperator(
-        task_id=task_id,
-        application=str(REPO / "jobs" / job),
-        conn_id="spark_default",
-        spark_binary=SPARK_SUBMIT,
-        jars=",".join(delta_jars()),
-        conf=spark_conf(),
-        env_vars=spark_environment(),
-        name=f"lakemeta {task_id}",
-        driver_memory="4g",
-        verbose=False,
-    )
+from lakemeta.spark.submit import DEFAULT_ARGS, spark_step
 
 
 @dag(
@@ -58,6 +29,8 @@ def lakemeta_incremental() -> None:
     state_updates = [
         spark_step("update_column_profile", "update_column_profile.py"),
         spark_step("update_hll_counters", "update_hll_counters.py"),
+        spark_step("update_agree_sets", "update_agree_sets.py"),
+        spark_step("update_posting_lists", "update_posting_lists.py"),
     ]
     commit = spark_step("commit_batches", "commit_batches.py")
     inclusion_estimates = spark_step("inclusion_estimates", "inclusion_estimates.py")

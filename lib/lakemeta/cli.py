@@ -42,6 +42,19 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild = commands.add_parser("rebuild", help="drop state, recompute from the current snapshots")
     _paths(rebuild)
 
+    joinable = commands.add_parser("joinable", help="top-k tables joinable with a query table (MATE)")
+    _paths(joinable)
+    joinable.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
+    joinable.add_argument("--key", required=True, help="key columns of the query, comma-separated")
+    joinable.add_argument("--k", type=int, help="tables to return (default: joinsearch.k, 10)")
+    joinable.add_argument(
+        "--hash-bits",
+        type=int,
+        choices=[128, 256, 512],
+        help="super-key size (default: joinsearch.hash_bits)",
+    )
+    joinable.add_argument("--query-id", default="cli", help="results go to joinable_tables under this id")
+
     show = commands.add_parser("show", help="print a catalog table (no JVM)")
     _paths(show, lake=False)
     show.add_argument("table", help="catalog table, e.g. columns or state/hll_counters")
@@ -110,6 +123,17 @@ def _rebuild(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _joinable(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.joinsearch.joinable import format_matches, parse_key_columns
+
+    keys = parse_key_columns(args.key)
+    k = config.joinsearch.k if args.k is None else args.k
+    hash_bits = args.hash_bits or config.joinsearch.hash_bits
+    matches = _pipeline(config).search_joinable(str(args.query), keys, k, hash_bits, args.query_id)
+    print(format_matches(matches))
+    return 0
+
+
 def _show(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.show import format_table, read_catalog_table
 
@@ -126,7 +150,14 @@ def _demo(args: argparse.Namespace, config: Config) -> int:
     return run_demo(args.workdir.resolve(), config)
 
 
-COMMANDS = {"ingest": _ingest, "run": _run, "rebuild": _rebuild, "show": _show, "demo": _demo}
+COMMANDS = {
+    "ingest": _ingest,
+    "run": _run,
+    "rebuild": _rebuild,
+    "joinable": _joinable,
+    "show": _show,
+    "demo": _demo,
+}
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,9 +1,9 @@
 """The pipeline's steps, shared by `lakemeta run`, the spark-submit jobs and so the DAGs.
 
 A run: plan the batches (or resume the unfinished plan) -> update every state component (independent of
-each other, so the DAG runs them in parallel) -> commit the watermarks and refresh the catalog tables
-derived from state -> discovery over the state (inclusion estimates). Each step is idempotent, so a run
-that died at any point is finished by running it again.
+each other, so the DAG runs them in parallel) -> commit: derive the changed tables' keys and FDs, advance
+the watermarks, refresh the catalog tables derived from state -> discovery over the state (inclusion
+estimates). Each step is idempotent, so a run that died at any point is finished by running it again.
 """
 
 from __future__ import annotations
@@ -15,9 +15,16 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 from tqdm import tqdm
 
+from lakemeta.agreesets.agree_set_state import (
+    refresh_keys_and_dependencies,
+    unique_column_flags,
+    update_agree_sets,
+)
 from lakemeta.catalog import STATE_SCHEMAS, Catalog
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.config import Config
+from lakemeta.joinsearch.joinable import JoinableMatch, search_lake
+from lakemeta.joinsearch.posting_state import update_posting_lists
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.profile.column_profile import update_column_profile
 from lakemeta.sketches.hll_state import column_registers, distinct_estimates, update_hll_counters
@@ -43,15 +50,21 @@ class Pipeline:
         """The planned, uncommitted run; later steps only ever continue it, never plan anew."""
         plan = running_plan(self.catalog)
         if plan is None:
-            log.info("no run in progress: nothing to do")
+            log.info("no run in progress")
         return plan
 
-    def state_components(self) -> dict[str, Callable[[Plan], None]]:
+    def state_components(self) -> dict[str, Callable[[Plan], object]]:
         """Each state component's update of a plan's batches, by name (DAG tasks and jobs use the names)."""
         return {
             "column_profile": lambda plan: update_column_profile(self.catalog, self.lake, plan),
             "hll_counters": lambda plan: update_hll_counters(
                 self.catalog, self.lake, plan, self.config.sketches.precision
+            ),
+            "agree_sets": lambda plan: update_agree_sets(
+                self.catalog, self.lake, plan, self.config.agree_sets
+            ),
+            "posting_lists": lambda plan: update_posting_lists(
+                self.catalog, self.lake, plan, self.config.joinsearch
             ),
         }
 
@@ -61,11 +74,23 @@ class Pipeline:
         for name in [component] if component else components:
             components[name](plan)
 
-    def commit(self, plan: Plan) -> None:
-        commit_plan(self.catalog, plan)
+    def commit(self, plan: Plan | None) -> None:
+        """Derive the plan's keys and FDs, commit its watermarks, refresh ``tables`` and ``columns``.
+
+        The derivation comes first: once the watermarks are committed the plan is no longer resumed, so a
+        retry of a commit that died after them (``plan`` None) only refreshes the catalog tables, which
+        are recomputed whole from the state.
+        """
+        if plan is not None:
+            refresh_keys_and_dependencies(self.catalog, plan, self.config.agree_sets)
+            commit_plan(self.catalog, plan)
         registers = column_registers(self.catalog, self.config.sketches.precision)
         profile = self.catalog.read_small("state/column_profile")
-        refresh_tables_and_columns(self.catalog, [distinct_estimates(registers, profile)])
+        metrics = [
+            distinct_estimates(registers, profile),
+            unique_column_flags(self.catalog, self.config.agree_sets),
+        ]
+        refresh_tables_and_columns(self.catalog, metrics)
 
     def discover(self) -> None:
         """Discovery over the committed state: a deterministic function of state and configuration."""
@@ -89,6 +114,15 @@ class Pipeline:
             self.discover()
             progress.update()
         return plan
+
+    def search_joinable(
+        self, source: str, key_columns: list[str], k: int, hash_bits: int, query_id: str
+    ) -> list[JoinableMatch]:
+        """The top-k joinable tables for a query table of the lake (MATE §6), stored under ``query_id``."""
+        self.catalog.spark.sparkContext.setJobDescription(f"joinable search {query_id}: {source}")
+        return search_lake(
+            self.catalog, self.lake, source, key_columns, k, hash_bits, query_id, self.config.ingest
+        )
 
     def rebuild(self) -> Plan:
         """Drop all state (watermarks included) and recompute it from the lake's current snapshots."""

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lakemeta.config import load_config
+from lakemeta.joinsearch.joinable import format_matches, parse_key_columns
 from lakemeta.lake.batches import Plan
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
@@ -34,20 +35,45 @@ STEPS: dict[str, Callable[[Pipeline], object]] = {
     "detect": Pipeline.detect,
     "update_column_profile": _update("column_profile"),
     "update_hll_counters": _update("hll_counters"),
-    "commit": _continue_run(Pipeline.commit),
+    "update_agree_sets": _update("agree_sets"),
+    "update_posting_lists": _update("posting_lists"),
+    "commit": lambda pipeline: pipeline.commit(pipeline.running()),
     "inclusion_estimates": Pipeline.discover,
     "rebuild": Pipeline.rebuild,
 }
 
 
-def main(step: str, argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=f"lakemeta pipeline step: {step}")
+def _parser(description: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
     parser.add_argument("--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def _open(name: str, args: argparse.Namespace) -> Pipeline:
     configure_logging()
     config = load_config({"lake": args.lake, "catalog": args.catalog})
     _lake, catalog = config.require_paths()
-    spark = get_session(config.spark_master, app_name=f"lakemeta {step}", catalog=catalog)
-    logging.getLogger("lakemeta").info("step %s: lake %s, catalog %s", step, config.lake, catalog)
-    STEPS[step](Pipeline(spark, config))
+    spark = get_session(config.spark_master, app_name=f"lakemeta {name}", catalog=catalog)
+    logging.getLogger("lakemeta").info("%s: lake %s, catalog %s", name, config.lake, catalog)
+    return Pipeline(spark, config)
+
+
+def main(step: str, argv: Sequence[str] | None = None) -> None:
+    args = _parser(f"lakemeta pipeline step: {step}").parse_args(argv)
+    STEPS[step](_open(step, args))
+
+
+def joinable_search(argv: Sequence[str] | None = None) -> None:
+    """The joinable-table search of a manually triggered DAG run (MATE §6), stored under ``--query-id``."""
+    parser = _parser("lakemeta joinable-table search")
+    parser.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
+    parser.add_argument("--key", required=True, help="key columns of the query, comma-separated")
+    parser.add_argument("--k", type=int, required=True)
+    parser.add_argument("--hash-bits", type=int, required=True, choices=[128, 256, 512])
+    parser.add_argument("--query-id", required=True)
+    args = parser.parse_args(argv)
+    pipeline = _open("joinable search", args)
+    keys = parse_key_columns(args.key)
+    matches = pipeline.search_joinable(args.query, keys, args.k, args.hash_bits, args.query_id)
+    logging.getLogger("lakemeta").info("joinable search %s:\n%s", args.query_id, format_matches(matches))

@@ -1,7 +1,9 @@
-"""`airflow dags test lakemeta_incremental`: real spark-submit jobs, SQLite Airflow, a filled catalog."""
+"""`airflow dags test` of lakemeta_incremental, then of lakemeta_joinable_search with params: real
+spark-submit jobs, SQLite Airflow, a filled catalog and a search answered from it."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -53,8 +55,24 @@ def test_dags_test_incremental_fills_the_catalog(tmp_path: Path):
     }
     distinct = dict(zip(columns.column_name, columns.n_distinct_estimate, strict=True))
     assert distinct == {"region": 2, "order_id": 3, "id": 3, "note": 2}
+    unique = dict(zip(columns.column_name, columns.is_unique, strict=True))
+    assert unique == {"region": True, "order_id": False, "id": True, "note": True}
+    keys = read_catalog_table(catalog, "unique_column_combinations")
+    orders = keys[keys.table_name == "shop/orders"]
+    assert sorted(list(columns) for columns in orders["columns"]) == [["id"], ["note"]]
     estimates = read_catalog_table(catalog, "inclusion_estimates")
     pairs = {(r.dep_column, r.ref_column): r.estimate for r in estimates.itertuples()}
     assert pairs[("order_id", "id")] == 1.0 and pairs[("id", "order_id")] == 1.0
     runs = read_catalog_table(catalog, "runs")
     assert list(runs.status) == ["succeeded"] and int(runs.rows_inserted[0]) == 9
+
+    # A search triggered with params, its query a file in the lake: (1, a) and (3, c) are rows of
+    # shop/orders under the mapping id -> id, note -> note; no other table holds a query value in both.
+    (lake / "queries").mkdir()
+    (lake / "queries" / "q.csv").write_text("key,label\n1,a\n3,c\n4,z\n")
+    conf = {"query": "queries/q.csv", "key_columns": ["key", "label"], "k": 3}
+    search = airflow(f"dags test lakemeta_joinable_search --conf '{json.dumps(conf)}'", env)
+    assert search.returncode == 0, (search.stdout[-3000:], search.stderr[-3000:])
+    found = read_catalog_table(catalog, "joinable_tables")
+    assert [(r.rank, r.table_name, r.joinability) for r in found.itertuples()] == [(1, "shop/orders", 2)]
+    assert json.loads(found.column_mapping[0]) == {"key": "id", "label": "note"}

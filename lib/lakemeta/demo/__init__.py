@@ -3,6 +3,7 @@ apply a batch of inserts, deletes and updates, run again, and print what the cat
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ import pyspark.sql.functions as F
 
 from lakemeta.config import Config, IngestConfig
 from lakemeta.demo.webtables import write_web_tables
+from lakemeta.joinsearch.joinable import format_matches
 from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.lake.tables import table_path
 from lakemeta.pipeline import Pipeline
@@ -64,7 +66,7 @@ def run_demo(workdir: Path, config: Config) -> int:
     lake.mkdir(parents=True)
     ingest(spark, lake, find_sources([sources / "tpch", sources / "web"]), IngestConfig())
 
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog, spark_master=config.spark_master))
+    pipeline = Pipeline(spark, dataclasses.replace(config, lake=lake, catalog=catalog))
     print("3/5 first run: every table is new")
     first = pipeline.run()
     print(f"    run {first.run_id}: {len(first.batches)} tables")
@@ -97,6 +99,19 @@ def run_demo(workdir: Path, config: Config) -> int:
         f"the TPC-H pairs estimated fully included:"
     )
     print(format_table(tpch_pairs, 20))
+    keys = read_catalog_table(catalog, "unique_column_combinations")
+    tpch_keys = keys[keys.table_name.str.startswith("tpch/") & (keys["columns"].map(len) == 1)]
+    fds = read_catalog_table(catalog, "functional_dependencies")
+    print(
+        f"\n{len(keys)} minimal keys and {len(fds)} minimal FDs (DynASt, tables up to "
+        f"{config.agree_sets.max_rows} rows); the single-column keys of TPC-H:"
+    )
+    print(format_table(tpch_keys, 20))
+    print("\ntables joinable with web/cities_0002 on (city, country) (MATE, top 5):")
+    matches = pipeline.search_joinable(
+        "web/cities_0002", ["city", "country"], 5, config.joinsearch.hash_bits, "demo"
+    )
+    print(format_matches(matches))
     print("\nruns:")
     print(format_table(read_catalog_table(catalog, "runs"), None))
     # Counted by another reader (delta-rs) than the one the pipeline used.

@@ -1,0 +1,74 @@
+"""lakemeta_joinable_search: triggered by hand, the top-k lake tables joinable with a query table (MATE §6).
+
+Wiring only: one spark-submit of jobs/joinable_search.py. The trigger form validates the params: the query
+(a lake table's name, or a CSV / Parquet file inside the lake, as a path relative to the lake root), its
+key columns, k and the super-key size (it must be the size the posting lists were built with). The ranked
+tables go to the catalog table `joinable_tables` under the DAG run's id and into the task's log.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag
+
+from lakemeta.config import load_config
+from lakemeta.spark.submit import DEFAULT_ARGS, spark_step
+
+SEARCH = load_config().joinsearch
+
+
+@dag(
+    dag_id="lakemeta_joinable_search",
+    schedule=None,
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    default_args=DEFAULT_ARGS,
+    tags=["lakemeta"],
+    doc_md=__doc__,
+    params={
+        "query": Param(
+            type="string",
+            minLength=1,
+            title="Query table",
+            description="A lake table's name (e.g. shop/orders) or a CSV / Parquet file inside the lake.",
+        ),
+        "key_columns": Param(
+            type="array",
+            items={"type": "string", "minLength": 1},
+            minItems=1,
+            uniqueItems=True,
+            title="Key columns",
+            description="The query's key columns, one per line.",
+        ),
+        "k": Param(
+            SEARCH.k, type="integer", minimum=1, maximum=1000, title="k", description="Tables to return."
+        ),
+        "hash_bits": Param(
+            SEARCH.hash_bits,
+            type="integer",
+            enum=[128, 256, 512],
+            title="Super-key size (bits)",
+            description="Must be the size the posting lists were built with (joinsearch.hash_bits).",
+        ),
+    },
+)
+def lakemeta_joinable_search() -> None:
+    spark_step(
+        "joinable_search",
+        "joinable_search.py",
+        [
+            "--query",
+            "{{ params.query }}",
+            "--key",
+            "{{ params.key_columns | join(',') }}",
+            "--k",
+            "{{ params.k }}",
+            "--hash-bits",
+            "{{ params.hash_bits }}",
+            "--query-id",
+            "{{ run_id }}",
+        ],
+    )
+
+
+lakemeta_joinable_search()
