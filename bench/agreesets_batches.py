@@ -11,7 +11,11 @@ without a few held-out tuples, then:
 * a twin state with ``factorize=False`` takes the same 50-tuple batches, for Algorithm 3's effect on the
   number of zip-bit products (§5.3) and on time;
 * the AStree (§6) is read once at the end (its first build) and once more after one further batch (its
-  update), the cost DynASt pays only when approximate-FD errors are asked for (Table 9).
+  update), the cost DynASt pays only when approximate-FD errors are asked for (Table 9);
+* the pipeline's Spark step (``update_agree_sets`` on a local[2] session) for one 50-tuple insert batch
+  and one 50-tuple delete batch of the same relation held as a Delta table, beside the executor's kernel
+  alone on the same two snapshots (``agree_set_delta``, in this process): what the job adds around the
+  kernel (Spark task, snapshot reads, the net change, the MERGE into ``state/agree_sets``).
 
 Times are wall seconds (``perf_counter``) with the process CPU seconds beside them: the machine may be shared,
 and CPU time shows the work itself. Speed-up = from-scratch seconds / batch seconds. ``pair_ratio`` is the
@@ -29,16 +33,22 @@ import json
 import os
 import platform
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import deltalake
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
 from lakemeta.agreesets import DynASt, from_scratch
+from lakemeta.agreesets.agree_set_state import agree_set_delta, read_snapshot
+from lakemeta.config import AgreeSetConfig, Config
+from lakemeta.pipeline import Pipeline
+from lakemeta.spark import get_session
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data" / "wide"
@@ -233,6 +243,52 @@ def bench_dataset(name: str, n_batches: int, seed: int) -> dict[str, Any]:
     }
 
 
+def bench_spark_step(name: str, seed: int, work: Path) -> dict[str, Any]:
+    """``update_agree_sets`` for a 50-tuple insert and a 50-tuple delete batch beside its kernel alone."""
+    table = read_strings(name)
+    table = table.rename_columns([f"c{i:03d}" for i in range(table.num_columns)])  # names Spark accepts
+    rng = np.random.default_rng(seed)
+    order = rng.permutation(table.num_rows)
+    initial, extra = table.take(order[BATCH:]), table.take(order[:BATCH])
+    lake, path = work / name / "lake", work / name / "lake" / name
+    deltalake.write_deltalake(str(path), initial)
+    spark = get_session("local[2]", "bench agree-set step", catalog=work / name / "catalog")
+    config = AgreeSetConfig(max_rows=max(AgreeSetConfig().max_rows, table.num_rows))
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=work / name / "catalog", agree_sets=config))
+
+    def step() -> dict[str, Any]:
+        plan = pipeline.detect()
+        pipeline.update_state(plan, "column_profile")
+        (batch,) = plan.batches
+        _, wall, _ = timed(lambda: pipeline.update_state(plan, "agree_sets"))
+        _, commit_wall, _ = timed(lambda: pipeline.commit(plan))
+        record = {"kind": batch.kind, "step_seconds": wall, "commit_seconds": commit_wall}
+        if batch.kind == "incremental":
+            before = read_snapshot(str(path), batch.from_version)
+            after = read_snapshot(str(path), batch.to_version)
+            _, kernel_wall, _ = timed(lambda: agree_set_delta(before, after, config.null_equals_null))
+            record["kernel_seconds"] = kernel_wall
+            record["added_by_the_job_seconds"] = wall - kernel_wall
+        return record
+
+    built = step()
+    deltalake.write_deltalake(str(path), extra, mode="append")
+    inserted = step()
+    remaining = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    keep = np.ones(remaining.num_rows, dtype=bool)
+    keep[rng.choice(remaining.num_rows, BATCH, replace=False)] = False
+    deltalake.write_deltalake(str(path), remaining.filter(pa.array(keep)), mode="overwrite")
+    deleted = step()
+    for label, record in (("build", built), ("insert 50", inserted), ("delete 50", deleted)):
+        kernel = record.get("kernel_seconds")
+        print(
+            f"  spark step {label:9}: {record['step_seconds']:.2f} s"
+            + (f" (kernel alone {kernel:.3f} s)" if kernel is not None else "")
+            + f"; commit with keys and FDs {record['commit_seconds']:.2f} s"
+        )
+    return {"build": built, "insert_50": inserted, "delete_50": deleted}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="2 batches of each kind instead of 5")
@@ -244,6 +300,10 @@ def main() -> None:
     n_batches = 2 if args.quick else 5
     load_before = os.getloadavg()
     results = {name: bench_dataset(name, n_batches, args.seed) for name in args.datasets}
+    with tempfile.TemporaryDirectory(prefix="bench-agree-sets-") as work:
+        for name in args.datasets:
+            print(f"{name}: the Spark step")
+            results[name]["spark_step"] = bench_spark_step(name, args.seed, Path(work))
     report = {
         "benchmark": "agreesets_batches",
         "command": "python bench/agreesets_batches.py" + (" --quick" if args.quick else ""),

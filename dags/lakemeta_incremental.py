@@ -33,8 +33,11 @@ def lakemeta_incremental() -> None:
         spark_step("update_posting_lists", "update_posting_lists.py"),
     ]
     commit = spark_step("commit_batches", "commit_batches.py")
-    inclusion_estimates = spark_step("inclusion_estimates", "inclusion_estimates.py")
-    detect >> state_updates >> commit >> inclusion_estimates
+    discoveries = [
+        spark_step("inclusion_estimates", "inclusion_estimates.py"),
+        spark_step("inclusion_dependencies", "inclusion_dependencies.py"),
+    ]
+    detect >> state_updates >> commit >> discoveries
 
 
 lakemeta_incremental()

@@ -6,4 +6,6 @@ cd "$(dirname "$0")/.."
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.cache/numba}
 .venv/bin/ruff check lib jobs dags tests bench
 mkdir -p test-output
-.venv/bin/python -m pytest --junitxml=test-output/junit.xml "$@"
+# Two workers, each with its own Spark session, a test file's tests kept together: most of a Spark test's
+# time is job scheduling and JVM round trips, so two of them share the two cores well.
+.venv/bin/python -m pytest -n "${LAKEMETA_TEST_WORKERS:-2}" --dist loadfile --junitxml=test-output/junit.xml "$@"

@@ -55,6 +55,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     joinable.add_argument("--query-id", default="cli", help="results go to joinable_tables under this id")
 
+    graph = commands.add_parser("graph", help="draw the IND graph of tables (no JVM)")
+    _paths(graph, lake=False)
+    graph.add_argument("--out", type=Path, default=Path("ind-graph.html"), help=".html or .png")
+    graph.add_argument("--component", type=int, default=0, help="the component drawn in detail (0: largest)")
+
     show = commands.add_parser("show", help="print a catalog table (no JVM)")
     _paths(show, lake=False)
     show.add_argument("table", help="catalog table, e.g. columns or state/hll_counters")
@@ -134,6 +139,20 @@ def _joinable(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _graph(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.inds.graph import catalog_graph, render
+
+    if config.catalog is None:
+        raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
+    graph = catalog_graph(config.catalog)
+    path = render(graph, args.out, args.component)
+    print(
+        f"{len(graph.tables)} tables, {len(graph.labels)} INDs, {graph.n_components} components; "
+        f"component {args.component} drawn in {path}"
+    )
+    return 0
+
+
 def _show(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.show import format_table, read_catalog_table
 
@@ -155,6 +174,7 @@ COMMANDS = {
     "run": _run,
     "rebuild": _rebuild,
     "joinable": _joinable,
+    "graph": _graph,
     "show": _show,
     "demo": _demo,
 }

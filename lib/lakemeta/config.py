@@ -85,6 +85,33 @@ class JoinSearchConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class IndConfig:
+    """Many's unary IND discovery (Many §4-§5)."""
+
+    # Bloom bits per pass m, hash functions k, passes p: the paper's WikiTables setting (§5.2-§5.5).
+    m: int = 650
+    k: int = 6
+    p: int = 2
+    # Candidate generation: "dep2refs" or "ref2deps" (Alg. 5, 6), indexed bit-vectors (§4.5) or plain.
+    strategy: str = "dep2refs"
+    indexed: bool = True
+    # Filters (§3.2, Alg. 10-11): "relational" (null columns only: integer keys matter), "web" (all four,
+    # as the paper runs on web tables) or "none"; tau is the coverage bound of the fourth.
+    filters: str = "relational"
+    tau: float = 0.2
+    # Null representations of the null filter; None: Table 2's.
+    null_values: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.strategy not in ("dep2refs", "ref2deps"):
+            raise ValueError(f"inds.strategy must be dep2refs or ref2deps, got {self.strategy!r}")
+        if self.filters not in ("relational", "web", "none"):
+            raise ValueError(f"inds.filters must be relational, web or none, got {self.filters!r}")
+        if self.null_values is not None:
+            object.__setattr__(self, "null_values", tuple(str(v) for v in self.null_values))
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     lake: Path | None = None
     catalog: Path | None = None
@@ -95,6 +122,7 @@ class Config:
     sketches: SketchConfig = dataclasses.field(default_factory=SketchConfig)
     agree_sets: AgreeSetConfig = dataclasses.field(default_factory=AgreeSetConfig)
     joinsearch: JoinSearchConfig = dataclasses.field(default_factory=JoinSearchConfig)
+    inds: IndConfig = dataclasses.field(default_factory=IndConfig)
 
     def require_paths(self) -> tuple[Path, Path]:
         """The lake and catalog roots, or a clear error naming how to set them."""
@@ -158,6 +186,7 @@ _SECTIONS: dict[str, type] = {
     "sketches": SketchConfig,
     "agree_sets": AgreeSetConfig,
     "joinsearch": JoinSearchConfig,
+    "inds": IndConfig,
 }
 
 

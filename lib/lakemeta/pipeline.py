@@ -2,8 +2,9 @@
 
 A run: plan the batches (or resume the unfinished plan) -> update every state component (independent of
 each other, so the DAG runs them in parallel) -> commit: derive the changed tables' keys and FDs, advance
-the watermarks, refresh the catalog tables derived from state -> discovery over the state (inclusion
-estimates). Each step is idempotent, so a run that died at any point is finished by running it again.
+the watermarks, refresh the catalog tables derived from state -> discovery over the state and tables
+(inclusion estimates, inclusion dependencies). Each step is idempotent, so a run that died at any point
+is finished by running it again.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from lakemeta.agreesets.agree_set_state import (
 from lakemeta.catalog import STATE_SCHEMAS, Catalog
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.config import Config
+from lakemeta.inds.lake_inds import refresh_inclusion_dependencies
 from lakemeta.joinsearch.joinable import JoinableMatch, search_lake
 from lakemeta.joinsearch.posting_state import update_posting_lists
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
@@ -92,14 +94,27 @@ class Pipeline:
         ]
         refresh_tables_and_columns(self.catalog, metrics)
 
-    def discover(self) -> None:
-        """Discovery over the committed state: a deterministic function of state and configuration."""
-        refresh_inclusion_estimates(self.catalog, self.config.sketches)
+    def discoveries(self) -> dict[str, Callable[[], object]]:
+        """Each discovery over the committed state and tables, by name (DAG tasks and jobs use the names);
+        each is a deterministic function of them and the configuration, so independent of the others."""
+        return {
+            "inclusion_estimates": lambda: refresh_inclusion_estimates(self.catalog, self.config.sketches),
+            "inclusion_dependencies": lambda: refresh_inclusion_dependencies(
+                self.catalog, self.lake, self.config.inds
+            ),
+        }
+
+    def discover(self, discovery: str | None = None) -> None:
+        """Run one discovery, or all of them when ``discovery`` is None."""
+        discoveries = self.discoveries()
+        for name in [discovery] if discovery else discoveries:
+            discoveries[name]()
 
     def run(self) -> Plan:
         """All steps in this process, with a progress bar on a terminal."""
-        components = self.state_components()
-        with tqdm(total=len(components) + 3, desc="run", unit="step", disable=None) as progress:
+        components, discoveries = self.state_components(), self.discoveries()
+        total = len(components) + len(discoveries) + 2
+        with tqdm(total=total, desc="run", unit="step", disable=None) as progress:
             progress.set_postfix_str("detect batches")
             plan = self.detect()
             progress.update()
@@ -110,9 +125,10 @@ class Pipeline:
             progress.set_postfix_str("commit")
             self.commit(plan)
             progress.update()
-            progress.set_postfix_str("inclusion estimates")
-            self.discover()
-            progress.update()
+            for name in discoveries:
+                progress.set_postfix_str(name.replace("_", " "))
+                self.discover(name)
+                progress.update()
         return plan
 
     def search_joinable(

@@ -38,7 +38,8 @@ STEPS: dict[str, Callable[[Pipeline], object]] = {
     "update_agree_sets": _update("agree_sets"),
     "update_posting_lists": _update("posting_lists"),
     "commit": lambda pipeline: pipeline.commit(pipeline.running()),
-    "inclusion_estimates": Pipeline.discover,
+    "inclusion_estimates": lambda pipeline: pipeline.discover("inclusion_estimates"),
+    "inclusion_dependencies": lambda pipeline: pipeline.discover("inclusion_dependencies"),
     "rebuild": Pipeline.rebuild,
 }
 

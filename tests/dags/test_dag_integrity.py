@@ -45,6 +45,7 @@ def test_incremental_dag_wiring(dagbag):
         **{task: ["detect_batches"] for task in state_updates},
         "commit_batches": state_updates,
         "inclusion_estimates": ["commit_batches"],
+        "inclusion_dependencies": ["commit_batches"],
     }
     for task in dag.tasks:
         assert isinstance(task, SparkSubmitOperator)

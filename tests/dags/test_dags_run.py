@@ -63,6 +63,12 @@ def test_dags_test_incremental_fills_the_catalog(tmp_path: Path):
     estimates = read_catalog_table(catalog, "inclusion_estimates")
     pairs = {(r.dep_column, r.ref_column): r.estimate for r in estimates.itertuples()}
     assert pairs[("order_id", "id")] == 1.0 and pairs[("id", "order_id")] == 1.0
+    inds = read_catalog_table(catalog, "inclusion_dependencies")
+    found = {(r.dep_table, r.dep_column, r.ref_table, r.ref_column) for r in inds.itertuples()}
+    assert found == {
+        ("shop/items", "order_id", "shop/orders", "id"),
+        ("shop/orders", "id", "shop/items", "order_id"),
+    }
     runs = read_catalog_table(catalog, "runs")
     assert list(runs.status) == ["succeeded"] and int(runs.rows_inserted[0]) == 9
 

@@ -82,7 +82,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
 from lakemeta.agreesets.astree import AStree
 from lakemeta.agreesets.dependencies import approximate_fds, minimal_fds, minimal_uccs
@@ -95,6 +95,7 @@ from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import AgreeSetConfig
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.tables import table_path
+from lakemeta.spark.placement import balanced_frame
 
 log = logging.getLogger(__name__)
 
@@ -374,21 +375,6 @@ def _plan_work(lake: Path, plan: Plan, max_rows: int) -> _Work:
     return _Work(descriptors, sorted(replaced))
 
 
-def _descriptor_frame(spark: SparkSession, work: _Work) -> DataFrame:
-    """One row per table to process, spread over tasks largest first (greedy balancing); a table's row,
-    hence all of its work, is in exactly one task."""
-    rows = sorted(work.descriptors, key=lambda row: -row[0])
-    tasks: list[list[tuple]] = [[] for _ in range(min(len(rows), 2 * spark.sparkContext.defaultParallelism))]
-    load = [0] * len(tasks)
-    for weight, descriptor in rows:
-        task = load.index(min(load))
-        load[task] += weight
-        tasks[task].append(descriptor)
-    # One element per slice: each task's list of tables lands in its own partition, without a shuffle.
-    placed = spark.sparkContext.parallelize(tasks, len(tasks)).flatMap(lambda descriptors: descriptors)
-    return spark.createDataFrame(placed, _DESCRIPTOR_SCHEMA)
-
-
 def update_agree_sets(catalog: Catalog, lake: Path, plan: Plan, config: AgreeSetConfig) -> int:
     """Apply the plan's batches to ``state/agree_sets`` exactly once; returns the agree-set rows merged."""
     txn = Txn(APP, plan.run_id)
@@ -400,7 +386,7 @@ def update_agree_sets(catalog: Catalog, lake: Path, plan: Plan, config: AgreeSet
     counters = _Counters.create(spark)
     work = _plan_work(lake, plan, config.max_rows)
     if work.descriptors:
-        delta = _descriptor_frame(spark, work).mapInArrow(
+        delta = balanced_frame(spark, work.descriptors, _DESCRIPTOR_SCHEMA).mapInArrow(
             _batch_deltas(config.null_equals_null, counters), ALL_SCHEMAS[STATE]
         )
     else:

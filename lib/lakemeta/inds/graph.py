@@ -299,3 +299,12 @@ def render(graph: TableGraph, path: str | Path, component: int = 0, max_componen
     else:
         raise ValueError(f"render writes .html or .png, not {path.suffix!r}")
     return path
+
+
+def catalog_graph(catalog: Path) -> TableGraph:
+    """The IND graph of a catalog's ``inclusion_dependencies`` (read with delta-rs: no JVM)."""
+    from deltalake import DeltaTable
+
+    rows = DeltaTable(str(catalog / "inclusion_dependencies")).to_pyarrow_table()
+    columns = [rows[name].to_pylist() for name in ("dep_table", "dep_column", "ref_table", "ref_column")]
+    return TableGraph.build(EdgeSet.from_columns(*columns))

@@ -1,0 +1,271 @@
+"""Many over the lake with Spark: the catalog's ``inclusion_dependencies`` (Many Alg. 8-11, distributed).
+
+One pass over the tables, one Spark task per group of tables (a table's columns stay together):
+
+1. Signature-Generator (Alg. 3 with the passes of §4.3) in the executors: each table's snapshot at its
+   committed version is read with delta-rs, every column turned into its canonical strings
+   (``lakemeta.hashing.canonical``: the value equality BML's estimates use, so an integer key and its
+   ``decimal(10, 0)`` or string copy relate), its distinct non-null values emitted for validation and its
+   Bloom signature and filter statistics (§3.2) emitted as one small row. A column's values are those of
+   one table, so the per-task distinct is the global one: no shuffle.
+2. The signature matrix (Alg. 3) is built on the driver from the signatures (small by construction:
+   p·m bits per column) and broadcast; the IND-Proposer (Alg. 4-6 with the indexed bit-vectors of §4.5)
+   runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the filters of Alg. 10.
+3. The IND-Validator (Alg. 7) checks every candidate exactly and distributed: the dependent column's
+   values joined with the candidate, anti-joined with the referenced column's values; a candidate with no
+   value left over is valid. Then the coverage filter of Alg. 11.
+
+Where the values come from: the tables, not the posting lists. The posting lists hold MATE's normalised
+values (case folded, numbers respelt) - equality there is not the values' equality - and a cell per row
+(duplicates included), more than the distinct values the validator needs.
+
+What a batch can change: every result is recomputed from the committed snapshots each run. An IND's
+validity depends on both columns' whole value sets, and a signature can lose bits only by a rebuild from
+the remaining values, so reusing results across runs would need per-column value sets kept as state; a
+full pass costs one read of each table, which the measurements in ``bench/`` put beside SINDY's.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import deltalake
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyspark.sql.functions as F
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+
+from lakemeta.catalog import Catalog
+from lakemeta.catalog.store import arrow_schema
+from lakemeta.config import IndConfig
+from lakemeta.hashing import canonical
+from lakemeta.inds.bloom import BloomParams, signature_from_strings, signature_to_bytes
+from lakemeta.inds.filters import ColumnStats, FilterConfig, column_filters, coverage, low_coverage
+from lakemeta.inds.many import ManyConfig
+from lakemeta.inds.matrix import SignatureMatrix
+from lakemeta.inds.proposer import column_ranges, propose_range
+from lakemeta.lake.tables import table_path
+from lakemeta.spark.placement import balanced_frame
+
+log = logging.getLogger(__name__)
+
+RESULTS = "inclusion_dependencies"
+_DESCRIPTOR_SCHEMA = "table_name string, path string, version long, first_column long, columns array<string>"
+_ROWS_SCHEMA = (
+    "column_id long, value string, signature binary, set_size long, n_values long, n_distinct long, "
+    "all_integer boolean"
+)
+
+
+def many_config(config: IndConfig) -> ManyConfig:
+    """The library's configuration from the ``inds`` section: Bloom m, k, p, strategy, filter profile."""
+    profiles = {"relational": FilterConfig(), "web": FilterConfig.web(), "none": FilterConfig.none()}
+    filters = profiles[config.filters]
+    filters = FilterConfig(
+        filters.null_columns,
+        filters.integer_columns,
+        filters.non_unique_refs,
+        filters.low_coverage,
+        config.tau,
+        tuple(config.null_values) if config.null_values is not None else filters.null_values,
+    )
+    return ManyConfig(BloomParams(config.m, config.k, config.p), config.strategy, config.indexed, filters)
+
+
+@dataclass(frozen=True)
+class LakeColumns:
+    """The columns taking part, by global id: names, signatures and filter statistics (driver side)."""
+
+    table_names: list[str]
+    column_names: list[str]
+    signatures: np.ndarray  # uint64 [n_columns, words]
+    set_sizes: np.ndarray  # int64: distinct non-null values, |dependentSet| / |referencedSet| of Alg. 11
+    stats: ColumnStats  # for the filters of Alg. 10
+
+
+def _indexed_columns(catalog: Catalog) -> list[tuple[str, int, list[str]]]:
+    """(table, committed version, columns) of every listed table; atomic, non-binary columns only."""
+    tables = catalog.read_small("tables").select(["table_name", "last_version"]).to_pylist()
+    columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
+    by_table: dict[str, list[str]] = {}
+    for row in columns.select(["table_name", "column_name", "data_type"]).to_pylist():
+        kind = row["data_type"]
+        if not kind.startswith(("array", "map", "struct", "binary")):
+            by_table.setdefault(row["table_name"], []).append(row["column_name"])
+    return [
+        (t["table_name"], t["last_version"], by_table[t["table_name"]])
+        for t in sorted(tables, key=lambda t: t["table_name"])
+        if by_table.get(t["table_name"])
+    ]
+
+
+def _table_rows(
+    params: BloomParams, null_values: tuple[str, ...]
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Per table: each column's distinct canonical values, then one row with its signature and stats."""
+
+    def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for record_batch in descriptors:
+            for table in record_batch.to_pylist():
+                snapshot = deltalake.DeltaTable(table["path"], version=table["version"]).to_pyarrow_table(
+                    columns=table["columns"]
+                )
+                strings = [canonical(snapshot.column(name).combine_chunks()) for name in table["columns"]]
+                stats = ColumnStats.from_columns(strings, null_values)
+                for offset, column in enumerate(strings):
+                    column_id = table["first_column"] + offset
+                    distinct = pc.unique(pc.drop_null(column)).cast(pa.string())
+                    n = len(distinct)
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            pa.array(np.full(n + 1, column_id, np.int64)),
+                            pa.concat_arrays([distinct, pa.nulls(1, pa.string())]),
+                            pa.array(
+                                [None] * n + [signature_to_bytes(signature_from_strings(distinct, params))]
+                            ),
+                            pa.array([None] * n + [n], pa.int64()),
+                            pa.array([None] * n + [int(stats.n_values[offset])], pa.int64()),
+                            pa.array([None] * n + [int(stats.n_distinct[offset])], pa.int64()),
+                            pa.array([None] * n + [bool(stats.all_integer[offset])], pa.bool_()),
+                        ],
+                        names=[
+                            "column_id",
+                            "value",
+                            "signature",
+                            "set_size",
+                            "n_values",
+                            "n_distinct",
+                            "all_integer",
+                        ],
+                    )
+
+    return run
+
+
+def _scan(
+    catalog: Catalog, lake: Path, tables: list[tuple[str, int, list[str]]], config: ManyConfig
+) -> DataFrame:
+    """Step 1 over every table: value rows (``value`` set) and one column row per column (``signature``)."""
+    rows, first = [], 0
+    for name, version, columns in tables:
+        path = str(table_path(lake, name))
+        rows.append((len(columns), (name, path, version, first, columns)))
+        first += len(columns)
+    descriptors = balanced_frame(catalog.spark, rows, _DESCRIPTOR_SCHEMA)
+    return descriptors.mapInArrow(_table_rows(config.params, config.filters.null_values), _ROWS_SCHEMA)
+
+
+def _lake_columns(
+    scanned: DataFrame, tables: list[tuple[str, int, list[str]]], params: BloomParams
+) -> LakeColumns:
+    """The column rows on the driver, in column-id order (one signature and three counts per column)."""
+    rows = (
+        scanned.where(F.col("signature").isNotNull())
+        .select("column_id", "signature", "set_size", "n_values", "n_distinct", "all_integer")
+        .toArrow()
+        .sort_by("column_id")
+    )
+    table_names = [name for name, _version, columns in tables for _ in columns]
+    column_names = [column for _name, _version, columns in tables for column in columns]
+    if len(rows) != len(column_names):
+        raise RuntimeError(f"expected {len(column_names)} column signatures, got {len(rows)}")
+    packed = b"".join(rows["signature"].to_pylist())
+    signatures = np.frombuffer(packed, dtype="<u8").reshape(len(rows), params.n_words)
+    stats = ColumnStats(
+        rows["n_values"].to_numpy(),
+        rows["n_distinct"].to_numpy(),
+        rows["all_integer"].to_numpy(zero_copy_only=False),
+    )
+    return LakeColumns(
+        table_names, column_names, signatures.astype(np.uint64), rows["set_size"].to_numpy(), stats
+    )
+
+
+def _propose(catalog: Catalog, columns: LakeColumns, config: ManyConfig) -> np.ndarray:
+    """Step 2: candidates (dep, ref) from the broadcast matrix, one task per column range (Alg. 8-10)."""
+    n_columns = len(columns.column_names)
+    matrix = SignatureMatrix.from_signatures(columns.signatures, config.params)
+    filtered_cols, filtered_refs = column_filters(columns.stats, config.filters, n_columns)
+    context = catalog.spark.sparkContext
+    shared = context.broadcast((matrix, filtered_cols, filtered_refs))
+    ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * context.defaultParallelism)))
+
+    def propose(bounds: tuple[int, int]) -> list[np.ndarray]:
+        matrix, cols, refs = shared.value
+        return [propose_range(matrix, bounds[0], bounds[1], config.strategy, config.indexed, cols, refs)]
+
+    try:
+        parts = context.parallelize(ranges, len(ranges)).flatMap(propose).collect()
+    finally:
+        shared.unpersist()
+    return np.concatenate([np.zeros((0, 2), np.int64), *parts]).astype(np.int64)
+
+
+def _validate(catalog: Catalog, values: DataFrame, candidates: np.ndarray) -> np.ndarray:
+    """Step 3, Alg. 7 distributed: whether each candidate's dependent values all occur in its referenced
+    column (the dependent values anti-joined with the referenced ones; none left over means valid)."""
+    if not len(candidates):
+        return np.zeros(0, dtype=bool)
+    pairs = catalog.spark.createDataFrame(pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]}))
+    dependent = values.withColumnRenamed("column_id", "dep").join(pairs, "dep")
+    referenced = values.withColumnRenamed("column_id", "ref")
+    missing = dependent.join(referenced, ["ref", "value"], "left_anti").select("dep", "ref").distinct()
+    invalid = missing.toArrow()
+    invalid_keys = set(zip(invalid["dep"].to_pylist(), invalid["ref"].to_pylist(), strict=True))
+    return np.array([(int(d), int(r)) not in invalid_keys for d, r in candidates], dtype=bool)
+
+
+def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConfig) -> int:
+    """All valid unary INDs among the lake's committed tables into ``inclusion_dependencies`` (replaced
+    whole); returns their number."""
+    many = many_config(config)
+    spark = catalog.spark
+    tables = _indexed_columns(catalog)
+    spark.sparkContext.setJobDescription(f"inclusion dependencies (Many) of {len(tables)} tables")
+    scanned = _scan(catalog, lake, tables, many).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        columns = _lake_columns(scanned, tables, many.params)
+        candidates = _propose(catalog, columns, many)
+        values = scanned.where(F.col("value").isNotNull()).select("column_id", "value")
+        valid = _validate(catalog, values, candidates)
+    finally:
+        scanned.unpersist()
+    deps, refs = candidates[valid, 0], candidates[valid, 1]
+    dep_distinct, ref_distinct = columns.set_sizes[deps], columns.set_sizes[refs]
+    kept = np.ones(len(deps), dtype=bool)
+    if many.filters.low_coverage:
+        kept = ~low_coverage(dep_distinct, ref_distinct, many.filters.tau)
+    deps, refs, dep_distinct, ref_distinct = deps[kept], refs[kept], dep_distinct[kept], ref_distinct[kept]
+    tables_of = pa.array(columns.table_names, pa.string())
+    names_of = pa.array(columns.column_names, pa.string())
+    result = pa.table(
+        {
+            "dep_table": tables_of.take(pa.array(deps)),
+            "dep_column": names_of.take(pa.array(deps)),
+            "ref_table": tables_of.take(pa.array(refs)),
+            "ref_column": names_of.take(pa.array(refs)),
+            "dep_distinct": pa.array(dep_distinct, pa.int64()),
+            "ref_distinct": pa.array(ref_distinct, pa.int64()),
+            "coverage": pa.array(coverage(dep_distinct, ref_distinct), pa.float64()),
+        }
+    )
+    catalog.replace_small(RESULTS, result.cast(arrow_schema(RESULTS)))
+    log.info(
+        "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables, %d columns, %d candidates, "
+        "%d valid, %d kept",
+        config.m,
+        config.k,
+        config.p,
+        config.filters,
+        len(tables),
+        len(columns.column_names),
+        len(candidates),
+        int(valid.sum()),
+        len(result),
+    )
+    return len(result)

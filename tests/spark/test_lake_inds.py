@@ -1,0 +1,130 @@
+"""``inclusion_dependencies`` through the pipeline equal a brute-force subset check over every ordered pair
+of distinct columns, with the filters off and with each filter profile applied by its rule; the Bloom
+parameters and the candidate strategy never change the result (no false negatives, exact validation)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from lakemeta.cli import main
+from lakemeta.config import Config, IndConfig
+from lakemeta.hashing import canonical
+from lakemeta.inds.filters import TABLE_2_NULL_VALUES
+from lakemeta.pipeline import Pipeline
+
+pytestmark = pytest.mark.spark
+
+VOCABULARY = ["1", "2", "3", "7", "10", "x", "y", "N/A", ""]
+
+
+def random_column(rng: np.random.Generator, n_rows: int) -> pa.Array:
+    """Values drawn from a small vocabulary in one of several physical types, with nulls."""
+    kind = rng.choice(["int", "string", "double", "null", "digits"])
+    if kind == "null":
+        return pa.nulls(n_rows, pa.string())
+    size = int(rng.integers(1, 6))
+    if kind in ("int", "double"):
+        pool = rng.choice([1, 2, 3, 7, 10], size=size)
+        values = [None if rng.random() < 0.15 else int(rng.choice(pool)) for _ in range(n_rows)]
+        if kind == "double":
+            return pa.array([None if v is None else float(v) for v in values], pa.float64())
+        return pa.array(values, pa.int64())
+    vocabulary = VOCABULARY[:5] if kind == "digits" else VOCABULARY
+    pool = rng.choice(vocabulary, size=size)
+    return pa.array([None if rng.random() < 0.15 else str(rng.choice(pool)) for _ in range(n_rows)])
+
+
+def write_corpus(rng: np.random.Generator, lake: Path) -> list[str]:
+    names = [f"t{i}" for i in range(6)] + ["empty"]
+    for name in names[:-1]:
+        n_rows = int(rng.integers(1, 9))
+        columns = {f"c{j}": random_column(rng, n_rows) for j in range(int(rng.integers(1, 4)))}
+        write_deltalake(str(lake / name), pa.table(columns))
+    write_deltalake(str(lake / "empty"), pa.table({"e": pa.array([], pa.int64())}))
+    return names
+
+
+def brute_force(lake: Path, names: list[str], filters: str) -> set[tuple[str, str, str, str, int, int]]:
+    """Every valid IND (dep ⊆ ref, distinct columns) over canonical non-null value sets, filtered."""
+    sets, valued = {}, {}
+    for name in names:
+        table = DeltaTable(str(lake / name)).to_pyarrow_table()
+        for column in table.column_names:
+            strings = canonical(table[column].combine_chunks()).to_pylist()
+            values = [v for v in strings if v is not None]
+            sets[(name, column)] = set(values)
+            valued[(name, column)] = [v for v in values if v not in TABLE_2_NULL_VALUES]
+    found = set()
+    for dep, dep_values in sets.items():
+        for ref, ref_values in sets.items():
+            if dep == ref or not dep_values <= ref_values:
+                continue
+            if filters != "none" and not (valued[dep] and valued[ref]):
+                continue  # null columns, both sides
+            if filters == "web":
+                if any(all(re.fullmatch(r"[+-]?[0-9]+", v) for v in valued[c]) for c in (dep, ref)):
+                    continue  # integer columns, both sides
+                if len(set(valued[ref])) < len(valued[ref]):
+                    continue  # non-unique referenced column
+                if ref_values and len(dep_values) / len(ref_values) < 0.2:
+                    continue  # low coverage
+            found.add((*dep, *ref, len(dep_values), len(ref_values)))
+    return found
+
+
+def discovered(pipeline: Pipeline) -> set[tuple[str, str, str, str, int, int]]:
+    rows = pipeline.catalog.read_small("inclusion_dependencies").to_pylist()
+    for row in rows:  # coverage = |dependentSet| / |referencedSet| (Alg. 11), 1 for an empty referenced set
+        ratio = row["dep_distinct"] / row["ref_distinct"] if row["ref_distinct"] else 1.0
+        assert row["coverage"] == pytest.approx(ratio)
+    names = ["dep_table", "dep_column", "ref_table", "ref_column", "dep_distinct", "ref_distinct"]
+    return {tuple(row[name] for name in names) for row in rows}
+
+
+@pytest.mark.parametrize("seed", [5])
+def test_inclusion_dependencies_equal_brute_force(spark, tmp_path: Path, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    lake = tmp_path / "lake"
+    names = write_corpus(rng, lake)
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
+    plan = pipeline.detect()
+    pipeline.update_state(plan, "column_profile")
+    pipeline.commit(plan)
+    settings = [
+        IndConfig(filters="none"),
+        IndConfig(filters="none", m=8, k=2, p=1, strategy="ref2deps", indexed=False),  # many false positives
+        IndConfig(filters="none", m=64, k=3, p=3),
+        IndConfig(),  # the null filter
+        IndConfig(filters="web"),
+    ]
+    for inds in settings:
+        configured = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds))
+        configured.discover("inclusion_dependencies")
+        assert discovered(configured) == brute_force(lake, names, inds.filters), inds
+    everything = brute_force(lake, names, "none")
+    assert any(x[0] != x[2] for x in everything)  # across tables
+    assert any(x[4] == 0 for x in everything)  # an empty column is included in every other one
+
+
+def test_the_graph_command_draws_the_tables_of_the_catalog_inds(spark, tmp_path: Path, capsys) -> None:
+    lake = tmp_path / "lake"
+    write_deltalake(str(lake / "orders"), pa.table({"customer": [1, 2, 2], "note": ["a", "b", "c"]}))
+    write_deltalake(str(lake / "customers"), pa.table({"id": [1, 2, 3]}))
+    write_deltalake(str(lake / "elsewhere"), pa.table({"word": ["zebra"]}))
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
+    plan = pipeline.detect()
+    pipeline.update_state(plan, "column_profile")
+    pipeline.commit(plan)
+    pipeline.discover("inclusion_dependencies")
+    page = tmp_path / "graph.html"
+    assert main(["graph", "--catalog", str(tmp_path / "catalog"), "--out", str(page)]) == 0
+    assert "2 tables, 1 INDs, 1 components" in capsys.readouterr().out
+    text = page.read_text(encoding="utf-8")
+    assert "orders" in text and "customers" in text and "customer \u2286 id" in text
+    assert "elsewhere" not in text
