@@ -10,7 +10,9 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
+from lakemeta.lake.batches import Plan
 from lakemeta.lake.ingest import TABLE_PROPERTIES
+from lakemeta.pipeline import Pipeline
 
 SCHEMA = "id long, name string, score double"
 WORDS = ["alpha", "beta", "gamma", None, "delta", "alpha"]
@@ -80,3 +82,13 @@ def random_change(spark: SparkSession, rng: np.random.Generator, path: Path, for
 
 def drop_table(path: Path) -> None:
     shutil.rmtree(path)
+
+
+def process(pipeline: Pipeline, *components: str) -> Plan:
+    """One run updating only the named state components (the others stay empty): detect, update, commit.
+    Component tests use it so that each run does only the work they check."""
+    plan = pipeline.detect()
+    for component in components:
+        pipeline.update_state(plan, component)
+    pipeline.commit(plan)
+    return plan

@@ -18,9 +18,11 @@ from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, registers
 from lakemeta.sketches.hll_state import STATE, column_registers, combination_registers
 
-from .lake_changes import create_spark_table, random_change, random_rows
+from .lake_changes import create_spark_table, process, random_change, random_rows
 
 pytestmark = pytest.mark.spark
+
+COMPONENTS = ("column_profile", "hll_counters")  # what the counters and estimates are derived from
 
 
 def stored_counters(pipeline: Pipeline, table: str) -> dict[str, set[tuple[int, int, int]]]:
@@ -51,18 +53,16 @@ def test_counters_equal_the_library_on_the_final_snapshot_after_random_batches(s
     for _ in range(2):
         for _ in range(3):
             random_change(spark, rng, lake / "t", foreign=False)
-        plan = pipeline.detect()
-        pipeline.update_state(plan)
-        pipeline.commit(plan)
+        process(pipeline, *COMPONENTS)
         assert stored_counters(pipeline, "t") == library_counters(lake / "t")
     # emptied, then refilled
     spark.sql(f"DELETE FROM delta.`{lake / 't'}`")
-    pipeline.run()
+    process(pipeline, *COMPONENTS)
     assert stored_counters(pipeline, "t") == {}
     spark.createDataFrame(random_rows(rng, 6), "id long, name string, score double").write.format(
         "delta"
     ).mode("append").save(str(lake / "t"))
-    pipeline.run()
+    process(pipeline, *COMPONENTS)
     assert stored_counters(pipeline, "t") == library_counters(lake / "t")
 
 
@@ -92,10 +92,10 @@ def test_deleting_the_last_occurrence_of_the_max_rho_lowers_the_register_exactly
         "delta.enableChangeDataFeed", "true"
     ).save(str(lake / "t"))
     pipeline = Pipeline(spark, config)
-    pipeline.run()
+    process(pipeline, *COMPONENTS)
     assert column_registers(pipeline.catalog, p).registers[0, bucket] == rho_high
     spark.sql(f"DELETE FROM delta.`{lake / 't'}` WHERE v = '{high}'")
-    pipeline.run()
+    process(pipeline, *COMPONENTS)
     regs = column_registers(pipeline.catalog, p)
     assert regs.registers[0, bucket] == rho_low
     hashes, _ = hash_strings(pa.array([low]))
@@ -116,7 +116,8 @@ def test_integers_decimals_doubles_and_strings_with_the_same_values_are_related(
         str(lake / "txt")
     )
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    pipeline.run()
+    process(pipeline, *COMPONENTS)
+    pipeline.discover("inclusion_estimates")
     registers_by_table = column_registers(pipeline.catalog, DEFAULT_PRECISION)
     estimates = {
         (r.dep_table, r.ref_table): (r.estimate, r.error_bound)

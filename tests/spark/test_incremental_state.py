@@ -30,7 +30,7 @@ def rebuilt(spark, lake: Path, tmp_path: Path) -> Pipeline:
     return pipeline
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_random_batches_incremental_equals_rebuild(spark, tmp_path: Path, seed: int):
     rng = np.random.default_rng(seed)
     lake = tmp_path / "lake"
