@@ -19,8 +19,9 @@ from lakemeta.cli import main
 from lakemeta.config import Config, JoinSearchConfig
 from lakemeta.joinsearch.joinable import find_joinable, load_query_table
 from lakemeta.joinsearch.normalise import normalise_values
-from lakemeta.joinsearch.posting_state import update_posting_lists
 from lakemeta.pipeline import Pipeline
+
+from .lake_changes import process
 
 pytestmark = pytest.mark.spark
 
@@ -105,9 +106,7 @@ def searchable_lake(spark, tmp_path_factory) -> tuple[Pipeline, list[str], list[
     empty = pa.table({"f": pa.array([], pa.string())})
     deltalake.write_deltalake(str(root / "lake" / "nested" / "empty"), empty)
     pipeline = Pipeline(spark, Config(lake=root / "lake", catalog=root / "catalog"))
-    plan = pipeline.detect()
-    update_posting_lists(pipeline.catalog, pipeline.lake, plan, JoinSearchConfig())
-    pipeline.commit(plan)
+    process(pipeline, "posting_lists")
     return pipeline, names, entities
 
 

@@ -18,6 +18,8 @@ from lakemeta.hashing import canonical
 from lakemeta.inds.filters import TABLE_2_NULL_VALUES
 from lakemeta.pipeline import Pipeline
 
+from .lake_changes import process
+
 pytestmark = pytest.mark.spark
 
 VOCABULARY = ["1", "2", "3", "7", "10", "x", "y", "N/A", ""]
@@ -93,9 +95,7 @@ def test_inclusion_dependencies_equal_brute_force(spark, tmp_path: Path, seed: i
     lake = tmp_path / "lake"
     names = write_corpus(rng, lake)
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    plan = pipeline.detect()
-    pipeline.update_state(plan, "column_profile")
-    pipeline.commit(plan)
+    process(pipeline, "column_profile")  # the tables and columns Many reads
     settings = [
         IndConfig(filters="none"),
         IndConfig(filters="none", m=8, k=2, p=1, strategy="ref2deps", indexed=False),  # many false positives
@@ -118,9 +118,7 @@ def test_the_graph_command_draws_the_tables_of_the_catalog_inds(spark, tmp_path:
     write_deltalake(str(lake / "customers"), pa.table({"id": [1, 2, 3]}))
     write_deltalake(str(lake / "elsewhere"), pa.table({"word": ["zebra"]}))
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    plan = pipeline.detect()
-    pipeline.update_state(plan, "column_profile")
-    pipeline.commit(plan)
+    process(pipeline, "column_profile")  # the tables and columns Many reads
     pipeline.discover("inclusion_dependencies")
     page = tmp_path / "graph.html"
     assert main(["graph", "--catalog", str(tmp_path / "catalog"), "--out", str(page)]) == 0

@@ -91,7 +91,6 @@ from lakemeta.agreesets.multiset import AgreeSetMultiset
 from lakemeta.agreesets.relation import CompressedRelation
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.schemas import ALL_SCHEMAS
-from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import AgreeSetConfig
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.tables import table_path
@@ -488,21 +487,10 @@ def _derive_per_table(
     return derive
 
 
-def _replace_rows_of(catalog: Catalog, name: str, rows: pa.Table, tables: list[str]) -> None:
-    """Replace the rows of ``tables`` in a small result table in one delta-rs commit; other rows stay."""
-    listed = ", ".join("'" + table.replace("'", "''") + "'" for table in tables)
-    deltalake.write_deltalake(
-        catalog.path(name),
-        rows.cast(arrow_schema(name)),
-        mode="overwrite",
-        predicate=f"table_name IN ({listed})",
-    )
-
-
 def tracked_tables(catalog: Catalog) -> set[str]:
     """The tables that keep agree-set state: those holding the marker row (at most ``max_rows`` rows)."""
     markers = catalog.read(STATE).where(F.size("agree_set") == 0).select("table_name")
-    return {row.table_name for row in markers.collect()}  # one row per table
+    return {row.table_name for row in markers.collect()}  # small by construction: one marker per table
 
 
 def refresh_keys_and_dependencies(catalog: Catalog, plan: Plan, config: AgreeSetConfig) -> None:
@@ -539,8 +527,10 @@ def refresh_keys_and_dependencies(catalog: Catalog, plan: Plan, config: AgreeSet
     is_ucc = pc.equal(derived["kind"], "ucc")
     uccs = derived.filter(is_ucc).select(["table_name", "columns"])
     fds = derived.filter(pc.invert(is_ucc)).select(["table_name", "columns", "rhs", "error"])
-    _replace_rows_of(catalog, UCCS, uccs, tables)
-    _replace_rows_of(catalog, FDS, fds.rename_columns(["table_name", "lhs", "rhs", "error"]), tables)
+    # The rows of the plan's tables only, in one commit each; other tables' rows stay.
+    of_tables = "table_name IN (" + ", ".join("'" + t.replace("'", "''") + "'" for t in tables) + ")"
+    catalog.replace_small(UCCS, uccs, of_tables)
+    catalog.replace_small(FDS, fds.rename_columns(["table_name", "lhs", "rhs", "error"]), of_tables)
     exact = int(pc.sum(pc.equal(fds["error"], 0.0)).as_py() or 0)
     log.info(
         "run %d: keys and dependencies of %d tables (of %d changed): %d minimal UCCs, %d exact and %d "

@@ -90,9 +90,12 @@ class Catalog:
             self.path(name), rows.cast(arrow_schema(name)), mode="append", commit_properties=commit
         )
 
-    def replace_small(self, name: str, rows: pa.Table) -> None:
-        """Replace a small derived table's content in one commit (idempotent by nature)."""
-        deltalake.write_deltalake(self.path(name), rows.cast(arrow_schema(name)), mode="overwrite")
+    def replace_small(self, name: str, rows: pa.Table, predicate: str | None = None) -> None:
+        """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
+        pipeline's own values) - in one commit (idempotent by nature)."""
+        deltalake.write_deltalake(
+            self.path(name), rows.cast(arrow_schema(name)), mode="overwrite", predicate=predicate
+        )
 
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
         """Set ``new_values`` on the rows matching ``predicate`` (built from the pipeline's own values,

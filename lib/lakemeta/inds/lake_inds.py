@@ -22,11 +22,12 @@ values (case folded, numbers respelt) - equality there is not the values' equali
 What a batch can change: every result is recomputed from the committed snapshots each run. An IND's
 validity depends on both columns' whole value sets, and a signature can lose bits only by a rebuild from
 the remaining values, so reusing results across runs would need per-column value sets kept as state; a
-full pass costs one read of each table, which the measurements in ``bench/`` put beside SINDY's.
+full pass costs one read of each table.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -65,15 +66,9 @@ _ROWS_SCHEMA = (
 def many_config(config: IndConfig) -> ManyConfig:
     """The library's configuration from the ``inds`` section: Bloom m, k, p, strategy, filter profile."""
     profiles = {"relational": FilterConfig(), "web": FilterConfig.web(), "none": FilterConfig.none()}
-    filters = profiles[config.filters]
-    filters = FilterConfig(
-        filters.null_columns,
-        filters.integer_columns,
-        filters.non_unique_refs,
-        filters.low_coverage,
-        config.tau,
-        tuple(config.null_values) if config.null_values is not None else filters.null_values,
-    )
+    filters = dataclasses.replace(profiles[config.filters], tau=config.tau)
+    if config.null_values is not None:
+        filters = dataclasses.replace(filters, null_values=config.null_values)
     return ManyConfig(BloomParams(config.m, config.k, config.p), config.strategy, config.indexed, filters)
 
 
@@ -200,6 +195,7 @@ def _propose(catalog: Catalog, columns: LakeColumns, config: ManyConfig) -> np.n
         return [propose_range(matrix, bounds[0], bounds[1], config.strategy, config.indexed, cols, refs)]
 
     try:
+        # The candidate list, small by construction next to the values it is checked against.
         parts = context.parallelize(ranges, len(ranges)).flatMap(propose).collect()
     finally:
         shared.unpersist()
@@ -215,9 +211,10 @@ def _validate(catalog: Catalog, values: DataFrame, candidates: np.ndarray) -> np
     dependent = values.withColumnRenamed("column_id", "dep").join(pairs, "dep")
     referenced = values.withColumnRenamed("column_id", "ref")
     missing = dependent.join(referenced, ["ref", "value"], "left_anti").select("dep", "ref").distinct()
-    invalid = missing.toArrow()
-    invalid_keys = set(zip(invalid["dep"].to_pylist(), invalid["ref"].to_pylist(), strict=True))
-    return np.array([(int(d), int(r)) not in invalid_keys for d, r in candidates], dtype=bool)
+    invalid = missing.toArrow()  # a subset of the candidate list
+    n = max(int(candidates.max()) + 1, 1)
+    invalid_keys = invalid["dep"].to_numpy() * n + invalid["ref"].to_numpy()
+    return ~np.isin(candidates[:, 0] * n + candidates[:, 1], invalid_keys)
 
 
 def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConfig) -> int:

@@ -41,7 +41,6 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import IngestConfig
 from lakemeta.joinsearch.index import PostingIndex
 from lakemeta.joinsearch.posting_state import STATE, recorded_hasher
@@ -249,12 +248,7 @@ def _store(catalog: Catalog, query_id: str, matches: list[JoinableMatch]) -> Non
             "column_mapping": [json.dumps(m.column_mapping, ensure_ascii=False) for m in matches],
         }
     )
-    deltalake.write_deltalake(
-        catalog.path(RESULTS),
-        rows.cast(arrow_schema(RESULTS)),
-        mode="overwrite",
-        predicate=f"query_id = '{query_id}'",  # query ids are checked against _QUERY_ID
-    )
+    catalog.replace_small(RESULTS, rows, f"query_id = '{query_id}'")  # ids are checked against _QUERY_ID
 
 
 @dataclass(frozen=True)
