@@ -29,11 +29,11 @@ TPCH_SCALE = "0.01"
 WEB_TABLES = 200
 
 
-def generate_tpch(folder: Path) -> dict[str, int]:
-    """TPC-H at scale 0.01 as Parquet, via tpchgen-cli; returns the generated row count per table."""
+def generate_tpch(folder: Path, scale: str = TPCH_SCALE) -> dict[str, int]:
+    """TPC-H as Parquet, via tpchgen-cli; returns the generated row count per table."""
     folder.mkdir(parents=True, exist_ok=True)
     tpchgen = Path(sys.executable).with_name("tpchgen-cli")
-    subprocess.run([str(tpchgen), "parquet", "-s", TPCH_SCALE, "--output-dir", str(folder)], check=True)
+    subprocess.run([str(tpchgen), "parquet", "-s", scale, "--output-dir", str(folder)], check=True)
     return {path.stem: pq.read_metadata(path).num_rows for path in sorted(folder.glob("*.parquet"))}
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
@@ -83,8 +84,31 @@ class LakeColumns:
     stats: ColumnStats  # for the filters of Alg. 10
 
 
-def _indexed_columns(catalog: Catalog) -> list[tuple[str, int, list[str]]]:
-    """(table, committed version, columns) of every listed table; atomic, non-binary columns only."""
+@dataclass(frozen=True)
+class TableColumns:
+    """One table as Many reads it: its Delta path, the version read and the columns taking part."""
+
+    name: str
+    path: str
+    version: int
+    columns: list[str]
+
+
+@dataclass(frozen=True)
+class ManyRun:
+    """What one run of Many found and what it cost: the valid INDs after the filters (``RESULTS``'s
+    schema), the counts of each stage and its wall time (signatures include reading the tables)."""
+
+    result: pa.Table
+    n_tables: int
+    n_columns: int
+    n_candidates: int
+    n_valid: int
+    stage_seconds: dict[str, float]
+
+
+def catalog_tables(catalog: Catalog, lake: Path) -> list[TableColumns]:
+    """Every listed table at its committed version; atomic, non-binary columns only."""
     tables = catalog.read_small("tables").select(["table_name", "last_version"]).to_pylist()
     columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
     by_table: dict[str, list[str]] = {}
@@ -93,71 +117,89 @@ def _indexed_columns(catalog: Catalog) -> list[tuple[str, int, list[str]]]:
         if not kind.startswith(("array", "map", "struct", "binary")):
             by_table.setdefault(row["table_name"], []).append(row["column_name"])
     return [
-        (t["table_name"], t["last_version"], by_table[t["table_name"]])
+        TableColumns(
+            t["table_name"],
+            str(table_path(lake, t["table_name"])),
+            t["last_version"],
+            by_table[t["table_name"]],
+        )
         for t in sorted(tables, key=lambda t: t["table_name"])
         if by_table.get(t["table_name"])
     ]
+
+
+def read_table_strings(path: str, version: int, columns: list[str]) -> list[pa.Array]:
+    """A table's columns at a version as canonical strings (``lakemeta.hashing.canonical``)."""
+    snapshot = deltalake.DeltaTable(path, version=version).to_pyarrow_table(columns=columns)
+    return [canonical(snapshot.column(column).combine_chunks()) for column in columns]
+
+
+_FLUSH_ROWS = 1 << 16  # output rows gathered before a batch is emitted: few batches for many small tables
 
 
 def _table_rows(
     params: BloomParams, null_values: tuple[str, ...]
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Per table: each column's distinct canonical values, then one row with its signature and stats."""
+    names = ["column_id", "value", "signature", "set_size", "n_values", "n_distinct", "all_integer"]
+
+    def column_rows(column_id: int, distinct: pa.Array, stats: ColumnStats, offset: int) -> list[pa.Array]:
+        n = len(distinct)
+        return [
+            pa.array(np.full(n + 1, column_id, np.int64)),
+            pa.concat_arrays([distinct, pa.nulls(1, pa.string())]),
+            pa.array(
+                [None] * n + [signature_to_bytes(signature_from_strings(distinct, params))], pa.binary()
+            ),
+            pa.array([None] * n + [n], pa.int64()),
+            pa.array([None] * n + [int(stats.n_values[offset])], pa.int64()),
+            pa.array([None] * n + [int(stats.n_distinct[offset])], pa.int64()),
+            pa.array([None] * n + [bool(stats.all_integer[offset])], pa.bool_()),
+        ]
+
+    def gathered(parts: list[list[pa.Array]]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_arrays(
+            [pa.concat_arrays([part[i] for part in parts]) for i in range(len(names))], names=names
+        )
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        parts: list[list[pa.Array]] = []
+        pending = 0
         for record_batch in descriptors:
             for table in record_batch.to_pylist():
-                snapshot = deltalake.DeltaTable(table["path"], version=table["version"]).to_pyarrow_table(
-                    columns=table["columns"]
-                )
-                strings = [canonical(snapshot.column(name).combine_chunks()) for name in table["columns"]]
+                strings = read_table_strings(table["path"], table["version"], table["columns"])
                 stats = ColumnStats.from_columns(strings, null_values)
                 for offset, column in enumerate(strings):
-                    column_id = table["first_column"] + offset
                     distinct = pc.unique(pc.drop_null(column)).cast(pa.string())
-                    n = len(distinct)
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array(np.full(n + 1, column_id, np.int64)),
-                            pa.concat_arrays([distinct, pa.nulls(1, pa.string())]),
-                            pa.array(
-                                [None] * n + [signature_to_bytes(signature_from_strings(distinct, params))]
-                            ),
-                            pa.array([None] * n + [n], pa.int64()),
-                            pa.array([None] * n + [int(stats.n_values[offset])], pa.int64()),
-                            pa.array([None] * n + [int(stats.n_distinct[offset])], pa.int64()),
-                            pa.array([None] * n + [bool(stats.all_integer[offset])], pa.bool_()),
-                        ],
-                        names=[
-                            "column_id",
-                            "value",
-                            "signature",
-                            "set_size",
-                            "n_values",
-                            "n_distinct",
-                            "all_integer",
-                        ],
-                    )
+                    parts.append(column_rows(table["first_column"] + offset, distinct, stats, offset))
+                    pending += len(distinct) + 1
+                if pending >= _FLUSH_ROWS:
+                    yield gathered(parts)
+                    parts, pending = [], 0
+        if parts:
+            yield gathered(parts)
 
     return run
 
 
-def _scan(
-    catalog: Catalog, lake: Path, tables: list[tuple[str, int, list[str]]], config: ManyConfig
-) -> DataFrame:
-    """Step 1 over every table: value rows (``value`` set) and one column row per column (``signature``)."""
+def table_descriptors(spark: SparkSession, tables: list[TableColumns]) -> DataFrame:
+    """One row per table (path, version, columns and the global id of its first column), spread over
+    tasks by column count; global column ids follow the order of ``tables``."""
     rows, first = [], 0
-    for name, version, columns in tables:
-        path = str(table_path(lake, name))
-        rows.append((len(columns), (name, path, version, first, columns)))
-        first += len(columns)
-    descriptors = balanced_frame(catalog.spark, rows, _DESCRIPTOR_SCHEMA)
-    return descriptors.mapInArrow(_table_rows(config.params, config.filters.null_values), _ROWS_SCHEMA)
+    for table in tables:
+        rows.append((len(table.columns), (table.name, table.path, table.version, first, table.columns)))
+        first += len(table.columns)
+    return balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
 
 
-def _lake_columns(
-    scanned: DataFrame, tables: list[tuple[str, int, list[str]]], params: BloomParams
-) -> LakeColumns:
+def _scan(spark: SparkSession, tables: list[TableColumns], config: ManyConfig) -> DataFrame:
+    """Step 1 over every table: value rows (``value`` set) and one column row per column (``signature``)."""
+    return table_descriptors(spark, tables).mapInArrow(
+        _table_rows(config.params, config.filters.null_values), _ROWS_SCHEMA
+    )
+
+
+def _lake_columns(scanned: DataFrame, tables: list[TableColumns], params: BloomParams) -> LakeColumns:
     """The column rows on the driver, in column-id order (one signature and three counts per column)."""
     rows = (
         scanned.where(F.col("signature").isNotNull())
@@ -165,8 +207,8 @@ def _lake_columns(
         .toArrow()
         .sort_by("column_id")
     )
-    table_names = [name for name, _version, columns in tables for _ in columns]
-    column_names = [column for _name, _version, columns in tables for column in columns]
+    table_names = [table.name for table in tables for _ in table.columns]
+    column_names = [column for table in tables for column in table.columns]
     if len(rows) != len(column_names):
         raise RuntimeError(f"expected {len(column_names)} column signatures, got {len(rows)}")
     packed = b"".join(rows["signature"].to_pylist())
@@ -181,12 +223,12 @@ def _lake_columns(
     )
 
 
-def _propose(catalog: Catalog, columns: LakeColumns, config: ManyConfig) -> np.ndarray:
+def _propose(spark: SparkSession, columns: LakeColumns, config: ManyConfig) -> np.ndarray:
     """Step 2: candidates (dep, ref) from the broadcast matrix, one task per column range (Alg. 8-10)."""
     n_columns = len(columns.column_names)
     matrix = SignatureMatrix.from_signatures(columns.signatures, config.params)
     filtered_cols, filtered_refs = column_filters(columns.stats, config.filters, n_columns)
-    context = catalog.spark.sparkContext
+    context = spark.sparkContext
     shared = context.broadcast((matrix, filtered_cols, filtered_refs))
     ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * context.defaultParallelism)))
 
@@ -202,12 +244,12 @@ def _propose(catalog: Catalog, columns: LakeColumns, config: ManyConfig) -> np.n
     return np.concatenate([np.zeros((0, 2), np.int64), *parts]).astype(np.int64)
 
 
-def _validate(catalog: Catalog, values: DataFrame, candidates: np.ndarray) -> np.ndarray:
+def _validate(spark: SparkSession, values: DataFrame, candidates: np.ndarray) -> np.ndarray:
     """Step 3, Alg. 7 distributed: whether each candidate's dependent values all occur in its referenced
     column (the dependent values anti-joined with the referenced ones; none left over means valid)."""
     if not len(candidates):
         return np.zeros(0, dtype=bool)
-    pairs = catalog.spark.createDataFrame(pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]}))
+    pairs = spark.createDataFrame(pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]}))
     dependent = values.withColumnRenamed("column_id", "dep").join(pairs, "dep")
     referenced = values.withColumnRenamed("column_id", "ref")
     missing = dependent.join(referenced, ["ref", "value"], "left_anti").select("dep", "ref").distinct()
@@ -217,26 +259,32 @@ def _validate(catalog: Catalog, values: DataFrame, candidates: np.ndarray) -> np
     return ~np.isin(candidates[:, 0] * n + candidates[:, 1], invalid_keys)
 
 
-def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConfig) -> int:
-    """All valid unary INDs among the lake's committed tables into ``inclusion_dependencies`` (replaced
-    whole); returns their number."""
-    many = many_config(config)
-    spark = catalog.spark
-    tables = _indexed_columns(catalog)
-    spark.sparkContext.setJobDescription(f"inclusion dependencies (Many) of {len(tables)} tables")
-    scanned = _scan(catalog, lake, tables, many).persist(StorageLevel.MEMORY_AND_DISK)
+def discover_inclusion_dependencies(
+    spark: SparkSession, tables: list[TableColumns], config: ManyConfig
+) -> ManyRun:
+    """All valid unary INDs among ``tables`` (Alg. 8-11): signatures and distinct values in one pass,
+    candidates from the broadcast matrix, exact validation, then the coverage filter."""
+    stage_seconds = {}
+    started = time.perf_counter()
+    spark.sparkContext.setJobDescription(f"Many: signatures of the columns of {len(tables)} tables")
+    scanned = _scan(spark, tables, config).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        columns = _lake_columns(scanned, tables, many.params)
-        candidates = _propose(catalog, columns, many)
+        columns = _lake_columns(scanned, tables, config.params)
+        stage_seconds["signatures"] = time.perf_counter() - started
+        spark.sparkContext.setJobDescription(f"Many: candidates among {len(columns.column_names)} columns")
+        candidates = _propose(spark, columns, config)
+        stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
+        spark.sparkContext.setJobDescription(f"Many: validation of {len(candidates)} candidates")
         values = scanned.where(F.col("value").isNotNull()).select("column_id", "value")
-        valid = _validate(catalog, values, candidates)
+        valid = _validate(spark, values, candidates)
+        stage_seconds["validation"] = time.perf_counter() - started - sum(stage_seconds.values())
     finally:
         scanned.unpersist()
     deps, refs = candidates[valid, 0], candidates[valid, 1]
     dep_distinct, ref_distinct = columns.set_sizes[deps], columns.set_sizes[refs]
     kept = np.ones(len(deps), dtype=bool)
-    if many.filters.low_coverage:
-        kept = ~low_coverage(dep_distinct, ref_distinct, many.filters.tau)
+    if config.filters.low_coverage:
+        kept = ~low_coverage(dep_distinct, ref_distinct, config.filters.tau)
     deps, refs, dep_distinct, ref_distinct = deps[kept], refs[kept], dep_distinct[kept], ref_distinct[kept]
     tables_of = pa.array(columns.table_names, pa.string())
     names_of = pa.array(columns.column_names, pa.string())
@@ -251,18 +299,28 @@ def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConf
             "coverage": pa.array(coverage(dep_distinct, ref_distinct), pa.float64()),
         }
     )
-    catalog.replace_small(RESULTS, result.cast(arrow_schema(RESULTS)))
+    return ManyRun(
+        result, len(tables), len(columns.column_names), len(candidates), int(valid.sum()), stage_seconds
+    )
+
+
+def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConfig) -> int:
+    """All valid unary INDs among the lake's committed tables into ``inclusion_dependencies`` (replaced
+    whole); returns their number."""
+    run = discover_inclusion_dependencies(catalog.spark, catalog_tables(catalog, lake), many_config(config))
+    catalog.replace_small(RESULTS, run.result.cast(arrow_schema(RESULTS)))
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables, %d columns, %d candidates, "
-        "%d valid, %d kept",
+        "%d valid, %d kept (signatures %.1f s, candidates %.1f s, validation %.1f s)",
         config.m,
         config.k,
         config.p,
         config.filters,
-        len(tables),
-        len(columns.column_names),
-        len(candidates),
-        int(valid.sum()),
-        len(result),
+        run.n_tables,
+        run.n_columns,
+        run.n_candidates,
+        run.n_valid,
+        len(run.result),
+        *run.stage_seconds.values(),
     )
-    return len(result)
+    return len(run.result)
