@@ -33,11 +33,11 @@ def lakemeta_incremental() -> None:
         spark_step("update_posting_lists", "update_posting_lists.py"),
     ]
     commit = spark_step("commit_batches", "commit_batches.py")
-    discoveries = [
-        spark_step("inclusion_estimates", "inclusion_estimates.py"),
-        spark_step("inclusion_dependencies", "inclusion_dependencies.py"),
-    ]
-    detect >> state_updates >> commit >> discoveries
+    estimates = spark_step("inclusion_estimates", "inclusion_estimates.py")
+    inds = spark_step("inclusion_dependencies", "inclusion_dependencies.py")
+    fks = spark_step("fk_candidates", "fk_candidates.py")
+    detect >> state_updates >> commit >> [estimates, inds]
+    estimates >> fks  # phase 1 of the FK search reads the inclusion estimates
 
 
 lakemeta_incremental()

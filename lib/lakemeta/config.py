@@ -112,6 +112,38 @@ class IndConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class FkConfig:
+    """Foreign-key candidates and their ranking (Zhang et al. §2-§5, BML §5.3)."""
+
+    # θ of Zhang §2 (their default 0.9); BML §5.3 prunes below 0.95 when exact containment is wanted.
+    inclusion_threshold: float = 0.9
+    # Quantiles l of the grid (Zhang §5.1): 256 for a single-column key, 16 per dimension otherwise.
+    single_column_quantiles: int = 256
+    multi_column_quantiles: int = 16
+
+    def grid_quantiles(self, n_columns: int) -> int:
+        """Quantiles per dimension for a key of ``n_columns``: the configured ones for one or two columns;
+        beyond, as many as keep the grid within a two-column grid's cells (16 x 16: 6 per dimension for
+        three columns, 4 for four), since the transportation problem grows with the square of the cells."""
+        if n_columns == 1:
+            return self.single_column_quantiles
+        cells = self.multi_column_quantiles**2
+        return max(2, min(self.multi_column_quantiles, int(cells ** (1 / n_columns) + 1e-9)))
+    # Largest multi-column key taken from unique_column_combinations.
+    max_key_columns: int = 4
+    # §5.4: keep in the answer set only candidates whose column names match the key's.
+    require_name_match: bool = False
+    # Keys declared by hand, added to those found: {table: [[column, ...], ...]}.
+    declared_keys: Mapping[str, list[list[str]]] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0 < self.inclusion_threshold <= 1:
+            raise ValueError(f"fks.inclusion_threshold must be in (0, 1], got {self.inclusion_threshold}")
+        if self.single_column_quantiles < 1 or self.multi_column_quantiles < 1:
+            raise ValueError("fks quantiles must be positive")
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     lake: Path | None = None
     catalog: Path | None = None
@@ -123,6 +155,7 @@ class Config:
     agree_sets: AgreeSetConfig = dataclasses.field(default_factory=AgreeSetConfig)
     joinsearch: JoinSearchConfig = dataclasses.field(default_factory=JoinSearchConfig)
     inds: IndConfig = dataclasses.field(default_factory=IndConfig)
+    fks: FkConfig = dataclasses.field(default_factory=FkConfig)
 
     def require_paths(self) -> tuple[Path, Path]:
         """The lake and catalog roots, or a clear error naming how to set them."""
@@ -187,6 +220,7 @@ _SECTIONS: dict[str, type] = {
     "agree_sets": AgreeSetConfig,
     "joinsearch": JoinSearchConfig,
     "inds": IndConfig,
+    "fks": FkConfig,
 }
 
 

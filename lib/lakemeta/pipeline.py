@@ -24,6 +24,7 @@ from lakemeta.agreesets.agree_set_state import (
 from lakemeta.catalog import STATE_SCHEMAS, Catalog
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.config import Config
+from lakemeta.fks.fk_candidates import refresh_fk_candidates
 from lakemeta.inds.lake_inds import refresh_inclusion_dependencies
 from lakemeta.joinsearch.joinable import JoinableMatch, search_lake
 from lakemeta.joinsearch.posting_state import update_posting_lists
@@ -95,12 +96,16 @@ class Pipeline:
         refresh_tables_and_columns(self.catalog, metrics)
 
     def discoveries(self) -> dict[str, Callable[[], object]]:
-        """Each discovery over the committed state and tables, by name (DAG tasks and jobs use the names);
-        each is a deterministic function of them and the configuration, so independent of the others."""
+        """Each discovery over the committed state and tables, by name (DAG tasks and jobs use the names),
+        in an order that runs them all: each is a deterministic function of the state, the tables and the
+        configuration, and ``fk_candidates`` also of ``inclusion_estimates`` (its phase 1)."""
         return {
             "inclusion_estimates": lambda: refresh_inclusion_estimates(self.catalog, self.config.sketches),
             "inclusion_dependencies": lambda: refresh_inclusion_dependencies(
                 self.catalog, self.lake, self.config.inds
+            ),
+            "fk_candidates": lambda: refresh_fk_candidates(
+                self.catalog, self.lake, self.config.fks, self.config.sketches
             ),
         }
 

@@ -40,6 +40,7 @@ STEPS: dict[str, Callable[[Pipeline], object]] = {
     "commit": lambda pipeline: pipeline.commit(pipeline.running()),
     "inclusion_estimates": lambda pipeline: pipeline.discover("inclusion_estimates"),
     "inclusion_dependencies": lambda pipeline: pipeline.discover("inclusion_dependencies"),
+    "fk_candidates": lambda pipeline: pipeline.discover("fk_candidates"),
     "rebuild": Pipeline.rebuild,
 }
 

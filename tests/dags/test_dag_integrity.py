@@ -46,6 +46,7 @@ def test_incremental_dag_wiring(dagbag):
         "commit_batches": state_updates,
         "inclusion_estimates": ["commit_batches"],
         "inclusion_dependencies": ["commit_batches"],
+        "fk_candidates": ["inclusion_estimates"],
     }
     for task in dag.tasks:
         assert isinstance(task, SparkSubmitOperator)

@@ -69,6 +69,11 @@ def test_dags_test_incremental_fills_the_catalog(tmp_path: Path):
         ("shop/items", "order_id", "shop/orders", "id"),
         ("shop/orders", "id", "shop/items", "order_id"),
     }
+    fks = read_catalog_table(catalog, "fk_candidates")
+    assert [
+        (r.fk_table, list(r.fk_columns), r.pk_table, list(r.pk_columns), r.emd, r.accepted)
+        for r in fks.itertuples()
+    ] == [("shop/items", ["order_id"], "shop/orders", ["id"], 0.0, True)]
     runs = read_catalog_table(catalog, "runs")
     assert list(runs.status) == ["succeeded"] and int(runs.rows_inserted[0]) == 9
 

@@ -9,13 +9,11 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.cli import main
 from lakemeta.config import Config, IndConfig
-from lakemeta.demo import generate_tpch
 from lakemeta.hashing import canonical
 from lakemeta.inds.filters import TABLE_2_NULL_VALUES
 from lakemeta.pipeline import Pipeline
@@ -112,36 +110,6 @@ def test_inclusion_dependencies_equal_brute_force(spark, tmp_path: Path, seed: i
     everything = brute_force(lake, names, "none")
     assert any(x[0] != x[2] for x in everything)  # across tables
     assert any(x[4] == 0 for x in everything)  # an empty column is included in every other one
-
-
-def test_tpch_inclusion_dependencies_equal_brute_force_with_the_filters_off(spark, tmp_path: Path) -> None:
-    """TPC-H's keys relate across physical types (keys as int64, some foreign keys as other widths), so
-    every declared foreign key is among the INDs, and the whole set equals the brute-force one."""
-    sources, lake = tmp_path / "tpch", tmp_path / "lake"
-    generate_tpch(sources, scale="0.002")
-    names = []
-    for path in sorted(sources.glob("*.parquet")):
-        names.append(f"tpch/{path.stem}")
-        write_deltalake(str(lake / names[-1]), pq.read_table(path))
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=IndConfig(filters="none")))
-    process(pipeline, "column_profile")
-    pipeline.discover("inclusion_dependencies")
-    found = discovered(pipeline)
-    assert found == brute_force(lake, names, "none")
-    pairs = {(dep_table, dep, ref_table, ref) for dep_table, dep, ref_table, ref, _, _ in found}
-    declared = [
-        ("nation", "n_regionkey", "region", "r_regionkey"),
-        ("supplier", "s_nationkey", "nation", "n_nationkey"),
-        ("customer", "c_nationkey", "nation", "n_nationkey"),
-        ("partsupp", "ps_partkey", "part", "p_partkey"),
-        ("partsupp", "ps_suppkey", "supplier", "s_suppkey"),
-        ("orders", "o_custkey", "customer", "c_custkey"),
-        ("lineitem", "l_orderkey", "orders", "o_orderkey"),
-        ("lineitem", "l_partkey", "part", "p_partkey"),
-        ("lineitem", "l_suppkey", "supplier", "s_suppkey"),
-    ]
-    for dep_table, dep, ref_table, ref in declared:
-        assert (f"tpch/{dep_table}", dep, f"tpch/{ref_table}", ref) in pairs
 
 
 def test_the_graph_command_draws_the_tables_of_the_catalog_inds(spark, tmp_path: Path, capsys) -> None:

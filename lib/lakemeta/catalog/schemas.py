@@ -78,6 +78,7 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("emd", DoubleType()),
         ("rank", IntegerType()),
         ("accepted", BooleanType()),
+        ("name_match", BooleanType()),
     ),
     "joinable_tables": _schema(
         ("query_id", StringType()),

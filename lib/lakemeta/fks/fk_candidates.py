@@ -1,0 +1,260 @@
+"""Foreign-key candidates over the lake with Spark: the catalog's ``fk_candidates`` (Zhang et al. Alg. B.1
+with BML pruning, ranked by Quantile-EMD).
+
+1. Keys are found, not assumed (``keys``): unique column combinations from the agree-set state, unique
+   columns of larger tables checked exactly, and the keys declared in the configuration.
+2. Phase 1 (Alg. B.1, first pass; BML §5.3): ``inclusion_estimates`` (BML over the HLL state) gives
+   sigma(F, C) for every column F and column C of another table whose types can hold the same values. A
+   single-column candidate (F, P) is a pair whose estimate reaches θ; S(C) is the set of columns reaching θ
+   for each column C of a multi-column key.
+3. Phase 2: for a key P = (C1..Cn), every F = (C'1..C'n) in S(C1) x ... x S(Cn) whose columns are distinct and
+   in one table (Zhang §4). A second pass reads only the columns involved, builds the tuple sketches of F
+   and P (HLL of ``hash_tuples``) and prunes the BML estimate of sigma(F, P) at θ again.
+4. Randomness (§3): one Spark task per group of keys reads each key's and its candidates' columns with
+   delta-rs at their committed versions and computes EMD_n on the key's quantile grid (``randomness``).
+   The values being in hand there, a candidate whose exact inclusion |F ∩ P| / |F| is below θ is dropped
+   first: BML's estimate is loose where |F| is far below |P| (a ten-value column "included" in a key of
+   thousands), and such a pair is no FK however it ranks.
+5. The candidates, single- and multi-column together, are ranked by EMD_n and the answer set is marked
+   ``accepted`` (``ranking``, §5.2); ``name_match`` reports §5.4's name check beside each.
+
+Pairs within one table are not candidates: ``inclusion_estimates`` relates columns of different tables.
+Every run recomputes the candidates from the committed state and snapshots (a deterministic function of
+them), replacing the table whole.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakemeta.catalog import Catalog
+from lakemeta.catalog.store import arrow_schema
+from lakemeta.config import FkConfig, SketchConfig
+from lakemeta.fks.keys import Key, find_keys
+from lakemeta.fks.randomness import distinct_tuples, emd_n
+from lakemeta.fks.ranking import answer_set, names_match
+from lakemeta.hashing import hash_tuples
+from lakemeta.inds.lake_inds import read_table_strings
+from lakemeta.lake.tables import table_path
+from lakemeta.sketches.bml import estimate_inclusion
+from lakemeta.sketches.hll import counter_delta, registers
+from lakemeta.spark.placement import balanced_frame
+
+log = logging.getLogger(__name__)
+
+RESULTS = "fk_candidates"
+_CANDIDATE = (
+    "struct<fk_table: string, fk_path: string, fk_version: long, fk_columns: array<string>, "
+    "estimate: double, error: double>"
+)
+_DESCRIPTOR_SCHEMA = (
+    "pk_table string, pk_path string, pk_version long, pk_columns array<string>, "
+    f"candidates array<{_CANDIDATE}>"
+)
+_ROWS_DDL = (
+    "fk_table string, fk_columns array<string>, pk_table string, pk_columns array<string>, "
+    "inclusion_estimate double, inclusion_error double, emd double"
+)
+_ROWS = pa.schema(
+    [
+        ("fk_table", pa.string()),
+        ("fk_columns", pa.list_(pa.string())),
+        ("pk_table", pa.string()),
+        ("pk_columns", pa.list_(pa.string())),
+        ("inclusion_estimate", pa.float64()),
+        ("inclusion_error", pa.float64()),
+        ("emd", pa.float64()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate F for a key P; the estimate is phase 1's for one column, None until phase 2 for more."""
+
+    table: str
+    columns: tuple[str, ...]
+    estimate: float | None
+    error: float | None
+
+
+def propose_candidates(estimates: pa.Table, keys: list[Key], threshold: float) -> dict[Key, list[Candidate]]:
+    """Phases 1 and 2's candidate generation from the pairwise estimates (Alg. B.1, Zhang §4)."""
+    reaching = estimates.filter(pc.greater_equal(estimates["estimate"], threshold)).to_pylist()
+    included_in: dict[tuple[str, str], list[dict]] = {}  # S(C): the columns reaching θ in C
+    for row in reaching:
+        included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
+    proposed: dict[Key, list[Candidate]] = {}
+    for key in keys:
+        sets = [included_in.get((key.table, column), []) for column in key.columns]
+        if len(key.columns) == 1:
+            found = [
+                Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
+                for r in sets[0]
+            ]
+        else:
+            found = []
+            for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
+                per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
+                for columns in itertools.product(*per_column):
+                    if len(set(columns)) == len(columns):
+                        found.append(Candidate(table, columns, None, None))
+        if found:
+            proposed[key] = found
+    return proposed
+
+
+def tuple_inclusion(
+    dependent: list[pa.Array], referenced: list[pa.Array], sketches: SketchConfig
+) -> tuple[float, float]:
+    """BML's sigma(F, P) and its error bound from the HLL sketches of two sets of tuples (phase 2)."""
+    rows = [
+        registers(counter_delta(hash_tuples(side)[0], p=sketches.precision))
+        for side in (dependent, referenced)
+    ]
+    estimates = estimate_inclusion(
+        np.stack(rows), np.array([0]), np.array([1]), confidence=sketches.confidence, eps=sketches.tolerance
+    )
+    return float(estimates.estimate[0]), float(estimates.error_bound[0])
+
+
+def exact_inclusion(dependent: list[pa.Array], referenced: list[pa.Array]) -> float:
+    """|F ∩ P| / |F| over distinct tuples (both given distinct and null-free)."""
+    names = [f"c{i}" for i in range(len(dependent))]
+    left = pa.table(dict(zip(names, dependent, strict=True)))
+    right = pa.table(dict(zip(names, referenced, strict=True)))
+    return left.join(right, names, join_type="left semi").num_rows / left.num_rows
+
+
+def _candidate_rows(
+    config: FkConfig, sketches: SketchConfig
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Per key: its distinct tuples, then per candidate the phase-2 estimate (several columns) and EMD_n."""
+
+    def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        needed: dict[tuple[str, int], set[str]] = {}  # the columns this task reads, by table snapshot
+        read: dict[tuple[str, int], dict[str, pa.Array]] = {}  # each table read once, its columns together
+        distinct: dict[tuple, list[pa.Array]] = {}  # distinct tuples by (path, version, columns)
+
+        def tuples(path: str, version: int, columns: list[str]) -> list[pa.Array]:
+            where = (path, version, tuple(columns))
+            if where not in distinct:
+                if (path, version) not in read:
+                    wanted = sorted(needed[(path, version)])
+                    read[(path, version)] = dict(
+                        zip(wanted, read_table_strings(path, version, wanted), strict=True)
+                    )
+                distinct[where] = distinct_tuples([read[(path, version)][column] for column in columns])
+            return distinct[where]
+
+        for batch in descriptors:
+            keys = batch.to_pylist()
+            for key in keys:
+                needed.setdefault((key["pk_path"], key["pk_version"]), set()).update(key["pk_columns"])
+                for candidate in key["candidates"]:
+                    where = (candidate["fk_path"], candidate["fk_version"])
+                    needed.setdefault(where, set()).update(candidate["fk_columns"])
+            rows = []
+            for key in keys:
+                key_tuples = tuples(key["pk_path"], key["pk_version"], key["pk_columns"])
+                several = len(key["pk_columns"]) > 1
+                quantiles = config.grid_quantiles(len(key["pk_columns"]))
+                for candidate in key["candidates"]:
+                    fk_tuples = tuples(candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
+                    if not len(fk_tuples[0]) or not len(key_tuples[0]):
+                        continue
+                    if exact_inclusion(fk_tuples, key_tuples) < config.inclusion_threshold:
+                        continue  # not included, though its estimates let it through (checked first: cheaper)
+                    estimate, error = candidate["estimate"], candidate["error"]
+                    if several:
+                        estimate, error = tuple_inclusion(fk_tuples, key_tuples, sketches)
+                        if estimate < config.inclusion_threshold:
+                            continue  # Zhang §4: pruned on its tuples' sketches
+                    rows.append(
+                        {
+                            "fk_table": candidate["fk_table"],
+                            "fk_columns": candidate["fk_columns"],
+                            "pk_table": key["pk_table"],
+                            "pk_columns": key["pk_columns"],
+                            "inclusion_estimate": estimate,
+                            "inclusion_error": error,
+                            "emd": emd_n(key_tuples, fk_tuples, quantiles),
+                        }
+                    )
+            yield pa.RecordBatch.from_pylist(rows, schema=_ROWS)
+
+    return run
+
+
+def rank_candidates(scored: pa.Table, config: FkConfig) -> pa.Table:
+    """Rank by EMD_n (ties by name, so the order is deterministic), mark the answer set and name matches."""
+    ordered = scored.to_pylist()
+    ordered.sort(key=lambda r: (r["emd"], r["fk_table"], r["fk_columns"], r["pk_table"], r["pk_columns"]))
+    matched = np.array([names_match(r["fk_columns"], r["pk_columns"]) for r in ordered], dtype=bool)
+    accepted = answer_set(np.array([r["emd"] for r in ordered]), config.single_column_quantiles)
+    if config.require_name_match:
+        accepted &= matched
+    ranked = pa.Table.from_pylist(ordered, schema=_ROWS)
+    return (
+        ranked.append_column("rank", pa.array(np.arange(1, len(ordered) + 1), pa.int32()))
+        .append_column("accepted", pa.array(accepted, pa.bool_()))
+        .append_column("name_match", pa.array(matched, pa.bool_()))
+    )
+
+
+def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketches: SketchConfig) -> int:
+    """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count."""
+    keys = find_keys(catalog, lake, config, sketches.precision)
+    proposed = propose_candidates(catalog.read_small("inclusion_estimates"), keys, config.inclusion_threshold)
+    versions = {
+        row["table_name"]: row["last_version"]
+        for row in catalog.read_small("tables").select(["table_name", "last_version"]).to_pylist()
+    }
+
+    def located(table: str) -> tuple[str, int]:
+        return str(table_path(lake, table)), versions[table]
+
+    rows = [
+        (
+            len(candidates),
+            (
+                key.table,
+                *located(key.table),
+                list(key.columns),
+                [(c.table, *located(c.table), list(c.columns), c.estimate, c.error) for c in candidates],
+            ),
+        )
+        for key, candidates in proposed.items()
+    ]
+    n_proposed = sum(weight for weight, _ in rows)
+    spark = catalog.spark
+    spark.sparkContext.setJobDescription(f"FK candidates: EMD of {n_proposed} candidates of {len(rows)} keys")
+    scored = (
+        balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
+        .mapInArrow(_candidate_rows(config, sketches), _ROWS_DDL)
+        .toArrow()
+        if rows
+        else _ROWS.empty_table()
+    )
+    ranked = rank_candidates(scored.cast(_ROWS), config)
+    catalog.replace_small(RESULTS, ranked.cast(arrow_schema(RESULTS)))
+    n_accepted = int(pc.sum(ranked["accepted"]).as_py() or 0)
+    log.info(
+        "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f, "
+        "%d after phase 2, %d accepted",
+        len(keys),
+        sum(len(key.columns) > 1 for key in keys),
+        n_proposed,
+        config.inclusion_threshold,
+        len(ranked),
+        n_accepted,
+    )
+    return n_accepted
