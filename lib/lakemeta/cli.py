@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     joinable.add_argument("--query-id", default="cli", help="results go to joinable_tables under this id")
 
-    graph = commands.add_parser("graph", help="draw the IND graph of tables (no JVM)")
+    graph = commands.add_parser("graph", help="draw the IND and FK graph of tables (no JVM)")
     _paths(graph, lake=False)
     graph.add_argument("--out", type=Path, default=Path("ind-graph.html"), help=".html or .png")
     graph.add_argument("--component", type=int, default=0, help="the component drawn in detail (0: largest)")
@@ -147,7 +147,8 @@ def _graph(args: argparse.Namespace, config: Config) -> int:
     graph = catalog_graph(config.catalog)
     path = render(graph, args.out, args.component)
     print(
-        f"{len(graph.tables)} tables, {len(graph.labels)} INDs, {graph.n_components} components; "
+        f"{len(graph.tables)} tables, {graph.kinds.count('ind')} INDs, "
+        f"{graph.kinds.count('fk')} accepted FKs, {graph.n_components} components; "
         f"component {args.component} drawn in {path}"
     )
     return 0

@@ -129,6 +129,7 @@ class FkConfig:
             return self.single_column_quantiles
         cells = self.multi_column_quantiles**2
         return max(2, min(self.multi_column_quantiles, int(cells ** (1 / n_columns) + 1e-9)))
+
     # Largest multi-column key taken from unique_column_combinations.
     max_key_columns: int = 4
     # §5.4: keep in the answer set only candidates whose column names match the key's.

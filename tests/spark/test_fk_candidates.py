@@ -11,6 +11,7 @@ import pytest
 from deltalake import write_deltalake
 
 from lakemeta.config import Config
+from lakemeta.inds.graph import catalog_graph, render
 from lakemeta.pipeline import Pipeline
 
 from .lake_changes import process
@@ -72,3 +73,5 @@ def test_ranges_of_a_key_rank_below_random_samples_and_tuples_prune_multi_column
     assert several[("grid_refs", ("gx", "gy"))]["accepted"]
     assert several[("grid_refs", ("gx", "gy"))]["inclusion_estimate"] >= 0.9
     assert not [table for table, _ in several if table == "crossed"]  # pruned on its tuples
+    page = render(catalog_graph(tmp_path / "catalog"), tmp_path / "graph.html")
+    assert "(ref) \u2192 (account)" in page.read_text(encoding="utf-8")  # accepted FKs drawn as edges

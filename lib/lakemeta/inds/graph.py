@@ -302,9 +302,21 @@ def render(graph: TableGraph, path: str | Path, component: int = 0, max_componen
 
 
 def catalog_graph(catalog: Path) -> TableGraph:
-    """The IND graph of a catalog's ``inclusion_dependencies`` (read with delta-rs: no JVM)."""
+    """The IND graph of a catalog's ``inclusion_dependencies``, with its accepted ``fk_candidates`` as the
+    second edge kind (read with delta-rs: no JVM)."""
     from deltalake import DeltaTable
 
     rows = DeltaTable(str(catalog / "inclusion_dependencies")).to_pyarrow_table()
     columns = [rows[name].to_pylist() for name in ("dep_table", "dep_column", "ref_table", "ref_column")]
-    return TableGraph.build(EdgeSet.from_columns(*columns))
+    fks = [
+        row
+        for row in DeltaTable(str(catalog / "fk_candidates")).to_pyarrow_table().to_pylist()
+        if row["accepted"]
+    ]
+    foreign_keys = EdgeSet(
+        [row["fk_table"] for row in fks],
+        [row["pk_table"] for row in fks],
+        [f"({', '.join(row['fk_columns'])}) \u2192 ({', '.join(row['pk_columns'])})" for row in fks],
+        kind=FK,
+    )
+    return TableGraph.build(EdgeSet.from_columns(*columns), foreign_keys)
