@@ -1,12 +1,15 @@
-"""The counted-state MERGE: replace, add, drop zeros, refuse negatives, apply once per transaction."""
+"""The counted-state MERGE: replace, add, drop zeros, refuse negatives, apply once per transaction; the
+contract's tables gain the columns added to their schemas."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import deltalake
 import pytest
 
 from lakemeta.catalog import Catalog, NegativeCountError, Txn
+from lakemeta.catalog.store import arrow_schema
 
 pytestmark = pytest.mark.spark
 
@@ -47,3 +50,12 @@ def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
         merge(catalog, rows, run=2)
     assert stored(catalog) == [("t", ("a",), 1)]
     assert not catalog.already_applied(STATE, Txn("test", 2))
+
+
+def test_a_catalog_made_before_a_column_was_added_gains_it(spark, tmp_path: Path):
+    older = arrow_schema("fk_candidates").remove(arrow_schema("fk_candidates").get_field_index("name_match"))
+    deltalake.DeltaTable.create(str(tmp_path / "fk_candidates"), schema=older)
+    catalog = Catalog(spark, tmp_path)
+    catalog.ensure_tables()
+    catalog.replace_small("fk_candidates", arrow_schema("fk_candidates").empty_table())
+    assert catalog.read_small("fk_candidates").schema.names == arrow_schema("fk_candidates").names

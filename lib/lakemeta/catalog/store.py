@@ -66,10 +66,18 @@ class Catalog:
         return str(self.root / name)
 
     def ensure_tables(self) -> None:
-        """Create every table of the contract that does not exist yet (empty, with its schema)."""
+        """Create every table of the contract that does not exist yet (empty, with its schema), and add
+        to an existing one the columns its schema has gained since it was created (null in old rows)."""
         for name in ALL_SCHEMAS:
+            schema = arrow_schema(name)
             if not (Path(self.path(name)) / "_delta_log").is_dir():
-                deltalake.DeltaTable.create(self.path(name), schema=arrow_schema(name), mode="ignore")
+                deltalake.DeltaTable.create(self.path(name), schema=schema, mode="ignore")
+                continue
+            table = deltalake.DeltaTable(self.path(name))
+            present = {field.name for field in table.schema().fields}
+            missing = [field for field in schema if field.name not in present]
+            if missing:
+                table.alter.add_columns([deltalake.Field.from_arrow(field) for field in missing])
 
     def read(self, name: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.path(name))
