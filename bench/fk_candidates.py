@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config, FkConfig
-from lakemeta.demo import generate_tpch
+from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
 from lakemeta.fks.fk_candidates import refresh_fk_candidates
 from lakemeta.fks.randomness import distinct_tuples, emd_n
 from lakemeta.inds.lake_inds import read_table_strings
@@ -37,31 +37,18 @@ RESULT = BENCH / "results" / "fk_candidates.json"
 SCRATCH = BENCH / "results" / "scratch" / "fk_candidates"
 GRIDS = (16, 64, 256, 1024)
 
-FOREIGN_KEYS = {
-    ("nation", ("n_regionkey",), "region", ("r_regionkey",)),
-    ("supplier", ("s_nationkey",), "nation", ("n_nationkey",)),
-    ("customer", ("c_nationkey",), "nation", ("n_nationkey",)),
-    ("partsupp", ("ps_partkey",), "part", ("p_partkey",)),
-    ("partsupp", ("ps_suppkey",), "supplier", ("s_suppkey",)),
-    ("orders", ("o_custkey",), "customer", ("c_custkey",)),
-    ("lineitem", ("l_orderkey",), "orders", ("o_orderkey",)),
-    ("lineitem", ("l_partkey",), "part", ("p_partkey",)),
-    ("lineitem", ("l_suppkey",), "supplier", ("s_suppkey",)),
-    ("lineitem", ("l_partkey", "l_suppkey"), "partsupp", ("ps_partkey", "ps_suppkey")),
-}
-
 
 def scores(found: set) -> dict:
-    hits = len(found & FOREIGN_KEYS)
+    hits = len(found & TPCH_FOREIGN_KEYS)
     precision = hits / len(found) if found else 0.0
-    recall = hits / len(FOREIGN_KEYS)
+    recall = hits / len(TPCH_FOREIGN_KEYS)
     f1 = 2 * precision * recall / (precision + recall) if hits else 0.0
     return {
         "precision": precision,
         "recall": recall,
         "f1": f1,
-        "missed": sorted(map(str, FOREIGN_KEYS - found)),
-        "wrong": sorted(map(str, found - FOREIGN_KEYS)),
+        "missed": sorted(map(str, TPCH_FOREIGN_KEYS - found)),
+        "wrong": sorted(map(str, found - TPCH_FOREIGN_KEYS)),
     }
 
 

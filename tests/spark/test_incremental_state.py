@@ -9,11 +9,19 @@ import pytest
 
 from lakemeta.catalog import ALL_SCHEMAS, STATE_SCHEMAS
 from lakemeta.config import Config
+from lakemeta.lake.batches import Plan
 from lakemeta.pipeline import Pipeline
 
-from .lake_changes import create_foreign_table, create_spark_table, drop_table, random_change, random_rows
+from .lake_changes import (
+    create_foreign_table,
+    create_spark_table,
+    drop_table,
+    process,
+    random_change,
+    random_rows,
+)
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # State tables whose content is a function of the lake's snapshot (state/batches records history).
 SNAPSHOT_STATE = sorted(set(STATE_SCHEMAS) - {"state/batches"})
@@ -24,9 +32,15 @@ def state_rows(pipeline: Pipeline, name: str) -> list[tuple]:
     return sorted(tuple(r) for r in pipeline.catalog.read(name).select(*columns).collect())
 
 
+def run_state(pipeline: Pipeline) -> Plan:
+    """A run of every state component and the commit; the discoveries, which read the state but never
+    change it, are left out."""
+    return process(pipeline, *pipeline.state_components())
+
+
 def rebuilt(spark, lake: Path, tmp_path: Path) -> Pipeline:
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "rebuilt-catalog"))
-    pipeline.run()
+    run_state(pipeline)
     return pipeline
 
 
@@ -38,17 +52,17 @@ def test_random_batches_incremental_equals_rebuild(spark, tmp_path: Path, seed: 
     create_spark_table(spark, lake / "web" / "b", random_rows(rng, 5))
     create_foreign_table(lake / "foreign", random_rows(rng, 6))
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    pipeline.run()
+    run_state(pipeline)
     applied = []
     for _step in range(5):
         for name in ("a", "web/b", "foreign"):
             if rng.random() < 0.6:
                 applied.append(random_change(spark, rng, lake / name, foreign=name == "foreign"))
         if rng.random() < 0.7:  # sometimes several versions accumulate into one batch
-            pipeline.run()
+            run_state(pipeline)
     create_spark_table(spark, lake / "late", random_rows(rng, 4))
     drop_table(lake / "web" / "b")
-    pipeline.run()
+    run_state(pipeline)
     reference = rebuilt(spark, lake, tmp_path)
     for name in SNAPSHOT_STATE:
         assert state_rows(pipeline, name) == state_rows(reference, name), (name, applied)
@@ -68,10 +82,10 @@ def test_profile_counts_match_the_snapshot(spark, tmp_path: Path):
     rows = [(1, "x", None), (1, "x", None), (None, None, 2.0), (3, "y", 1.0)]
     create_spark_table(spark, lake / "t", rows)
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    pipeline.run()
+    run_state(pipeline)
     spark.sql(f"UPDATE delta.`{lake / 't'}` SET name = NULL WHERE id = 3")
     spark.sql(f"DELETE FROM delta.`{lake / 't'}` WHERE id IS NULL")
-    plan = pipeline.run()
+    plan = run_state(pipeline)
     assert [(b.kind, b.source) for b in plan.batches] == [("incremental", "cdf")]
     profile = state_rows(pipeline, "state/column_profile")
     assert profile == [
@@ -90,7 +104,7 @@ def test_a_retried_run_applies_its_batch_once(spark, tmp_path: Path):
     lake = tmp_path / "lake"
     create_spark_table(spark, lake / "t", [(1, "a", 1.0), (2, "b", None)])
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    pipeline.run()
+    run_state(pipeline)
     spark.sql(f"DELETE FROM delta.`{lake / 't'}` WHERE id = 1")
     # A run that died after its state update but before the watermark commit...
     plan = pipeline.detect()
@@ -102,7 +116,7 @@ def test_a_retried_run_applies_its_batch_once(spark, tmp_path: Path):
     retried.update_state(plan)
     retried.commit(plan)
     retried.commit(plan)
-    follow_up = retried.run()  # picks up the insert made meanwhile
+    follow_up = run_state(retried)  # picks up the insert made meanwhile
     assert [(b.from_version, b.to_version) for b in follow_up.batches] == [(plan.batches[0].to_version, 2)]
     reference = rebuilt(spark, lake, tmp_path)
     assert state_rows(retried, "state/column_profile") == state_rows(reference, "state/column_profile")
@@ -116,11 +130,11 @@ def test_schema_change_rebuilds_the_table_and_rebuild_command_resets(spark, tmp_
     lake = tmp_path / "lake"
     create_spark_table(spark, lake / "t", [(1, "a", 1.0)])
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    pipeline.run()
+    run_state(pipeline)
     spark.createDataFrame([(5, "z")], "id long, other string").write.format("delta").mode("overwrite").option(
         "overwriteSchema", "true"
     ).save(str(lake / "t"))
-    plan = pipeline.run()
+    plan = run_state(pipeline)
     assert [(b.kind, b.source) for b in plan.batches] == [("full", "snapshot")]
     assert state_rows(pipeline, "state/column_profile") == [
         ("t", "id", 0, "bigint", 1, 0),

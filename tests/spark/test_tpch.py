@@ -9,28 +9,14 @@ import pytest
 from deltalake import write_deltalake
 
 from lakemeta.config import AgreeSetConfig, Config, IndConfig
-from lakemeta.demo import generate_tpch
+from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
 from lakemeta.pipeline import Pipeline
 
 from .lake_changes import process
 from .test_fk_candidates import candidates
 from .test_lake_inds import brute_force, discovered
 
-pytestmark = pytest.mark.spark
-
-# ../shared/data/README.md: TPC-H's declared foreign keys, and lineitem -> part, lineitem -> supplier.
-TPCH_FOREIGN_KEYS = {
-    ("nation", ("n_regionkey",), "region", ("r_regionkey",)),
-    ("supplier", ("s_nationkey",), "nation", ("n_nationkey",)),
-    ("customer", ("c_nationkey",), "nation", ("n_nationkey",)),
-    ("partsupp", ("ps_partkey",), "part", ("p_partkey",)),
-    ("partsupp", ("ps_suppkey",), "supplier", ("s_suppkey",)),
-    ("orders", ("o_custkey",), "customer", ("c_custkey",)),
-    ("lineitem", ("l_orderkey",), "orders", ("o_orderkey",)),
-    ("lineitem", ("l_partkey",), "part", ("p_partkey",)),
-    ("lineitem", ("l_suppkey",), "supplier", ("s_suppkey",)),
-    ("lineitem", ("l_partkey", "l_suppkey"), "partsupp", ("ps_partkey", "ps_suppkey")),
-}
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -26,6 +26,20 @@ from lakemeta.spark import get_session
 log = logging.getLogger(__name__)
 
 TPCH_SCALE = "0.01"
+# TPC-H's declared foreign keys, with lineitem -> part and lineitem -> supplier, which also hold:
+# (fk_table, fk_columns, pk_table, pk_columns).
+TPCH_FOREIGN_KEYS = {
+    ("nation", ("n_regionkey",), "region", ("r_regionkey",)),
+    ("supplier", ("s_nationkey",), "nation", ("n_nationkey",)),
+    ("customer", ("c_nationkey",), "nation", ("n_nationkey",)),
+    ("partsupp", ("ps_partkey",), "part", ("p_partkey",)),
+    ("partsupp", ("ps_suppkey",), "supplier", ("s_suppkey",)),
+    ("orders", ("o_custkey",), "customer", ("c_custkey",)),
+    ("lineitem", ("l_orderkey",), "orders", ("o_orderkey",)),
+    ("lineitem", ("l_partkey",), "part", ("p_partkey",)),
+    ("lineitem", ("l_suppkey",), "supplier", ("s_suppkey",)),
+    ("lineitem", ("l_partkey", "l_suppkey"), "partsupp", ("ps_partkey", "ps_suppkey")),
+}
 WEB_TABLES = 200
 
 
@@ -108,6 +122,24 @@ def run_demo(workdir: Path, config: Config) -> int:
         f"{config.agree_sets.max_rows} rows); the single-column keys of TPC-H:"
     )
     print(format_table(tpch_keys, 20))
+    candidates = read_catalog_table(catalog, "fk_candidates")
+    accepted = candidates[candidates.accepted]
+    tpch_accepted = {
+        (
+            r.fk_table.removeprefix("tpch/"),
+            tuple(r.fk_columns),
+            r.pk_table.removeprefix("tpch/"),
+            tuple(r.pk_columns),
+        )
+        for r in accepted.itertuples()
+        if r.fk_table.startswith("tpch/") and r.pk_table.startswith("tpch/")
+    }
+    print(
+        f"\n{len(candidates)} FK candidates ranked by EMD (Zhang et al.), {len(accepted)} accepted; "
+        f"of TPC-H's {len(TPCH_FOREIGN_KEYS)} foreign keys {len(tpch_accepted & TPCH_FOREIGN_KEYS)} "
+        f"accepted, {len(tpch_accepted - TPCH_FOREIGN_KEYS)} other TPC-H pairs accepted:"
+    )
+    print(format_table(accepted[["fk_table", "fk_columns", "pk_table", "pk_columns", "emd", "rank"]], 20))
     print("\ntables joinable with web/cities_0002 on (city, country) (MATE, top 5):")
     matches = pipeline.search_joinable(
         "web/cities_0002", ["city", "country"], 5, config.joinsearch.hash_bits, "demo"
