@@ -13,8 +13,9 @@ SHARED_DATA = REPO.parent / "shared" / "data"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` first: with pytest-xdist's ``loadfile`` a worker takes the files in this order,
-    so the longest file (the Airflow run) starts at once, beside the rest, instead of last and alone."""
+    """Tests marked ``slow`` (the Airflow run, the whole-pipeline state tests) first: pytest-xdist's
+    ``loadfile`` gives the first file to one worker and the second to the other, then each a third, and
+    the rest as they free up; so the two longest files start at once, side by side, instead of last."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

@@ -19,7 +19,7 @@ from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.pipeline import Pipeline
 from tests.unit.agreesets.test_agreesets_datasets import EXPECTED
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 
 def test_fd_and_ucc_counts_through_the_pipeline(spark, shared_data: Path, tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from .lake_changes import process
 from .test_fk_candidates import candidates
 from .test_lake_inds import brute_force, discovered
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
