@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
@@ -56,12 +57,8 @@ _CANDIDATE = (
     "estimate: double, error: double>"
 )
 _DESCRIPTOR_SCHEMA = (
-    "pk_table string, pk_path string, pk_version long, pk_columns array<string>, "
+    "pk_table string, pk_path string, pk_version long, pk_columns array<string>, pk_source string, "
     f"candidates array<{_CANDIDATE}>"
-)
-_ROWS_DDL = (
-    "fk_table string, fk_columns array<string>, pk_table string, pk_columns array<string>, "
-    "inclusion_estimate double, inclusion_error double, emd double"
 )
 _ROWS = pa.schema(
     [
@@ -69,11 +66,13 @@ _ROWS = pa.schema(
         ("fk_columns", pa.list_(pa.string())),
         ("pk_table", pa.string()),
         ("pk_columns", pa.list_(pa.string())),
+        ("pk_source", pa.string()),
         ("inclusion_estimate", pa.float64()),
         ("inclusion_error", pa.float64()),
         ("emd", pa.float64()),
     ]
 )
+_ROWS_SPARK = from_arrow_schema(_ROWS)  # the same schema for mapInArrow
 
 
 @dataclass(frozen=True)
@@ -86,30 +85,31 @@ class Candidate:
     error: float | None
 
 
-def propose_candidates(estimates: pa.Table, keys: list[Key], threshold: float) -> dict[Key, list[Candidate]]:
-    """Phases 1 and 2's candidate generation from the pairwise estimates (Alg. B.1, Zhang §4)."""
-    reaching = estimates.filter(pc.greater_equal(estimates["estimate"], threshold)).to_pylist()
-    included_in: dict[tuple[str, str], list[dict]] = {}  # S(C): the columns reaching θ in C
-    for row in reaching:
-        included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
-    proposed: dict[Key, list[Candidate]] = {}
-    for key in keys:
-        sets = [included_in.get((key.table, column), []) for column in key.columns]
+class CandidateIndex:
+    """S(C) for every column C (the columns of other tables whose phase-1 estimate sigma(F, C) reaches θ),
+    and from it the candidates of a key (Alg. B.1, Zhang §4)."""
+
+    def __init__(self, estimates: pa.Table, threshold: float) -> None:
+        self._included_in: dict[tuple[str, str], list[dict]] = {}
+        for row in estimates.filter(pc.greater_equal(estimates["estimate"], threshold)).to_pylist():
+            self._included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
+
+    def candidates(self, key: Key) -> list[Candidate]:
+        """Phase 1's candidates of a one-column key; phase 2's, before their tuple sketches, of a larger one:
+        every F in S(C1) x ... x S(Cn) whose columns are distinct and in one table."""
+        sets = [self._included_in.get((key.table, column), []) for column in key.columns]
         if len(key.columns) == 1:
-            found = [
+            return [
                 Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
                 for r in sets[0]
             ]
-        else:
-            found = []
-            for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
-                per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
-                for columns in itertools.product(*per_column):
-                    if len(set(columns)) == len(columns):
-                        found.append(Candidate(table, columns, None, None))
-        if found:
-            proposed[key] = found
-    return proposed
+        found = []
+        for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
+            per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
+            for columns in itertools.product(*per_column):
+                if len(set(columns)) == len(columns):
+                    found.append(Candidate(table, columns, None, None))
+        return found
 
 
 def tuple_inclusion(
@@ -184,6 +184,7 @@ def _candidate_rows(
                             "fk_columns": candidate["fk_columns"],
                             "pk_table": key["pk_table"],
                             "pk_columns": key["pk_columns"],
+                            "pk_source": key["pk_source"],
                             "inclusion_estimate": estimate,
                             "inclusion_error": error,
                             "emd": emd_n(key_tuples, fk_tuples, quantiles),
@@ -212,8 +213,9 @@ def rank_candidates(scored: pa.Table, config: FkConfig) -> pa.Table:
 
 def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketches: SketchConfig) -> int:
     """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count."""
-    keys = find_keys(catalog, lake, config, sketches.precision)
-    proposed = propose_candidates(catalog.read_small("inclusion_estimates"), keys, config.inclusion_threshold)
+    index = CandidateIndex(catalog.read_small("inclusion_estimates"), config.inclusion_threshold)
+    keys = find_keys(catalog, lake, config, sketches.precision, lambda key: bool(index.candidates(key)))
+    proposed = {key: found for key in keys if (found := index.candidates(key))}
     versions = {
         row["table_name"]: row["last_version"]
         for row in catalog.read_small("tables").select(["table_name", "last_version"]).to_pylist()
@@ -229,6 +231,7 @@ def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketch
                 key.table,
                 *located(key.table),
                 list(key.columns),
+                key.source,
                 [(c.table, *located(c.table), list(c.columns), c.estimate, c.error) for c in candidates],
             ),
         )
@@ -239,13 +242,14 @@ def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketch
     spark.sparkContext.setJobDescription(f"FK candidates: EMD of {n_proposed} candidates of {len(rows)} keys")
     scored = (
         balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
-        .mapInArrow(_candidate_rows(config, sketches), _ROWS_DDL)
+        .mapInArrow(_candidate_rows(config, sketches), _ROWS_SPARK)
         .toArrow()
         if rows
         else _ROWS.empty_table()
     )
     ranked = rank_candidates(scored.cast(_ROWS), config)
-    catalog.replace_small(RESULTS, ranked.cast(arrow_schema(RESULTS)))
+    schema = arrow_schema(RESULTS)
+    catalog.replace_small(RESULTS, ranked.select(schema.names).cast(schema))
     n_accepted = int(pc.sum(ranked["accepted"]).as_py() or 0)
     log.info(
         "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f, "

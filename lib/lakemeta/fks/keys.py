@@ -2,27 +2,34 @@
 
 * Tables with agree-set state (``agree_sets.max_rows``): their minimal unique column combinations of up to
   ``max_key_columns`` columns (``unique_column_combinations``) whose columns hold no null.
-* Larger tables keep no agree-sets; their single columns are checked exactly instead, but only those that
-  can be unique: no null, and an HLL distinct estimate within four standard errors (1.04 / sqrt(2^p),
-  BML §2.2) of the row count. One Spark task per group of tables reads those columns with delta-rs and
-  compares the distinct count with the row count. Multi-column keys of such tables must be declared.
+* Larger tables keep no agree-sets; their keys are checked exactly in Spark tasks instead (one task per
+  group of tables, each table's columns read once with delta-rs), but only where a key could be and would
+  matter:
+  - single columns that can be unique: no null, and an HLL distinct estimate within four standard errors
+    (1.04 / sqrt(2^p), BML §2.2) of the row count;
+  - combinations of 2 to ``max_key_columns`` null-free columns that would have FK candidates (Zhang §4:
+    another table holds a column of S(Ci) for every Ci) and whose distinct estimates allow as many tuples
+    as rows. A combination is a key when it is unique and minimal: no unique column or unique smaller
+    combination inside it, as in ``unique_column_combinations``.
 * Keys declared in the configuration (``fks.declared_keys``) are added.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterator
-from dataclasses import dataclass
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakemeta.agreesets.agree_set_state import tracked_tables
 from lakemeta.catalog import Catalog
 from lakemeta.config import FkConfig
+from lakemeta.hashing import hash_tuples
 from lakemeta.inds.lake_inds import read_table_strings
 from lakemeta.lake.tables import table_path
 from lakemeta.spark.placement import balanced_frame
@@ -30,68 +37,128 @@ from lakemeta.spark.placement import balanced_frame
 log = logging.getLogger(__name__)
 
 _ESTIMATE_SIGMAS = 4.0
-_CHECK_SCHEMA = "table_name string, path string, version long, n_rows long, columns array<string>"
+_CHECK_SCHEMA = (
+    "table_name string, path string, version long, columns array<string>, combinations array<array<string>>"
+)
+_FOUND_DDL = "table_name string, columns array<string>"
+_FOUND = pa.schema([("table_name", pa.string()), ("columns", pa.list_(pa.string()))])
 
 
 @dataclass(frozen=True)
 class Key:
+    """A key candidate; ``source`` says how it was found (not part of its identity): ``agree_sets`` (a
+    minimal unique column combination), ``checked`` (exactly, on a table without agree-sets), ``declared``."""
+
     table: str
     columns: tuple[str, ...]
+    source: str = field(default="agree_sets", compare=False)
 
 
-def _unique_columns(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Per table: which of the listed columns hold ``n_rows`` distinct values (a non-null column)."""
+def is_unique(columns: list[pa.Array]) -> bool:
+    """Whether every row holds a distinct tuple of non-null values, exactly.
+
+    Rows whose 64-bit tuple hashes differ from every other row's are distinct; only rows sharing a hash
+    (equal tuples, or a hash collision) are compared by their values.
+    """
+    hashes, valid = hash_tuples(columns)
+    if not valid.all():
+        return False
+    order = np.argsort(hashes, kind="stable")
+    shared = hashes[order[1:]] == hashes[order[:-1]]
+    if not shared.any():
+        return True
+    rows = pa.array(np.unique(np.concatenate([order[1:][shared], order[:-1][shared]])))
+    names = [f"c{i}" for i in range(len(columns))]
+    sharing = pa.table({name: column.take(rows) for name, column in zip(names, columns, strict=True)})
+    return sharing.group_by(names).aggregate([]).num_rows == len(rows)
+
+
+def _table_keys(table: dict) -> list[dict]:
+    """One table's listed columns that are unique, then its listed combinations that are minimal keys."""
+    wanted = sorted(set(table["columns"]).union(*table["combinations"]))
+    values = dict(zip(wanted, read_table_strings(table["path"], table["version"], wanted), strict=True))
+    known: dict[tuple[str, ...], bool] = {}
+
+    def unique(columns: tuple[str, ...]) -> bool:
+        if columns not in known:
+            known[columns] = is_unique([values[column] for column in columns])
+        return known[columns]
+
+    single = sorted(column for column in table["columns"] if unique((column,)))
+    keys = [[column] for column in single]
+    for combination in sorted(map(tuple, table["combinations"]), key=lambda c: (len(c), c)):
+        if set(single).intersection(combination) or not unique(combination):
+            continue
+        smaller = (
+            inner
+            for size in range(2, len(combination))
+            for inner in itertools.combinations(combination, size)
+        )
+        if not any(unique(inner) for inner in smaller):
+            keys.append(list(combination))
+    return [{"table_name": table["table_name"], "columns": columns} for columns in keys]
+
+
+def _unique_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for batch in batches:
-        found = []
-        for table in batch.to_pylist():
-            strings = read_table_strings(table["path"], table["version"], table["columns"])
-            for column, values in zip(table["columns"], strings, strict=True):
-                unique = values.null_count == 0 and len(pc.unique(values)) == len(values) == table["n_rows"]
-                if unique:
-                    found.append({"table_name": table["table_name"], "column_name": column})
         yield pa.RecordBatch.from_pylist(
-            found, schema=pa.schema([("table_name", pa.string()), ("column_name", pa.string())])
+            [key for table in batch.to_pylist() for key in _table_keys(table)], schema=_FOUND
         )
 
 
-def _checked_single_keys(catalog: Catalog, lake: Path, precision: int) -> set[Key]:
-    """Exactly checked unique columns of the tables without agree-set state."""
+def _checked_keys(
+    catalog: Catalog,
+    lake: Path,
+    config: FkConfig,
+    precision: int,
+    has_candidates: Callable[[Key], bool],
+) -> set[Key]:
+    """Exactly checked keys of the tables without agree-set state (module docstring)."""
     tracked = tracked_tables(catalog)
     tables = {
         row["table_name"]: row
         for row in catalog.read_small("tables").select(["table_name", "n_rows", "last_version"]).to_pylist()
+        if row["table_name"] not in tracked and row["n_rows"]
     }
-    columns = catalog.read_small("columns").to_pylist()
-    relative_error = 1.04 / np.sqrt(2.0**precision)
-    could_be_unique: dict[str, list[str]] = {}
-    for column in columns:
-        table = tables.get(column["table_name"])
-        if table is None or column["table_name"] in tracked or not table["n_rows"] or column["n_nulls"]:
-            continue
-        estimate = column["n_distinct_estimate"] or 0
-        if estimate >= table["n_rows"] * (1 - _ESTIMATE_SIGMAS * relative_error):
-            could_be_unique.setdefault(column["table_name"], []).append(column["column_name"])
-    if not could_be_unique:
+    estimates: dict[str, dict[str, int]] = {}  # null-free columns of those tables, their distinct estimates
+    for column in catalog.read_small("columns").to_pylist():
+        if column["table_name"] in tables and column["n_nulls"] == 0:
+            estimates.setdefault(column["table_name"], {})[column["column_name"]] = (
+                column["n_distinct_estimate"] or 0
+            )
+    sigmas = _ESTIMATE_SIGMAS * 1.04 / math.sqrt(2.0**precision)
+    rows = []
+    for name, distinct in sorted(estimates.items()):
+        n_rows = tables[name]["n_rows"]
+        singles = [column for column, estimate in distinct.items() if estimate >= n_rows * (1 - sigmas)]
+        referenced = sorted(column for column in distinct if has_candidates(Key(name, (column,))))
+        combinations = [
+            list(combination)
+            for size in range(2, config.max_key_columns + 1)
+            for combination in itertools.combinations(referenced, size)
+            if math.prod(distinct[column] * (1 + sigmas) for column in combination) >= n_rows
+            and has_candidates(Key(name, combination))
+        ]
+        if singles or combinations:
+            work = len(set(singles).union(*combinations)) + len(combinations)
+            row = (name, str(table_path(lake, name)), tables[name]["last_version"], singles, combinations)
+            rows.append((n_rows * work, row))
+    if not rows:
         return set()
-    rows = [
-        (
-            tables[name]["n_rows"] * len(names),
-            (name, str(table_path(lake, name)), tables[name]["last_version"], tables[name]["n_rows"], names),
-        )
-        for name, names in sorted(could_be_unique.items())
-    ]
     spark = catalog.spark
     spark.sparkContext.setJobDescription(
-        f"FK keys: uniqueness of {sum(len(n) for n in could_be_unique.values())} columns"
+        f"FK keys: uniqueness of {sum(len(row[3]) for _, row in rows)} columns and "
+        f"{sum(len(row[4]) for _, row in rows)} column combinations in {len(rows)} tables"
     )
-    found = balanced_frame(spark, rows, _CHECK_SCHEMA).mapInArrow(
-        _unique_columns, "table_name string, column_name string"
-    )
-    return {Key(row["table_name"], (row["column_name"],)) for row in found.toArrow().to_pylist()}
+    found = balanced_frame(spark, rows, _CHECK_SCHEMA).mapInArrow(_unique_keys, _FOUND_DDL)
+    return {Key(row["table_name"], tuple(row["columns"]), "checked") for row in found.toArrow().to_pylist()}
 
 
-def find_keys(catalog: Catalog, lake: Path, config: FkConfig, precision: int) -> list[Key]:
-    """The key candidates of the lake's committed tables, sorted by table and columns."""
+def find_keys(
+    catalog: Catalog, lake: Path, config: FkConfig, precision: int, has_candidates: Callable[[Key], bool]
+) -> list[Key]:
+    """The key candidates of the lake's committed tables, sorted by table and columns; ``has_candidates``
+    tells whether a column combination would have FK candidates (phase 2 of Zhang §4)."""
     nulls = {
         (row["table_name"], row["column_name"]): row["n_nulls"]
         for row in catalog.read_small("columns").select(["table_name", "column_name", "n_nulls"]).to_pylist()
@@ -102,15 +169,19 @@ def find_keys(catalog: Catalog, lake: Path, config: FkConfig, precision: int) ->
         if 0 < len(row["columns"]) <= config.max_key_columns
         and all(nulls.get((row["table_name"], column)) == 0 for column in row["columns"])
     }
-    checked = _checked_single_keys(catalog, lake, precision)
+    checked = _checked_keys(catalog, lake, config, precision, has_candidates)
     declared = {
-        Key(table, tuple(columns)) for table, listed in config.declared_keys.items() for columns in listed
+        Key(table, tuple(columns), "declared")
+        for table, listed in config.declared_keys.items()
+        for columns in listed
     }
     log.info(
-        "FK keys: %d from unique column combinations, %d unique columns of tables without agree-sets, "
-        "%d declared",
+        "FK keys: %d from unique column combinations, %d checked in tables without agree-sets "
+        "(%d with several columns), %d declared",
         len(keys),
         len(checked),
+        sum(len(key.columns) > 1 for key in checked),
         len(declared),
     )
+    # A key found several ways keeps the first: agree-sets, then checked, then declared.
     return sorted(keys | checked | declared, key=lambda key: (key.table, key.columns))

@@ -1,0 +1,72 @@
+"""FK key candidates: those checked exactly in tables without agree-set state equal the minimal unique
+column combinations found by brute force, and equal those the agree-set state gives."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from lakemeta.config import AgreeSetConfig, Config
+from lakemeta.fks.keys import Key, find_keys
+from lakemeta.pipeline import Pipeline
+
+from .lake_changes import process
+
+pytestmark = pytest.mark.spark
+
+
+def random_table(rng: np.random.Generator) -> pa.Table:
+    """Rows of a shuffled grid (a, b) beside columns of small domains, one with nulls, and a copy of a."""
+    width, height = int(rng.integers(3, 7)), int(rng.integers(3, 7))
+    grid = rng.permutation([(a, b) for a in range(width) for b in range(height)])
+    n = len(grid)
+    return pa.table(
+        {
+            "a": grid[:, 0],
+            "b": [f"b{v}" for v in grid[:, 1]],
+            "c": rng.integers(0, 3, n),
+            "d": rng.integers(0, n, n) * 1.5,
+            "e": [None if rng.random() < 0.3 else int(v) for v in rng.integers(0, n, n)],
+            "f": grid[:, 0],
+        }
+    )
+
+
+def minimal_keys(name: str, table: pa.Table, max_columns: int) -> set[Key]:
+    """Brute force: the minimal combinations of null-free columns whose tuples are all distinct."""
+    columns = [c for c in table.column_names if table[c].null_count == 0]
+    values = {c: table[c].to_pylist() for c in columns}
+    unique = [
+        combination
+        for size in range(1, max_columns + 1)
+        for combination in itertools.combinations(columns, size)
+        if len(set(zip(*(values[c] for c in combination), strict=True))) == table.num_rows
+    ]
+    return {
+        Key(name, combination)
+        for combination in unique
+        if not any(set(smaller) < set(combination) for smaller in unique)
+    }
+
+
+@pytest.mark.parametrize("max_rows", [0, 50_000])
+def test_checked_keys_equal_brute_force_and_the_agree_set_keys(spark, tmp_path: Path, max_rows: int) -> None:
+    rng = np.random.default_rng(11)
+    lake = tmp_path / "lake"
+    tables = {f"t{i}": random_table(rng) for i in range(4)}
+    for name, table in tables.items():
+        write_deltalake(str(lake / name), table)
+    config = Config(lake=lake, catalog=tmp_path / "catalog", agree_sets=AgreeSetConfig(max_rows=max_rows))
+    pipeline = Pipeline(spark, config)
+    process(pipeline, "column_profile", "hll_counters", "agree_sets")
+    found = find_keys(pipeline.catalog, lake, config.fks, config.sketches.precision, lambda key: True)
+    expected = set().union(
+        *(minimal_keys(name, table, config.fks.max_key_columns) for name, table in tables.items())
+    )
+    assert any(len(key.columns) > 1 for key in expected)
+    assert set(found) == expected
