@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +149,9 @@ class Config:
     lake: Path | None = None
     catalog: Path | None = None
     spark_master: str = "local[*]"
+    # The metastore of the Spark SQL database ``lakemeta``: None for Spark's embedded one beside the
+    # catalog, or an external Hive metastore's URI (thrift://host:9083).
+    metastore_uri: str | None = None
     # How often lakemeta_incremental runs (a cron expression or preset); DAG files read it at parse time.
     incremental_schedule: str = "@hourly"
     ingest: IngestConfig = dataclasses.field(default_factory=IngestConfig)
@@ -198,6 +201,23 @@ def load_config(
             else:
                 merged[key] = value
     return _build(merged)
+
+
+def parse_settings(settings: Sequence[str]) -> dict[str, Any]:
+    """``KEY=VALUE`` or ``SECTION.KEY=VALUE`` settings (``fks.inclusion_threshold=0.95``) as ``load_config``
+    overrides; values are read as YAML scalars, so numbers, booleans and ``null`` keep their types."""
+    overrides: dict[str, Any] = {}
+    for setting in settings:
+        name, equals, text = setting.partition("=")
+        if not equals or not name.strip():
+            raise ValueError(f"a setting is KEY=VALUE or SECTION.KEY=VALUE, got {setting!r}")
+        value = yaml.safe_load(text)
+        section, dot, key = name.strip().partition(".")
+        if dot:
+            overrides.setdefault(section, {})[key] = value
+        else:
+            overrides[section] = value
+    return overrides
 
 
 def _build(values: dict[str, Any]) -> Config:

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from lakemeta.config import load_config
+from lakemeta.config import load_config, parse_settings
 
 
 def test_defaults_without_file_or_environment():
@@ -32,3 +32,21 @@ def test_unknown_key_is_an_error(tmp_path: Path):
 def test_missing_paths_are_named():
     with pytest.raises(ValueError, match="LAKEMETA_LAKE"):
         load_config(environ={}).require_paths()
+
+
+def test_settings_override_the_file_and_keep_their_types(tmp_path: Path):
+    config_file = tmp_path / "lakemeta.yaml"
+    config_file.write_text("fks:\n  inclusion_threshold: 0.8\n  max_key_columns: 3\n")
+    settings = ["fks.inclusion_threshold=0.95", "fks.require_name_match=True", "spark_master=local[2]"]
+    config = load_config(parse_settings(settings), environ={"LAKEMETA_CONFIG": str(config_file)})
+    assert config.fks.inclusion_threshold == 0.95 and config.fks.max_key_columns == 3
+    assert config.fks.require_name_match is True and config.spark_master == "local[2]"
+    assert load_config(parse_settings(["inds.filters=web"]), environ={}).inds.filters == "web"
+
+
+@pytest.mark.parametrize(
+    "setting", ["fks.inclusion_threshold", "=3", "fks.nope=1", "fks.inclusion_threshold=2"]
+)
+def test_bad_settings_are_named(setting: str):
+    with pytest.raises(ValueError, match=r"KEY=VALUE|nope|inclusion_threshold"):
+        load_config(parse_settings([setting]), environ={})
