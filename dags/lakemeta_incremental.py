@@ -1,8 +1,10 @@
-"""lakemeta_incremental: on a schedule, bring state and catalog up to date with the lake's changes.
+"""lakemeta_incremental: on a schedule, bring the state up to date with the lake's changes.
 
 Wiring only: each task is a pipeline step under jobs/, launched by spark-submit through the
-`spark_default` connection. The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG /
-LAKEMETA_CONFIG in the task's environment; the steps are idempotent, so retries are safe.
+`spark_default` connection. Detect the batches, apply them to every state component in parallel, then
+commit the watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`.
+The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG / LAKEMETA_CONFIG in the task's
+environment; the steps are idempotent, so retries are safe.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import pendulum
 from airflow.sdk import dag
 
 from lakemeta.config import load_config
-from lakemeta.spark.submit import DEFAULT_ARGS, spark_step
+from lakemeta.spark.submit import DEFAULT_ARGS, spark_step, state_asset
 
 
 @dag(
@@ -32,12 +34,8 @@ def lakemeta_incremental() -> None:
         spark_step("update_agree_sets", "update_agree_sets.py"),
         spark_step("update_posting_lists", "update_posting_lists.py"),
     ]
-    commit = spark_step("commit_batches", "commit_batches.py")
-    estimates = spark_step("inclusion_estimates", "inclusion_estimates.py")
-    inds = spark_step("inclusion_dependencies", "inclusion_dependencies.py")
-    fks = spark_step("fk_candidates", "fk_candidates.py")
-    detect >> state_updates >> commit >> [estimates, inds]
-    estimates >> fks  # phase 1 of the FK search reads the inclusion estimates
+    commit = spark_step("commit_batches", "commit_batches.py", outlets=[state_asset()])
+    detect >> state_updates >> commit
 
 
 lakemeta_incremental()

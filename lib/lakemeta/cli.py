@@ -8,9 +8,13 @@ import sys
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from lakemeta.config import Config, load_config
+from lakemeta.config import Config, load_config, parse_settings
 from lakemeta.logs import configure_logging
+
+if TYPE_CHECKING:  # the pipeline imports pyspark: only commands that run Spark load it
+    from lakemeta.pipeline import Pipeline
 
 log = logging.getLogger("lakemeta")
 
@@ -24,6 +28,14 @@ def _paths(parser: argparse.ArgumentParser, lake: bool = True) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakemeta", description="Metadata of a data lake, kept current.")
     parser.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a configuration value, e.g. fks.inclusion_threshold=0.95 (repeatable)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     ingest = commands.add_parser("ingest", help="CSV / Parquet files or folders -> Delta tables in the lake")
@@ -69,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     time_travel.add_argument(
         "--as-of", type=datetime.fromisoformat, help="the table as of this time (ISO 8601)"
     )
+    time_travel.add_argument(
+        "--latest",
+        action="store_true",
+        help="the latest version written, even if not yet audited and published (default: the published one)",
+    )
 
     demo = commands.add_parser("demo", help="build a demo lake, run the pipeline, change it, run again")
     demo.add_argument(
@@ -80,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
-    overrides = {key: getattr(args, key, None) for key in ("lake", "catalog")}
+    overrides = parse_settings(args.settings)
+    overrides.update({key: getattr(args, key, None) for key in ("lake", "catalog")})
     overrides["spark_master"] = args.master
     if args.command == "ingest":
         ingest_options = {k: getattr(args, k) for k in ("separator", "header", "quote", "escape", "encoding")}
@@ -108,24 +126,41 @@ def _ingest(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
-def _pipeline(config: Config):
+def _pipeline(config: Config, metastore: bool = False) -> Pipeline:
     from lakemeta.pipeline import Pipeline
-    from lakemeta.spark import get_session
+    from lakemeta.spark import get_session, metastore_conf
 
     _lake, catalog = config.require_paths()
-    return Pipeline(get_session(config.spark_master, "lakemeta", catalog=catalog), config)
+    extra_conf = metastore_conf(config.metastore_uri) if metastore else None
+    return Pipeline(
+        get_session(config.spark_master, "lakemeta", catalog=catalog, extra_conf=extra_conf), config
+    )
+
+
+def _audit_and_publish(pipeline: Pipeline) -> int:
+    """Write-audit-publish's last two steps; 1 (nothing published) when the quality gate fails."""
+    audit = pipeline.audit()
+    if not audit.success:
+        print(f"quality gate failed, nothing published; results in {audit.path}:", file=sys.stderr)
+        print("\n".join(f"  {failure}" for failure in audit.failures), file=sys.stderr)
+        return 1
+    n_tables = pipeline.publish(audit)
+    print(f"quality gate passed; {n_tables} catalog tables published (results in {audit.path})")
+    return 0
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    plan = _pipeline(config).run()
+    pipeline = _pipeline(config, metastore=True)
+    plan = pipeline.run()
     print(f"run {plan.run_id}: {len(plan.batches)} tables changed")
-    return 0
+    return _audit_and_publish(pipeline)
 
 
 def _rebuild(args: argparse.Namespace, config: Config) -> int:
-    plan = _pipeline(config).rebuild()
+    pipeline = _pipeline(config, metastore=True)
+    plan = pipeline.rebuild()
     print(f"rebuilt state from {len(plan.batches)} tables (run {plan.run_id})")
-    return 0
+    return _audit_and_publish(pipeline)
 
 
 def _joinable(args: argparse.Namespace, config: Config) -> int:
@@ -159,7 +194,9 @@ def _show(args: argparse.Namespace, config: Config) -> int:
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    frame = read_catalog_table(config.catalog, args.table, args.version, args.as_of)
+    frame = read_catalog_table(
+        config.catalog, args.table, args.version, args.as_of, published=not args.latest
+    )
     print(format_table(frame, args.limit or None))
     return 0
 

@@ -22,6 +22,7 @@ from lakemeta.agreesets.agree_set_state import (
     update_agree_sets,
 )
 from lakemeta.catalog import STATE_SCHEMAS, Catalog
+from lakemeta.catalog.database import publish_catalog
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.config import Config
 from lakemeta.fks.fk_candidates import refresh_fk_candidates
@@ -30,6 +31,7 @@ from lakemeta.joinsearch.joinable import JoinableMatch, search_lake
 from lakemeta.joinsearch.posting_state import update_posting_lists
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.profile.column_profile import update_column_profile
+from lakemeta.quality.gate import Audit, audit_catalog
 from lakemeta.sketches.hll_state import column_registers, distinct_estimates, update_hll_counters
 from lakemeta.sketches.inclusion import refresh_inclusion_estimates
 
@@ -85,7 +87,9 @@ class Pipeline:
         are recomputed whole from the state.
         """
         if plan is not None:
-            refresh_keys_and_dependencies(self.catalog, plan, self.config.agree_sets)
+            refresh_keys_and_dependencies(
+                self.catalog, self.config.agree_sets, sorted({batch.table_name for batch in plan.batches})
+            )
             commit_plan(self.catalog, plan)
         registers = column_registers(self.catalog, self.config.sketches.precision)
         profile = self.catalog.read_small("state/column_profile")
@@ -100,6 +104,9 @@ class Pipeline:
         in an order that runs them all: each is a deterministic function of the state, the tables and the
         configuration, and ``fk_candidates`` also of ``inclusion_estimates`` (its phase 1)."""
         return {
+            "keys_and_dependencies": lambda: refresh_keys_and_dependencies(
+                self.catalog, self.config.agree_sets
+            ),
             "inclusion_estimates": lambda: refresh_inclusion_estimates(self.catalog, self.config.sketches),
             "inclusion_dependencies": lambda: refresh_inclusion_dependencies(
                 self.catalog, self.lake, self.config.inds
@@ -135,6 +142,15 @@ class Pipeline:
                 self.discover(name)
                 progress.update()
         return plan
+
+    def audit(self) -> Audit:
+        """The quality gate over the catalog as written (``lakemeta.quality``); the results are kept."""
+        return audit_catalog(self.catalog.root)
+
+    def publish(self, audit: Audit) -> int:
+        """Publish the audited versions of the catalog's tables (the session needs a metastore:
+        ``metastore_conf``); a failed audit raises QualityGateError. Returns the number of tables."""
+        return publish_catalog(self.catalog, audit)
 
     def search_joinable(
         self, source: str, key_columns: list[str], k: int, hash_bits: int, query_id: str

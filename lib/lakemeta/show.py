@@ -17,16 +17,33 @@ SORT_KEYS = {
 }
 
 
+def published_version(catalog: Path, name: str) -> int | None:
+    """The version of a catalog table published last (write-audit-publish), None if none was."""
+    path = catalog / "published"
+    if not deltalake.DeltaTable.is_deltatable(str(path)):
+        return None
+    published = deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    versions = [row for row in published if row["table_name"] == name]
+    return max(versions, key=lambda row: row["published_at"])["version"] if versions else None
+
+
 def read_catalog_table(
-    catalog: Path, name: str, version: int | None = None, as_of: datetime | None = None
+    catalog: Path,
+    name: str,
+    version: int | None = None,
+    as_of: datetime | None = None,
+    published: bool = False,
 ) -> pd.DataFrame:
-    """A catalog table as pandas, optionally as it was at ``version`` or at time ``as_of``."""
+    """A catalog table as pandas: its latest version, or as it was at ``version`` or at time ``as_of``, or
+    (``published``) the version published last when there is one."""
     if name not in ALL_SCHEMAS:
         raise KeyError(f"unknown catalog table {name!r}; known: {', '.join(sorted(ALL_SCHEMAS))}")
     path = catalog / name
     if not deltalake.DeltaTable.is_deltatable(str(path)):
         raise FileNotFoundError(f"{path} is not a Delta table: has `lakemeta run` been run on this catalog?")
     table = deltalake.DeltaTable(str(path))
+    if published and version is None and as_of is None:
+        version = published_version(catalog, name)
     if version is not None:
         table.load_as_version(version)
     elif as_of is not None:

@@ -7,12 +7,13 @@ import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from lakemeta.config import load_config
+from lakemeta.config import load_config, parse_settings
 from lakemeta.joinsearch.joinable import format_matches, parse_key_columns
 from lakemeta.lake.batches import Plan
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
-from lakemeta.spark import get_session
+from lakemeta.quality.gate import Audit, audit_catalog, require_success
+from lakemeta.spark import get_session, metastore_conf
 
 
 def _continue_run(step: Callable[[Pipeline, Plan], None]) -> Callable[[Pipeline], None]:
@@ -38,6 +39,7 @@ STEPS: dict[str, Callable[[Pipeline], object]] = {
     "update_agree_sets": _update("agree_sets"),
     "update_posting_lists": _update("posting_lists"),
     "commit": lambda pipeline: pipeline.commit(pipeline.running()),
+    "keys_and_dependencies": lambda pipeline: pipeline.discover("keys_and_dependencies"),
     "inclusion_estimates": lambda pipeline: pipeline.discover("inclusion_estimates"),
     "inclusion_dependencies": lambda pipeline: pipeline.discover("inclusion_dependencies"),
     "fk_candidates": lambda pipeline: pipeline.discover("fk_candidates"),
@@ -49,14 +51,25 @@ def _parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
     parser.add_argument("--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)")
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a configuration value, e.g. fks.inclusion_threshold=0.95 (repeatable)",
+    )
     return parser
 
 
-def _open(name: str, args: argparse.Namespace) -> Pipeline:
+def _open(name: str, args: argparse.Namespace, metastore: bool = False) -> Pipeline:
     configure_logging()
-    config = load_config({"lake": args.lake, "catalog": args.catalog})
+    config = load_config({**parse_settings(args.settings), "lake": args.lake, "catalog": args.catalog})
     _lake, catalog = config.require_paths()
-    spark = get_session(config.spark_master, app_name=f"lakemeta {name}", catalog=catalog)
+    extra_conf = metastore_conf(config.metastore_uri) if metastore else None
+    spark = get_session(
+        config.spark_master, app_name=f"lakemeta {name}", catalog=catalog, extra_conf=extra_conf
+    )
     logging.getLogger("lakemeta").info("%s: lake %s, catalog %s", name, config.lake, catalog)
     return Pipeline(spark, config)
 
@@ -79,3 +92,19 @@ def joinable_search(argv: Sequence[str] | None = None) -> None:
     keys = parse_key_columns(args.key)
     matches = pipeline.search_joinable(args.query, keys, args.k, args.hash_bits, args.query_id)
     logging.getLogger("lakemeta").info("joinable search %s:\n%s", args.query_id, format_matches(matches))
+
+
+def quality_gate() -> str:
+    """The quality gate of a DAG run (no JVM): audit the configured catalog; the results' path, or
+    QualityGateError naming the failed expectations (the run fails and nothing is published)."""
+    configure_logging()
+    _lake, catalog = load_config().require_paths()
+    return str(require_success(audit_catalog(catalog)).path)
+
+
+def publish(argv: Sequence[str] | None = None) -> None:
+    """Publish the catalog versions that the audit ``--audit`` (the quality gate's results) passed."""
+    parser = _parser("lakemeta publish")
+    parser.add_argument("--audit", type=Path, required=True, help="the quality gate's results (JSON)")
+    args = parser.parse_args(argv)
+    _open("publish", args, metastore=True).publish(Audit.load(args.audit))

@@ -23,37 +23,101 @@ def dagbag(tmp_path_factory: pytest.TempPathFactory):
     return DagBag(dag_folder=str(REPO / "dags"))
 
 
+DAG_IDS = {"lakemeta_incremental", "lakemeta_discovery", "lakemeta_joinable_search", "lakemeta_rebuild"}
+
+
 def test_dags_import_without_errors(dagbag):
     assert dagbag.import_errors == {}
-    assert {"lakemeta_incremental", "lakemeta_joinable_search"} <= set(dagbag.dag_ids)
+    assert set(dagbag.dag_ids) == DAG_IDS
 
 
-def test_incremental_dag_wiring(dagbag):
+def upstream(dag) -> dict[str, list[str]]:
+    return {task.task_id: sorted(task.upstream_task_ids) for task in dag.tasks}
+
+
+def test_every_task_but_the_quality_gate_is_a_retried_spark_submit_of_a_job(dagbag):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
+    for dag_id in DAG_IDS:
+        for task in dagbag.dags[dag_id].tasks:
+            assert task.retries >= 1 and task.retry_exponential_backoff
+            if task.task_id == "quality_gate":  # no Spark: Great Expectations over the catalog's files
+                assert task.python_callable.__module__ == "lakemeta.steps"
+                continue
+            assert isinstance(task, SparkSubmitOperator)
+            assert task._conn_id == "spark_default"
+            assert Path(task.application).parent == REPO / "jobs" and Path(task.application).exists()
+            assert task.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+            assert task.env_vars["SPARK_LOCAL_IP"] == "127.0.0.1"
+
+
+def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on(dagbag):
     dag = dagbag.dags["lakemeta_incremental"]
     assert dag.max_active_runs == 1
-    upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
     state_updates = [
         "update_agree_sets",
         "update_column_profile",
         "update_hll_counters",
         "update_posting_lists",
     ]
-    assert upstream == {
+    assert upstream(dag) == {
         "detect_batches": [],
         **{task: ["detect_batches"] for task in state_updates},
         "commit_batches": state_updates,
-        "inclusion_estimates": ["commit_batches"],
-        "inclusion_dependencies": ["commit_batches"],
-        "fk_candidates": ["inclusion_estimates"],
     }
-    for task in dag.tasks:
-        assert isinstance(task, SparkSubmitOperator)
-        assert task.retries >= 1 and task.retry_exponential_backoff
-        assert Path(task.application).parent == REPO / "jobs" and Path(task.application).exists()
-        assert task.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
-        assert task.env_vars["SPARK_LOCAL_IP"] == "127.0.0.1"
+    (asset,) = dag.get_task("commit_batches").outlets
+    assert asset.name == "lakemeta_state"
+    discovery = dagbag.dags["lakemeta_discovery"]
+    assert [a.name for a in discovery.timetable.asset_condition.objects] == ["lakemeta_state"]
+
+
+def test_discovery_dag_wiring_and_params(dagbag):
+    from airflow.exceptions import ParamValidationError
+
+    dag = dagbag.dags["lakemeta_discovery"]
+    assert dag.max_active_runs == 1
+    assert upstream(dag) == {
+        "keys_and_dependencies": [],
+        "inclusion_estimates": [],
+        "inclusion_dependencies": [],
+        "fk_candidates": ["inclusion_estimates", "keys_and_dependencies"],
+        "quality_gate": ["fk_candidates", "inclusion_dependencies"],
+        "publish": ["quality_gate"],
+    }
+    assert "{{ ti.xcom_pull(task_ids='quality_gate') }}" in dag.get_task("publish").application_args
+    defaults = triggered(dag.params, {})
+    assert defaults == {
+        "inclusion_floor": 0.5,
+        "max_fd_error": 0.01,
+        "ind_filters": "relational",
+        "fk_inclusion_threshold": 0.9,
+        "require_name_match": False,
+    }
+    for bad in (
+        {"inclusion_floor": 1.5},
+        {"fk_inclusion_threshold": 0},
+        {"ind_filters": "all"},
+        {"require_name_match": "yes"},
+    ):
+        with pytest.raises(ParamValidationError):
+            triggered(dag.params, bad)
+    args = dag.get_task("fk_candidates").application_args
+    assert args[args.index("fks.inclusion_threshold={{ params.fk_inclusion_threshold }}") - 1] == "--set"
+
+
+def test_rebuild_dag_asks_for_confirmation(dagbag):
+    from airflow.exceptions import ParamValidationError
+
+    dag = dagbag.dags["lakemeta_rebuild"]
+    assert upstream(dag) == {
+        "rebuild_state": [],
+        "quality_gate": ["rebuild_state"],
+        "publish": ["quality_gate"],
+    }
+    assert triggered(dag.params, {"confirm": "rebuild"}) == {"confirm": "rebuild"}
+    for bad in ({}, {"confirm": "yes"}):
+        with pytest.raises(ParamValidationError):
+            triggered(dag.params, bad)
 
 
 def triggered(params, values: dict) -> dict:

@@ -12,7 +12,8 @@ The three parts of a state component (DESIGN.md, "The shape of a state component
   Δ+), replaces the rows of new, replaced and dropped tables, and deletes agree-sets whose count reaches
   zero, so the state holds exactly the support of ES^m(r) with its counts. Empty agree-sets are never
   stored (§3: not informative; their number is |r|(|r|-1)/2 minus the stored total).
-* Results. ``refresh_keys_and_dependencies`` derives, for the tables of a run only, the minimal unique
+* Results. ``refresh_keys_and_dependencies`` derives, for the tables of a run at its commit (or for every
+  table, when a discovery run asks for other thresholds), the minimal unique
   column combinations, the minimal exact FDs and the minimal approximate FDs (Def. 6.2, errors from the
   AStree of §6) from the stored multiset and |r|; ``unique_column_flags`` the per-column uniqueness.
 
@@ -493,21 +494,26 @@ def tracked_tables(catalog: Catalog) -> set[str]:
     return {row.table_name for row in markers.collect()}  # small by construction: one marker per table
 
 
-def refresh_keys_and_dependencies(catalog: Catalog, plan: Plan, config: AgreeSetConfig) -> None:
-    """Recompute ``unique_column_combinations`` and ``functional_dependencies`` of the plan's tables from
-    ``state/agree_sets`` and the row counts of ``state/column_profile`` (both updated before this runs).
+def refresh_keys_and_dependencies(
+    catalog: Catalog, config: AgreeSetConfig, tables: list[str] | None = None
+) -> None:
+    """Recompute ``unique_column_combinations`` and ``functional_dependencies`` of ``tables`` (all tables
+    when None) from ``state/agree_sets`` and the row counts of ``state/column_profile`` (both updated before
+    this runs).
 
     Rows of other tables are kept; the rows of a dropped or untracked table, or of one wider than
-    ``max_columns``, are removed. Each table's derivation runs in one Spark task (the multiset of a wide
-    table can be large); the results are written with delta-rs. ``max_lhs_size`` bounds the LHS of
-    approximate FDs (exact FDs and UCCs are always complete): the level-wise search is exponential in the
-    number of columns (see the module's figures).
+    ``max_columns``, are removed (with ``tables`` None, every row is rewritten). Each table's derivation
+    runs in one Spark task (the multiset of a wide table can be large); the results are written with
+    delta-rs. ``max_lhs_size`` bounds the LHS of approximate FDs (exact FDs and UCCs are always complete):
+    the level-wise search is exponential in the number of columns (see the module's figures).
     """
-    tables = sorted({batch.table_name for batch in plan.batches})
-    if not tables:
+    every_table = tables is None
+    if every_table:
+        tables = sorted(set(catalog.read_small(PROFILE)["table_name"].to_pylist()))
+    if not tables and not every_table:
         return
     spark = catalog.spark
-    spark.sparkContext.setJobDescription(f"run {plan.run_id}: keys and FDs of {len(tables)} tables")
+    spark.sparkContext.setJobDescription(f"keys and FDs of {len(tables)} tables")
     shapes = {
         name: shape
         for name, shape in table_shapes(catalog, tables).items()
@@ -527,15 +533,18 @@ def refresh_keys_and_dependencies(catalog: Catalog, plan: Plan, config: AgreeSet
     is_ucc = pc.equal(derived["kind"], "ucc")
     uccs = derived.filter(is_ucc).select(["table_name", "columns"])
     fds = derived.filter(pc.invert(is_ucc)).select(["table_name", "columns", "rhs", "error"])
-    # The rows of the plan's tables only, in one commit each; other tables' rows stay.
-    of_tables = "table_name IN (" + ", ".join("'" + t.replace("'", "''") + "'" for t in tables) + ")"
+    # The rows of the listed tables only, in one commit each; other tables' rows stay.
+    of_tables = (
+        None
+        if every_table
+        else "table_name IN (" + ", ".join("'" + t.replace("'", "''") + "'" for t in tables) + ")"
+    )
     catalog.replace_small(UCCS, uccs, of_tables)
     catalog.replace_small(FDS, fds.rename_columns(["table_name", "lhs", "rhs", "error"]), of_tables)
     exact = int(pc.sum(pc.equal(fds["error"], 0.0)).as_py() or 0)
     log.info(
-        "run %d: keys and dependencies of %d tables (of %d changed): %d minimal UCCs, %d exact and %d "
+        "keys and dependencies of %d tables (of %d listed): %d minimal UCCs, %d exact and %d "
         "approximate minimal FDs (error <= %g)",
-        plan.run_id,
         len(pc.unique(derived["table_name"])),
         len(tables),
         len(uccs),

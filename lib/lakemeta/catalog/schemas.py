@@ -79,6 +79,8 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("rank", IntegerType()),
         ("accepted", BooleanType()),
         ("name_match", BooleanType()),
+        # How the key was found: agree_sets (a minimal UCC), checked (exactly, without agree-sets), declared.
+        ("pk_source", StringType()),
     ),
     "joinable_tables": _schema(
         ("query_id", StringType()),
@@ -95,6 +97,14 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("tables_changed", IntegerType()),
         ("rows_inserted", LongType()),
         ("rows_deleted", LongType()),
+    ),
+    # Write-audit-publish: per catalog table, the versions that passed the quality gate and were published
+    # (the views of the Spark SQL database `lakemeta` and `lakemeta show` read the last one).
+    "published": _schema(
+        ("table_name", StringType()),
+        ("version", LongType()),
+        ("published_at", TimestampType()),
+        ("audit", StringType()),
     ),
 }
 

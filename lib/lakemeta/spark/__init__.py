@@ -1,5 +1,19 @@
 """Spark session factory (Delta, local jars, settings for a small machine)."""
 
-from lakemeta.spark.session import delta_jars, get_session, prepare_environment, spark_conf, spark_environment
+from lakemeta.spark.session import (
+    delta_jars,
+    get_session,
+    metastore_conf,
+    prepare_environment,
+    spark_conf,
+    spark_environment,
+)
 
-__all__ = ["delta_jars", "get_session", "prepare_environment", "spark_conf", "spark_environment"]
+__all__ = [
+    "delta_jars",
+    "get_session",
+    "metastore_conf",
+    "prepare_environment",
+    "spark_conf",
+    "spark_environment",
+]

@@ -85,6 +85,17 @@ def spark_conf(catalog: Path | None = None) -> dict[str, str]:
     return conf
 
 
+def metastore_conf(metastore_uri: str | None = None) -> dict[str, str]:
+    """Settings of a session that reads and writes the Spark SQL database ``lakemeta``: Spark's Hive catalog
+    on the embedded Derby metastore that :func:`spark_conf` places beside the catalog, or on an external
+    Hive metastore at ``metastore_uri`` (``thrift://host:9083``). Embedded Derby admits one JVM at a time,
+    so only the sessions that register or query the database ask for it."""
+    conf = {"spark.sql.catalogImplementation": "hive"}
+    if metastore_uri:
+        conf["spark.hadoop.hive.metastore.uris"] = metastore_uri
+    return conf
+
+
 def get_session(
     master: str = "local[*]",
     app_name: str = "lakemeta",

@@ -1,0 +1,97 @@
+"""lakemeta_discovery: the discovery results from the committed state, each time lakemeta_incremental
+commits (the asset `lakemeta_state`), or triggered by hand with other thresholds.
+
+Wiring only: keys and FDs from the agree-sets, BML inclusion estimates, Many's INDs, then the FK
+candidates (whose phase 1 reads the estimates and whose keys come from the agree-sets); then the quality
+gate audits the catalog as written (Great Expectations; the results' path is in its log), and only when it
+passes are the audited versions published to the Spark SQL database `lakemeta`. Each param is handed to
+every discovery step as a configuration setting (`--set section.key=value`); the defaults are the
+configuration's.
+"""
+
+from __future__ import annotations
+
+import pendulum
+from airflow.sdk import Param, dag, task
+
+from lakemeta.config import load_config
+from lakemeta.spark.submit import DEFAULT_ARGS, PUBLISH_ARGS, spark_step, state_asset
+from lakemeta.steps import quality_gate
+
+CONFIG = load_config()
+# Param name -> the configuration value it sets.
+SETTINGS = {
+    "inclusion_floor": "sketches.inclusion_floor",
+    "max_fd_error": "agree_sets.max_fd_error",
+    "ind_filters": "inds.filters",
+    "fk_inclusion_threshold": "fks.inclusion_threshold",
+    "require_name_match": "fks.require_name_match",
+}
+
+
+@dag(
+    dag_id="lakemeta_discovery",
+    schedule=[state_asset()],
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["lakemeta"],
+    doc_md=__doc__,
+    params={
+        "inclusion_floor": Param(
+            CONFIG.sketches.inclusion_floor,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="Inclusion-estimate floor",
+            description="inclusion_estimates keeps the column pairs whose BML estimate reaches this.",
+        ),
+        "max_fd_error": Param(
+            CONFIG.agree_sets.max_fd_error,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="Largest FD error",
+            description="Approximate FDs up to this error (g3, DynASt Def. 6.2); 0 keeps exact FDs only.",
+        ),
+        "ind_filters": Param(
+            CONFIG.inds.filters,
+            type="string",
+            enum=["relational", "web", "none"],
+            title="Many's filters",
+            description="relational: null columns only; web: all four of Many §3.2; none.",
+        ),
+        "fk_inclusion_threshold": Param(
+            CONFIG.fks.inclusion_threshold,
+            type="number",
+            exclusiveMinimum=0,
+            maximum=1,
+            title="FK inclusion threshold θ",
+            description="Zhang et al. use 0.9; BML §5.3 prunes below 0.95 for exact containment.",
+        ),
+        "require_name_match": Param(
+            CONFIG.fks.require_name_match,
+            type="boolean",
+            title="Require matching column names",
+            description="Accept only FK candidates whose column names match the key's (Zhang §5.4).",
+        ),
+    },
+)
+def lakemeta_discovery() -> None:
+    settings = [
+        argument
+        for param, setting in SETTINGS.items()
+        for argument in ("--set", f"{setting}={{{{ params.{param} }}}}")
+    ]
+    keys = spark_step("keys_and_dependencies", "keys_and_dependencies.py", settings)
+    estimates = spark_step("inclusion_estimates", "inclusion_estimates.py", settings)
+    inds = spark_step("inclusion_dependencies", "inclusion_dependencies.py", settings)
+    fks = spark_step("fk_candidates", "fk_candidates.py", settings)
+    gate = task(task_id="quality_gate")(quality_gate)()
+    publish = spark_step("publish", "publish_catalog.py", PUBLISH_ARGS)
+    [keys, estimates] >> fks  # the FK search takes its keys and its phase 1 from these
+    [fks, inds] >> gate >> publish  # write, audit, publish
+
+
+lakemeta_discovery()

@@ -1,0 +1,59 @@
+"""Publishing the catalog (write-audit-publish): the versions of its tables that passed the quality gate
+become what analysts see, in the Spark SQL database ``lakemeta`` and in ``lakemeta show``.
+
+Each catalog table is a view in the database, pinned to its audited Delta version
+(``SELECT * FROM delta.`<catalog>/<table>` VERSION AS OF v``): a discovery run that writes new results
+changes nothing for analysts until its audit passes and it is published, and a failed audit leaves the
+last published versions in place. Every publication is recorded in the catalog table ``published``.
+The metastore is Spark's embedded one beside the catalog by default, or an external Hive metastore
+(``metastore_uri``).
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+import pyarrow as pa
+
+from lakemeta.catalog.store import Catalog, Txn
+from lakemeta.quality.gate import Audit, require_success
+
+log = logging.getLogger(__name__)
+
+DATABASE = "lakemeta"
+
+
+def _path_identifier(path: str) -> str:
+    return "`" + path.replace("`", "``") + "`"
+
+
+def publish_catalog(catalog: Catalog, audit: Audit) -> int:
+    """Point the database's views at the audited versions and record the publication; returns the number
+    of tables published. Refuses an audit that failed (QualityGateError)."""
+    require_success(audit)
+    spark = catalog.spark
+    if spark.conf.get("spark.sql.catalogImplementation") != "hive":
+        raise ValueError(
+            "publishing needs a session with a metastore (get_session(extra_conf=metastore_conf()))"
+        )
+    spark.sparkContext.setJobDescription(f"publish {len(audit.versions)} catalog tables in {DATABASE}")
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}` COMMENT 'lakemeta metadata catalog'")
+    for name, version in sorted(audit.versions.items()):
+        spark.sql(
+            f"CREATE OR REPLACE VIEW `{DATABASE}`.`{name}` AS "
+            f"SELECT * FROM delta.{_path_identifier(catalog.path(name))} VERSION AS OF {int(version)}"
+        )
+    now = datetime.now(UTC)
+    names = sorted(audit.versions)
+    record = pa.table(
+        {
+            "table_name": names,
+            "version": pa.array([audit.versions[name] for name in names], pa.int64()),
+            "published_at": pa.array([now] * len(names), pa.timestamp("us", tz="UTC")),
+            "audit": [str(audit.path)] * len(names),
+        }
+    )
+    catalog.append_small("published", record, Txn("publish", audit.number))
+    log.info("published %d catalog tables in database %s (audit %s)", len(names), DATABASE, audit.path)
+    return len(names)

@@ -1,0 +1,109 @@
+"""The quality gate of write-audit-publish: validate the catalog's tables, as written, with the suites of
+``catalog_suites`` (Great Expectations), keep the results, and say which table versions passed.
+
+The audit reads each catalog table at its latest Delta version with delta-rs (no JVM) and records those
+versions beside the results in ``<catalog>/_quality/audit-<time>.json``; ``publish_catalog`` publishes
+exactly the audited versions, so a table written again after its audit is not published unvalidated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import deltalake
+import great_expectations as gx
+import pandas as pd
+from great_expectations.data_context.types.base import ProgressBarsConfig
+
+from lakemeta.catalog.schemas import CATALOG_SCHEMAS
+from lakemeta.quality.catalog_suites import catalog_checks
+
+log = logging.getLogger(__name__)
+
+AUDITED = [name for name in CATALOG_SCHEMAS if name != "published"]
+QUALITY_FOLDER = "_quality"
+
+
+class QualityGateError(RuntimeError):
+    """The catalog failed validation; nothing was published."""
+
+
+@dataclass(frozen=True)
+class Audit:
+    path: Path  # the validation results, JSON
+    number: int  # the audit's time in microseconds since the epoch: publications in order, each once
+    success: bool
+    versions: dict[str, int]  # the audited version of each catalog table
+    failures: list[str]  # one line per failed expectation
+
+    @staticmethod
+    def load(path: Path) -> Audit:
+        recorded = json.loads(path.read_text(encoding="utf-8"))
+        return Audit(
+            path, recorded["number"], recorded["success"], recorded["versions"], recorded["failures"]
+        )
+
+
+def _failure(suite: str, outcome: dict) -> str:
+    config, result = outcome["expectation_config"], outcome.get("result", {})
+    detail = result.get("partial_unexpected_list") or result.get("observed_value")
+    where = config["kwargs"].get("column") or config["kwargs"].get("column_list") or ""
+    return f"{suite}: {config['type']} {where} failed; unexpected: {detail}"
+
+
+def audit_catalog(catalog: Path) -> Audit:
+    """Validate every catalog table at its latest version; write and return the results."""
+    versions, frames = {}, {}
+    for name in [*AUDITED, "state/batches"]:
+        table = deltalake.DeltaTable(str(catalog / name))
+        versions[name] = table.version()
+        frames[name] = table.to_pandas()
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    source = context.data_sources.add_pandas("lakemeta_catalog")
+    suites, failures = {}, []
+    for check in catalog_checks(frames):
+        batch = source.add_dataframe_asset(check.name).add_batch_definition_whole_dataframe("whole")
+        suite = gx.ExpectationSuite(name=check.name, expectations=check.expectations)
+        result = batch.get_batch(batch_parameters={"dataframe": pd.DataFrame(check.frame)}).validate(suite)
+        suites[check.name] = result.to_json_dict()
+        failures += [_failure(check.name, r) for r in suites[check.name]["results"] if not r["success"]]
+    audited_at = datetime.now(UTC)
+    number = int(audited_at.timestamp() * 1_000_000)
+    path = catalog / QUALITY_FOLDER / f"audit-{audited_at:%Y%m%dT%H%M%S%fZ}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    versions = {name: version for name, version in versions.items() if name in AUDITED}
+    record = {
+        "audited_at": audited_at.isoformat(),
+        "number": number,
+        "catalog": str(catalog),
+        "success": not failures,
+        "versions": versions,
+        "failures": failures,
+        "suites": suites,
+    }
+    path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    n_expectations = sum(len(s["results"]) for s in suites.values())
+    log.info(
+        "quality gate: %d suites, %d expectations over %d catalog tables, %d failed; results in %s",
+        len(suites),
+        n_expectations,
+        len(versions),
+        len(failures),
+        path,
+    )
+    return Audit(path, number, not failures, versions, failures)
+
+
+def require_success(audit: Audit) -> Audit:
+    """The audit, or QualityGateError naming what failed and where the results are."""
+    if not audit.success:
+        shown = "\n  ".join(audit.failures[:20])
+        raise QualityGateError(
+            f"{len(audit.failures)} expectations failed (results in {audit.path}):\n  {shown}"
+        )
+    return audit

@@ -1,0 +1,60 @@
+"""The quality gate (write-audit-publish): a catalog the pipeline wrote passes its suites; ranges, duplicates
+and an accepted FK without a key fail it, with the failures named and the results kept; a failed audit
+publishes nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from lakemeta.catalog.database import publish_catalog
+from lakemeta.catalog.store import arrow_schema
+from lakemeta.config import Config
+from lakemeta.pipeline import Pipeline
+from lakemeta.quality.gate import QualityGateError
+
+from .lake_changes import process
+
+pytestmark = pytest.mark.spark
+
+
+def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    write_deltalake(str(lake / "orders"), pa.table({"id": [1, 2, 3, 4], "note": ["a", None, "c", "a"]}))
+    write_deltalake(str(lake / "items"), pa.table({"order_id": [1, 1, 2, 4, 3]}))
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
+    process(pipeline, "column_profile", "hll_counters", "agree_sets")
+    pipeline.discover()
+
+    passed = pipeline.audit()
+    assert passed.success and passed.failures == []
+    recorded = json.loads(passed.path.read_text(encoding="utf-8"))
+    catalog = tmp_path / "catalog"
+    assert recorded["versions"]["fk_candidates"] == DeltaTable(str(catalog / "fk_candidates")).version()
+    assert set(recorded["suites"]) >= {"fk_candidates", "runs", "accepted_fks_reference_keys"}
+    assert sum(len(suite["results"]) for suite in recorded["suites"].values()) > 40
+
+    bad_fks = pa.Table.from_pylist(
+        [
+            {"fk_table": "items", "fk_columns": ["order_id"], "pk_table": "orders", "pk_columns": ["note"]}
+            | {"emd": emd, "rank": rank, "accepted": True, "pk_source": "agree_sets"}  # "note" is no key
+            for emd, rank in ((1.5, 7), (0.0, 8))
+        ],
+        schema=arrow_schema("fk_candidates"),
+    )
+    write_deltalake(str(catalog / "fk_candidates"), bad_fks, mode="append")
+    failed = pipeline.audit()
+    assert not failed.success and failed.path != passed.path
+    text = "\n".join(failed.failures)
+    assert "fk_candidates: expect_column_values_to_be_between emd" in text and "1.5" in text
+    assert "fk_candidates: expect_compound_columns_to_be_unique" in text
+    assert "accepted_fks_reference_keys" in text and "orders(note)" in text
+    with pytest.raises(QualityGateError, match="expectations failed"):
+        publish_catalog(pipeline.catalog, failed)
+    assert not DeltaTable.is_deltatable(str(catalog / "published")) or not len(
+        DeltaTable(str(catalog / "published")).to_pyarrow_table()
+    )
