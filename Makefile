@@ -23,6 +23,7 @@ demo: setup
 	$(BIN)/lakemeta demo
 
 test: setup
+	bash infra/install-browser.sh
 	bash infra/run-tests.sh
 
 lint: setup
