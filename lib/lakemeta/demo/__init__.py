@@ -1,5 +1,7 @@
-"""`lakemeta demo`: build a lake (TPC-H at scale 0.01 and a few hundred web tables), run the pipeline,
-apply a batch of inserts, deletes and updates, run again, and print what the catalog says."""
+"""`lakemeta demo`: build a lake (TPC-H at scale 0.01 and a few hundred web tables), run the DAGs on it
+(lakemeta_incremental, then lakemeta_discovery), apply a batch of inserts, deletes and updates, run them
+again, search for joinable tables through lakemeta_joinable_search, and print what the catalog says and
+where to look next."""
 
 from __future__ import annotations
 
@@ -15,8 +17,8 @@ import pyarrow.parquet as pq
 import pyspark.sql.functions as F
 
 from lakemeta.config import Config, IngestConfig
+from lakemeta.demo.dag_runs import airflow_environment, run_dag
 from lakemeta.demo.webtables import write_web_tables
-from lakemeta.joinsearch.joinable import format_matches
 from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.lake.tables import table_path
 from lakemeta.pipeline import Pipeline
@@ -75,21 +77,22 @@ def run_demo(workdir: Path, config: Config) -> int:
     expected = generate_tpch(sources / "tpch")
     write_web_tables(sources / "web", WEB_TABLES)
 
-    spark = get_session(config.spark_master, "lakemeta demo", catalog=catalog)
+    spark = get_session(config.spark_master, "lakemeta demo", catalog=workdir / "demo-session")
     print("2/5 ingesting them into the lake", lake)
     lake.mkdir(parents=True)
     ingest(spark, lake, find_sources([sources / "tpch", sources / "web"]), IngestConfig())
 
     pipeline = Pipeline(spark, dataclasses.replace(config, lake=lake, catalog=catalog))
-    print("3/5 first run: every table is new")
-    first = pipeline.run()
-    print(f"    run {first.run_id}: {len(first.batches)} tables")
-    print("4/5 applying deletes, updates and inserts to four web tables, then running again")
+    env = airflow_environment(lake, catalog)
+    print("3/5 first runs of lakemeta_incremental and lakemeta_discovery: every table is new")
+    timings = _run_dags(env, "first")
+    print("4/5 applying deletes, updates and inserts to four web tables, then running both again")
     apply_demo_changes(pipeline)
-    second = pipeline.run()
+    timings += _run_dags(env, "second")
+    run_id, sources_of_changes = _last_run(catalog)
     print(
-        f"    run {second.run_id}: {len(second.batches)} tables changed "
-        f"({', '.join(f'{b.table_name} via {b.source}' for b in second.batches)})"
+        f"    run {run_id}: {len(sources_of_changes)} tables changed "
+        f"({', '.join(f'{table} via {source}' for table, source in sources_of_changes.items())})"
     )
 
     print("5/5 what the catalog says")
@@ -100,7 +103,7 @@ def run_demo(workdir: Path, config: Config) -> int:
     print(format_table(tpch[["table_name", "n_rows", "generated_rows", "match", "n_columns"]], None))
     web = tables[tables.table_name.str.startswith("web/")]
     print(f"\n{len(web)} web tables, {int(web.n_rows.sum())} rows; the changed ones now:")
-    changed = [b.table_name for b in second.batches]
+    changed = list(sources_of_changes)
     print(format_table(tables[tables.table_name.isin(changed)], None))
     estimates = read_catalog_table(catalog, "inclusion_estimates")
     tpch_pairs = estimates[
@@ -140,11 +143,13 @@ def run_demo(workdir: Path, config: Config) -> int:
         f"accepted, {len(tpch_accepted - TPCH_FOREIGN_KEYS)} other TPC-H pairs accepted:"
     )
     print(format_table(accepted[["fk_table", "fk_columns", "pk_table", "pk_columns", "emd", "rank"]], 20))
-    print("\ntables joinable with web/cities_0002 on (city, country) (MATE, top 5):")
-    matches = pipeline.search_joinable(
-        "web/cities_0002", ["city", "country"], 5, config.joinsearch.hash_bits, "demo"
+    print(
+        "\ntables joinable with web/cities_0002 on (city, country) (MATE, top 5; lakemeta_joinable_search):"
     )
-    print(format_matches(matches))
+    search = {"query": "web/cities_0002", "key_columns": ["city", "country"], "k": 5}
+    timings.append(("lakemeta_joinable_search", "search", run_dag("lakemeta_joinable_search", env, search)))
+    found = read_catalog_table(catalog, "joinable_tables")
+    print(format_table(found[found.query_id == found.query_id.max()], None))
     print("\nruns:")
     print(format_table(read_catalog_table(catalog, "runs"), None))
     # Counted by another reader (delta-rs) than the one the pipeline used.
@@ -159,5 +164,44 @@ def run_demo(workdir: Path, config: Config) -> int:
     print(
         f"\ncatalog n_rows equal the tables' live row counts: {consistent}; null cells in the lake: {nulls}"
     )
-    print(f"catalog: {catalog}   try: lakemeta show --catalog {catalog} columns")
+    print("\nDAG runs (wall time):")
+    for dag_id, which, seconds in timings:
+        print(f"  {dag_id:28} {which:7} {seconds:6.0f} s")
+    sql = "SELECT fk_table, fk_columns, pk_table, pk_columns, emd FROM lakemeta.fk_candidates WHERE accepted"
+    session = f"get_session(catalog=Path('{catalog}'), extra_conf=metastore_conf())"
+    print(
+        "\n".join(
+            [
+                "",
+                "Where to look next:",
+                f"  the Airflow UI, these runs in it: LAKEMETA_LAKE={lake} LAKEMETA_CATALOG={catalog} \\",
+                "    make airflow",
+                "    then http://127.0.0.1:8080, user admin, password in "
+                ".airflow/simple_auth_manager_passwords.json.generated",
+                f"  the catalog: {catalog}",
+                f"  a query without a JVM: .venv/bin/lakemeta show --catalog {catalog} fk_candidates",
+                "  a query in Spark SQL (the database lakemeta holds the published versions):",
+                '    .venv/bin/python -c "from pathlib import Path; '
+                f"from lakemeta.spark import get_session, metastore_conf; {session}.sql('{sql}').show()\"",
+            ]
+        )
+    )
     return 0 if consistent else 1
+
+
+def _run_dags(env: dict[str, str], which: str) -> list[tuple[str, str, float]]:
+    """lakemeta_incremental then lakemeta_discovery (which its asset would start under the scheduler)."""
+    timings = []
+    for dag_id in ("lakemeta_incremental", "lakemeta_discovery"):
+        seconds = run_dag(dag_id, env)
+        print(f"    {dag_id}: succeeded in {seconds:.0f} s")
+        timings.append((dag_id, which, seconds))
+    return timings
+
+
+def _last_run(catalog: Path) -> tuple[int, dict[str, str]]:
+    """The last run's id and, per table it changed, where its batch came from (``state/batches``)."""
+    batches = read_catalog_table(catalog, "state/batches")
+    last = int(batches.run_id.max())
+    of_last = batches[batches.run_id == last]
+    return last, dict(zip(of_last.table_name, of_last.source, strict=True))
