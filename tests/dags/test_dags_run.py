@@ -1,6 +1,7 @@
 """`airflow dags test` of lakemeta_incremental, lakemeta_discovery and lakemeta_joinable_search with
-params: real spark-submit jobs, SQLite Airflow, a filled and published catalog and a search answered
-from it."""
+params on a real Spark standalone cluster (a master and two workers on 127.0.0.1): real spark-submit
+jobs, SQLite Airflow, a filled and published catalog equal to the one local mode produces, and a search
+answered from it."""
 
 from __future__ import annotations
 
@@ -11,9 +12,14 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
+from lakemeta.catalog import ALL_SCHEMAS
+from lakemeta.config import Config, SketchConfig
+from lakemeta.pipeline import Pipeline
 from lakemeta.show import read_catalog_table
+
+from .cluster import standalone_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,7 +41,27 @@ print([tuple(row) for row in rows])
 """
 
 
-def test_dags_test_incremental_then_discovery_fill_the_catalog(tmp_path: Path):
+# Written at different times, or by the DAG runs only (publication, searches): not compared.
+VOLATILE = {"updated_at", "started_at", "finished_at"}
+NOT_COMPARED = {"published", "joinable_tables"}
+
+
+def catalog_rows(catalog: Path) -> dict[str, list]:
+    """Every catalog and state table's rows, without volatile columns, in a canonical order."""
+    contents = {}
+    for name in sorted(set(ALL_SCHEMAS) - NOT_COMPARED):
+        rows = DeltaTable(str(catalog / name)).to_pyarrow_table().to_pylist()
+        contents[name] = sorted(repr({k: v for k, v in row.items() if k not in VOLATILE}) for row in rows)
+    return contents
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory):
+    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster")) as master:
+        yield master
+
+
+def test_dags_on_a_cluster_fill_the_catalog_as_local_mode_does(tmp_path: Path, cluster: str, spark):
     lake, catalog = tmp_path / "lake", tmp_path / "catalog"
     write_deltalake(str(lake / "shop" / "orders"), pa.table({"id": [1, 2, 3], "note": ["a", None, "c"]}))
     write_deltalake(str(lake / "regions"), pa.table({"region": ["north", "south"]}))
@@ -46,6 +72,7 @@ def test_dags_test_incremental_then_discovery_fill_the_catalog(tmp_path: Path):
         "AIRFLOW_HOME": str(tmp_path / "airflow"),
         "LAKEMETA_LAKE": str(lake),
         "LAKEMETA_CATALOG": str(catalog),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": cluster}),
     }
     migrate = airflow("db migrate", env)
     assert migrate.returncode == 0, migrate.stderr[-3000:]
@@ -95,6 +122,13 @@ def test_dags_test_incremental_then_discovery_fill_the_catalog(tmp_path: Path):
         (r.fk_table, list(r.fk_columns), r.pk_table, list(r.pk_columns), r.emd, r.accepted)
         for r in fks.itertuples()
     ] == [("shop/items", ["order_id"], "shop/orders", ["id"], 0.0, True)]
+
+    # The same lake in local mode, in one process, with the same inclusion floor: the same catalog.
+    local = tmp_path / "local-catalog"
+    Pipeline(spark, Config(lake=lake, catalog=local, sketches=SketchConfig(inclusion_floor=0.7))).run()
+    on_cluster, in_local_mode = catalog_rows(catalog), catalog_rows(local)
+    assert on_cluster["state/hll_counters"] and on_cluster["state/posting_lists"]
+    assert on_cluster == in_local_mode
 
     # Published: a new Spark session on the catalog's metastore reads the FKs through SQL.
     analyst = subprocess.run(
