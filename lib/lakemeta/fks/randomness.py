@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-import ot
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -78,5 +77,7 @@ def emd_n(key: list[pa.Array], candidate: list[pa.Array], n_quantiles: int) -> f
     )
     corners = np.stack(np.unravel_index(support, shape), axis=1) / np.asarray(shape, dtype=np.float64)
     distance = np.abs(corners[:, None, :] - corners[None, :, :]).sum(axis=2)
+    import ot  # POT loads scipy.stats (1.6 s): imported where EMD is solved, not by every job
+
     cost = ot.emd2(key_mass, candidate_mass, distance, numItermax=_MAX_SIMPLEX_ITERATIONS)
     return float(cost) / len(key)

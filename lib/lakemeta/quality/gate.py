@@ -15,12 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import deltalake
-import great_expectations as gx
 import pandas as pd
-from great_expectations.data_context.types.base import ProgressBarsConfig
 
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS
-from lakemeta.quality.catalog_suites import catalog_checks
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +54,12 @@ def _failure(suite: str, outcome: dict) -> str:
 
 def audit_catalog(catalog: Path) -> Audit:
     """Validate every catalog table at its latest version; write and return the results."""
+    # Great Expectations takes seconds to import: only the gate loads it, not every job that imports this.
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    from lakemeta.quality.catalog_suites import catalog_checks
+
     versions, frames = {}, {}
     for name in [*AUDITED, "state/batches"]:
         table = deltalake.DeltaTable(str(catalog / name))
