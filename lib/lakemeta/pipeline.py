@@ -104,9 +104,6 @@ class Pipeline:
         in an order that runs them all: each is a deterministic function of the state, the tables and the
         configuration, and ``fk_candidates`` also of ``inclusion_estimates`` (its phase 1)."""
         return {
-            "keys_and_dependencies": lambda: refresh_keys_and_dependencies(
-                self.catalog, self.config.agree_sets
-            ),
             "inclusion_estimates": lambda: refresh_inclusion_estimates(self.catalog, self.config.sketches),
             "inclusion_dependencies": lambda: refresh_inclusion_dependencies(
                 self.catalog, self.lake, self.config.inds
@@ -115,6 +112,12 @@ class Pipeline:
                 self.catalog, self.lake, self.config.fks, self.config.sketches
             ),
         }
+
+    def derive_keys_and_dependencies(self) -> None:
+        """Keys and FDs of every table from the agree-set state, with this configuration's thresholds: the
+        discovery DAG's first step, for runs triggered with another ``max_fd_error`` (the commit derives
+        them for the changed tables already, so ``run`` does not repeat it)."""
+        refresh_keys_and_dependencies(self.catalog, self.config.agree_sets)
 
     def discover(self, discovery: str | None = None) -> None:
         """Run one discovery, or all of them when ``discovery`` is None."""

@@ -39,7 +39,7 @@ STEPS: dict[str, Callable[[Pipeline], object]] = {
     "update_agree_sets": _update("agree_sets"),
     "update_posting_lists": _update("posting_lists"),
     "commit": lambda pipeline: pipeline.commit(pipeline.running()),
-    "keys_and_dependencies": lambda pipeline: pipeline.discover("keys_and_dependencies"),
+    "keys_and_dependencies": Pipeline.derive_keys_and_dependencies,
     "inclusion_estimates": lambda pipeline: pipeline.discover("inclusion_estimates"),
     "inclusion_dependencies": lambda pipeline: pipeline.discover("inclusion_dependencies"),
     "fk_candidates": lambda pipeline: pipeline.discover("fk_candidates"),
