@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Chromium and its driver for the UI test (tests/ui), installed once; the test drives
+# Debian's Chromium and its driver for the UI test (tests/dags/test_airflow_running.py), installed once; the test drives
 # /usr/bin/chromium through /usr/bin/chromedriver and never downloads a browser of its own.
 set -euo pipefail
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then

@@ -101,8 +101,21 @@ def test_discovery_dag_wiring_and_params(dagbag):
     ):
         with pytest.raises(ParamValidationError):
             triggered(dag.params, bad)
-    args = dag.get_task("fk_candidates").application_args
-    assert args[args.index("fks.inclusion_threshold={{ params.fk_inclusion_threshold }}") - 1] == "--set"
+    # The params a run is triggered with reach every discovery step as typed configuration settings.
+    from lakemeta.config import load_config, parse_settings
+
+    chosen = triggered(dag.params, {"inclusion_floor": 0.7, "ind_filters": "web", "require_name_match": True})
+    for task_id in ("keys_and_dependencies", "inclusion_estimates", "inclusion_dependencies", "fk_candidates"):
+        task = dag.get_task(task_id)
+        args = task.render_template(task.application_args, {"params": chosen})
+        settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
+        config = load_config(parse_settings(settings), environ={})
+        assert (config.sketches.inclusion_floor, config.inds.filters, config.fks.require_name_match) == (
+            0.7,
+            "web",
+            True,
+        )
+        assert (config.agree_sets.max_fd_error, config.fks.inclusion_threshold) == (0.01, 0.9)
 
 
 def test_rebuild_dag_asks_for_confirmation(dagbag):

@@ -53,9 +53,10 @@ def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
 
 
 def test_a_catalog_made_before_a_column_was_added_gains_it(spark, tmp_path: Path):
-    older = arrow_schema("fk_candidates").remove(arrow_schema("fk_candidates").get_field_index("name_match"))
+    current = arrow_schema("fk_candidates")
+    older = current.remove(len(current) - 1)  # columns are added at the end, as Delta's schema evolution does
     deltalake.DeltaTable.create(str(tmp_path / "fk_candidates"), schema=older)
     catalog = Catalog(spark, tmp_path)
     catalog.ensure_tables()
     catalog.replace_small("fk_candidates", arrow_schema("fk_candidates").empty_table())
-    assert catalog.read_small("fk_candidates").schema.names == arrow_schema("fk_candidates").names
+    assert catalog.read_small("fk_candidates").schema.names == current.names

@@ -1,0 +1,316 @@
+"""The DAGs under a running Airflow, as users meet them: the scheduler starts lakemeta_incremental on its
+schedule, its commit's asset starts lakemeta_discovery, which fills, audits and publishes the catalog that
+an analyst then queries through Spark SQL; and someone signs in to the UI in headless Chromium and
+triggers lakemeta_joinable_search through its form.
+
+Airflow runs for real (infra/airflow/start.sh: scheduler with the LocalExecutor, dag-processor,
+api-server, triggerer on SQLite, sign-in required); every task is a real spark-submit of a job."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from lakemeta.show import read_catalog_table
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+SCREENSHOTS = REPO / "test-output" / "ui"
+SEARCH_RUN_ID = "ui_trigger_form"
+DEADLINE_SECONDS = 900
+
+pytestmark = [pytest.mark.airflow, pytest.mark.slow]
+
+# The configuration the DAGs read (LAKEMETA_CONFIG): one scheduled incremental run rather than one per
+# hour (a run could otherwise start again while the test runs), and an inclusion floor above the
+# default, which reaches the discovery run as its param's default.
+CONFIG = """\
+lake: {lake}
+catalog: {catalog}
+incremental_schedule: "@once"
+sketches:
+  inclusion_floor: 0.7
+"""
+
+
+class Airflow:
+    """A running Airflow: its REST API (as admin), its home and its log."""
+
+    def __init__(self, url: str, home: Path, log: Path, catalog: Path) -> None:
+        self.url, self.home, self.log, self.catalog = url, home, log, catalog
+        self._token: str | None = None
+
+    @property
+    def password(self) -> str:
+        generated = self.home / "simple_auth_manager_passwords.json.generated"
+        return json.loads(generated.read_text())["admin"]
+
+    def request(self, method: str, path: str, body: dict | None = None) -> dict:
+        if self._token is None:
+            self._token = self._call("POST", "/auth/token", {"username": "admin", "password": self.password})[
+                "access_token"
+            ]
+        return self._call(method, path, body, {"Authorization": f"Bearer {self._token}"})
+
+    def _call(self, method: str, path: str, body: dict | None, headers: dict | None = None) -> dict:
+        request = urllib.request.Request(
+            f"{self.url}{path}",
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Content-Type": "application/json", **(headers or {})},
+        )
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return json.load(response)
+
+    def unpause(self, dag_id: str) -> None:
+        """Unpause a DAG once the dag-processor has parsed it."""
+        self.wait(lambda: self._parsed(dag_id), f"{dag_id} parsed")
+        self.request("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+
+    def _parsed(self, dag_id: str) -> bool:
+        try:
+            self.request("GET", f"/api/v2/dags/{dag_id}")
+        except urllib.error.HTTPError as error:
+            if error.code == 404:
+                return False
+            raise
+        return True
+
+    def runs(self, dag_id: str) -> list[dict]:
+        return self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns")["dag_runs"]
+
+    def succeeded_run(self, dag_id: str) -> dict:
+        """Wait for a run of ``dag_id`` to succeed; fail as soon as one fails."""
+
+        def succeeded() -> dict | None:
+            runs = self.runs(dag_id)
+            assert all(run["state"] != "failed" for run in runs), (runs, self.failures())
+            return next((run for run in runs if run["state"] == "success"), None)
+
+        return self.wait(succeeded, f"a successful run of {dag_id}")
+
+    def wait(self, condition, what: str):
+        deadline = time.monotonic() + DEADLINE_SECONDS
+        while not (outcome := condition()):
+            assert time.monotonic() < deadline, (f"no {what} in {DEADLINE_SECONDS} s", self.failures())
+            time.sleep(5)
+        return outcome
+
+    def failures(self) -> str:
+        """The tails of the task logs that hold a traceback, and of Airflow's own log."""
+        tails = [
+            f"{path}:\n{path.read_text()[-3000:]}"
+            for path in sorted((self.home / "logs").rglob("*.log"))
+            if "Traceback" in path.read_text()
+        ]
+        return "\n\n".join([*tails, self.log.read_text()[-3000:]])
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def airflow(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Airflow]:
+    """A small lake, and Airflow's four components started on it with the incremental and discovery DAGs
+    unpaused; the scheduler takes it from there."""
+    root = tmp_path_factory.mktemp("airflow-running")
+    lake, catalog, home = root / "lake", root / "catalog", root / "airflow"
+    write_deltalake(str(lake / "shop" / "orders"), pa.table({"id": [1, 2, 3], "note": ["a", None, "c"]}))
+    write_deltalake(str(lake / "regions"), pa.table({"region": ["north", "south"]}))
+    write_deltalake(str(lake / "shop" / "items"), pa.table({"order_id": [1, 1, 2, 3]}))
+    write_deltalake(str(lake / "shop" / "returns"), pa.table({"returned_order": [1, 2, 9]}))  # 2/3 in orders
+    (lake / "queries").mkdir()
+    (lake / "queries" / "q.csv").write_text("key,label\n1,a\n3,c\n4,z\n")  # a query file, not a table
+    (root / "lakemeta.yaml").write_text(CONFIG.format(lake=lake, catalog=catalog))
+    port = free_port()
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__API__PORT": str(port),
+        "LAKEMETA_CONFIG": str(root / "lakemeta.yaml"),
+    }
+    log_path = root / "airflow.log"
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        ["bash", str(REPO / "infra" / "airflow" / "start.sh")],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group: the teardown stops every component
+    )
+    running = Airflow(f"http://127.0.0.1:{port}", home, log_path, catalog)
+    try:
+        running.wait(lambda: process.poll() is None and healthy(running.url), "healthy Airflow")
+        running.unpause("lakemeta_discovery")  # first, so that it is there when the asset is updated
+        running.unpause("lakemeta_incremental")
+        yield running
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=60)
+        # A component still shutting down (the scheduler may outlive start.sh) is stopped too.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        log.close()
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as response:
+            health = json.load(response)
+    except OSError:
+        return False
+    return all(health.get(part, {}).get("status") == "healthy" for part in ("metadatabase", "scheduler"))
+
+
+@pytest.fixture(scope="module")
+def incremental_run(airflow: Airflow) -> dict:
+    """The scheduled lakemeta_incremental run, once it has succeeded."""
+    return airflow.succeeded_run("lakemeta_incremental")
+
+
+def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, incremental_run: dict) -> None:
+    assert incremental_run["run_type"] == "scheduled"
+    tables = read_catalog_table(airflow.catalog, "tables")
+    assert list(zip(tables.table_name, tables.n_rows, tables.n_columns, strict=True)) == [
+        ("regions", 2, 1),
+        ("shop/items", 4, 1),
+        ("shop/orders", 3, 2),
+        ("shop/returns", 3, 1),
+    ]
+    runs = read_catalog_table(airflow.catalog, "runs")
+    assert list(runs.status) == ["succeeded"] and int(runs.rows_inserted[0]) == 12
+
+
+def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(airflow: Airflow, incremental_run: dict) -> None:
+    """Triggered while discovery runs, as an analyst would: the search reads only the posting lists."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    assert CHROMIUM.exists() and CHROMEDRIVER.exists(), (
+        "Debian's chromium and chromium-driver: make test installs them"
+    )
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1100"):
+        options.add_argument(argument)
+    browser = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    wait = WebDriverWait(browser, 60)
+    try:
+        browser.get(f"{airflow.url}/dags/lakemeta_joinable_search")
+        wait.until(expected_conditions.url_contains("/auth/login"))  # sign-in is required
+        wait.until(expected_conditions.presence_of_element_located((By.NAME, "username"))).send_keys("admin")
+        browser.find_element(By.NAME, "password").send_keys(airflow.password)
+        browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait.until(expected_conditions.url_contains("/dags/lakemeta_joinable_search"))
+
+        wait.until(
+            expected_conditions.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label='Trigger Dag']"))
+        ).click()
+        query = wait.until(expected_conditions.presence_of_element_located((By.ID, "element_query")))
+        query.send_keys("queries/q.csv")
+        browser.find_element(By.ID, "element_key_columns").send_keys("key\nlabel")
+        k = browser.find_element(By.NAME, "element_k")
+        k.send_keys(Keys.CONTROL, "a")
+        k.send_keys("3")
+        advanced = browser.find_element(By.XPATH, "//button[contains(@id, 'trigger:advancedOptions')]")
+        advanced.click()
+        wait.until(expected_conditions.visibility_of_element_located((By.NAME, "dagRunId"))).send_keys(
+            SEARCH_RUN_ID
+        )
+        browser.save_screenshot(str(SCREENSHOTS / "trigger-form.png"))
+        trigger = browser.find_elements(By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']")
+        trigger[-1].click()
+
+        run = airflow.succeeded_run("lakemeta_joinable_search")
+        assert (run["dag_run_id"], run["run_type"]) == (SEARCH_RUN_ID, "manual")
+        browser.get(f"{airflow.url}/dags/lakemeta_joinable_search/runs/{SEARCH_RUN_ID}")
+        time.sleep(3)
+        browser.save_screenshot(str(SCREENSHOTS / "run-succeeded.png"))
+    finally:
+        browser.quit()
+    found = read_catalog_table(airflow.catalog, "joinable_tables")
+    # (1, a) and (3, c) of the query are rows of shop/orders; no other table has two columns to map.
+    assert [(r.query_id, r.rank, r.table_name, r.joinability) for r in found.itertuples()] == [
+        (SEARCH_RUN_ID, 1, "shop/orders", 2)
+    ]
+    assert json.loads(found.column_mapping[0]) == {"key": "id", "label": "note"}
+
+
+SQL_QUERY = """
+import sys
+from pathlib import Path
+from lakemeta.spark import get_session, metastore_conf
+spark = get_session("local[1]", "analyst", catalog=Path(sys.argv[1]), extra_conf=metastore_conf())
+rows = spark.sql("SELECT fk_table, pk_table, accepted FROM lakemeta.fk_candidates ORDER BY rank").collect()
+print([tuple(row) for row in rows])
+"""
+
+
+def test_the_commit_starts_discovery_which_fills_audits_and_publishes_the_catalog(
+    airflow: Airflow, incremental_run: dict
+) -> None:
+    run = airflow.succeeded_run("lakemeta_discovery")
+    assert run["run_type"] == "asset_triggered"
+    catalog = airflow.catalog
+    columns = read_catalog_table(catalog, "columns")
+    assert dict(zip(columns.column_name, columns.n_nulls, strict=True)) == {
+        "region": 0,
+        "order_id": 0,
+        "id": 0,
+        "note": 1,
+        "returned_order": 0,
+    }
+    distinct = dict(zip(columns.column_name, columns.n_distinct_estimate, strict=True))
+    assert distinct == {"region": 2, "order_id": 3, "id": 3, "note": 2, "returned_order": 3}
+    unique = dict(zip(columns.column_name, columns.is_unique, strict=True))
+    assert unique == {"region": True, "order_id": False, "id": True, "note": True, "returned_order": True}
+    keys = read_catalog_table(catalog, "unique_column_combinations")
+    orders = keys[keys.table_name == "shop/orders"]
+    assert sorted(list(columns) for columns in orders["columns"]) == [["id"], ["note"]]
+    estimates = read_catalog_table(catalog, "inclusion_estimates")
+    pairs = {(r.dep_column, r.ref_column): r.estimate for r in estimates.itertuples()}
+    assert pairs[("order_id", "id")] == 1.0 and pairs[("id", "order_id")] == 1.0
+    assert min(pairs.values()) >= 0.7 and ("returned_order", "id") not in pairs  # its estimate is 2/3
+    inds = read_catalog_table(catalog, "inclusion_dependencies")
+    found = {(r.dep_table, r.dep_column, r.ref_table, r.ref_column) for r in inds.itertuples()}
+    assert found == {
+        ("shop/items", "order_id", "shop/orders", "id"),
+        ("shop/orders", "id", "shop/items", "order_id"),
+    }
+    fks = read_catalog_table(catalog, "fk_candidates")
+    assert [
+        (r.fk_table, list(r.fk_columns), r.pk_table, list(r.pk_columns), r.emd, r.accepted)
+        for r in fks.itertuples()
+    ] == [("shop/items", ["order_id"], "shop/orders", ["id"], 0.0, True)]
+
+    # Published: a new Spark session on the catalog's metastore reads the FKs through SQL.
+    analyst = subprocess.run(
+        [str(REPO / ".venv" / "bin" / "python"), "-c", SQL_QUERY, str(catalog)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert analyst.returncode == 0, analyst.stderr[-3000:]
+    assert analyst.stdout.strip().splitlines()[-1] == "[('shop/items', 'shop/orders', True)]"
