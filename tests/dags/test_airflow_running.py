@@ -198,7 +198,9 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     assert list(runs.status) == ["succeeded"] and int(runs.rows_inserted[0]) == 12
 
 
-def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(airflow: Airflow, incremental_run: dict) -> None:
+def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(
+    airflow: Airflow, incremental_run: dict
+) -> None:
     """Triggered while discovery runs, as an analyst would: the search reads only the posting lists."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -240,7 +242,9 @@ def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(airflow: Airfl
             SEARCH_RUN_ID
         )
         browser.save_screenshot(str(SCREENSHOTS / "trigger-form.png"))
-        trigger = browser.find_elements(By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']")
+        trigger = browser.find_elements(
+            By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']"
+        )
         trigger[-1].click()
 
         run = airflow.succeeded_run("lakemeta_joinable_search")

@@ -105,7 +105,12 @@ def test_discovery_dag_wiring_and_params(dagbag):
     from lakemeta.config import load_config, parse_settings
 
     chosen = triggered(dag.params, {"inclusion_floor": 0.7, "ind_filters": "web", "require_name_match": True})
-    for task_id in ("keys_and_dependencies", "inclusion_estimates", "inclusion_dependencies", "fk_candidates"):
+    for task_id in (
+        "keys_and_dependencies",
+        "inclusion_estimates",
+        "inclusion_dependencies",
+        "fk_candidates",
+    ):
         task = dag.get_task(task_id)
         args = task.render_template(task.application_args, {"params": chosen})
         settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
