@@ -1,8 +1,9 @@
 """lakemeta_incremental: on a schedule, bring the state up to date with the lake's changes.
 
 Wiring only: each task is a pipeline step under jobs/, launched by spark-submit through the
-`spark_default` connection. Detect the batches, apply them to every state component in parallel, then
-commit the watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`.
+`spark_default` connection. Detect the batches, apply them to every state component in parallel while
+the batches are audited for schema drift (reported in the log and the results; no JVM), then commit the
+watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`.
 The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG / LAKEMETA_CONFIG in the task's
 environment; the steps are idempotent, so retries are safe.
 """
@@ -10,9 +11,10 @@ environment; the steps are idempotent, so retries are safe.
 from __future__ import annotations
 
 import pendulum
-from airflow.sdk import dag
+from airflow.sdk import dag, task
 
 from lakemeta.config import load_config
+from lakemeta.quality.tasks import batch_audit
 from lakemeta.spark.submit import DEFAULT_ARGS, spark_step, state_asset
 
 
@@ -34,8 +36,9 @@ def lakemeta_incremental() -> None:
         spark_step("update_agree_sets", "update_agree_sets.py"),
         spark_step("update_posting_lists", "update_posting_lists.py"),
     ]
+    audit = task(task_id="batch_audit")(batch_audit)()
     commit = spark_step("commit_batches", "commit_batches.py", outlets=[state_asset()])
-    detect >> state_updates >> commit
+    detect >> [*state_updates, audit] >> commit  # the audit compares with the catalog before the commit
 
 
 lakemeta_incremental()

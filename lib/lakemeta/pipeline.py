@@ -31,7 +31,7 @@ from lakemeta.joinsearch.joinable import JoinableMatch, search_lake
 from lakemeta.joinsearch.posting_state import update_posting_lists
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.profile.column_profile import update_column_profile
-from lakemeta.quality.gate import Audit, audit_catalog
+from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
 from lakemeta.sketches.hll_state import column_registers, distinct_estimates, update_hll_counters
 from lakemeta.sketches.inclusion import refresh_inclusion_estimates
 
@@ -128,10 +128,13 @@ class Pipeline:
     def run(self) -> Plan:
         """All steps in this process, with a progress bar on a terminal."""
         components, discoveries = self.state_components(), self.discoveries()
-        total = len(components) + len(discoveries) + 2
+        total = len(components) + len(discoveries) + 3
         with tqdm(total=total, desc="run", unit="step", disable=None) as progress:
             progress.set_postfix_str("detect batches")
             plan = self.detect()
+            progress.update()
+            progress.set_postfix_str("audit batches for schema drift")
+            audit_batches(self.catalog.root, self.lake)
             progress.update()
             for name in components:
                 progress.set_postfix_str(f"update {name} of {len(plan.batches)} tables")

@@ -12,7 +12,7 @@ from lakemeta.joinsearch.joinable import format_matches, parse_key_columns
 from lakemeta.lake.batches import Plan
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
-from lakemeta.quality.gate import Audit, audit_catalog, require_success
+from lakemeta.quality.gate import Audit
 from lakemeta.spark import get_session, metastore_conf
 
 
@@ -92,14 +92,6 @@ def joinable_search(argv: Sequence[str] | None = None) -> None:
     keys = parse_key_columns(args.key)
     matches = pipeline.search_joinable(args.query, keys, args.k, args.hash_bits, args.query_id)
     logging.getLogger("lakemeta").info("joinable search %s:\n%s", args.query_id, format_matches(matches))
-
-
-def quality_gate() -> str:
-    """The quality gate of a DAG run (no JVM): audit the configured catalog; the results' path, or
-    QualityGateError naming the failed expectations (the run fails and nothing is published)."""
-    configure_logging()
-    _lake, catalog = load_config().require_paths()
-    return str(require_success(audit_catalog(catalog)).path)
 
 
 def publish(argv: Sequence[str] | None = None) -> None:

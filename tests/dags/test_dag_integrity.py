@@ -35,14 +35,14 @@ def upstream(dag) -> dict[str, list[str]]:
     return {task.task_id: sorted(task.upstream_task_ids) for task in dag.tasks}
 
 
-def test_every_task_but_the_quality_gate_is_a_retried_spark_submit_of_a_job(dagbag):
+def test_every_task_but_the_audits_is_a_retried_spark_submit_of_a_job(dagbag):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     for dag_id in DAG_IDS:
         for task in dagbag.dags[dag_id].tasks:
             assert task.retries >= 1 and task.retry_exponential_backoff
-            if task.task_id == "quality_gate":  # no Spark: Great Expectations over the catalog's files
-                assert task.python_callable.__module__ == "lakemeta.steps"
+            if task.task_id in ("quality_gate", "batch_audit"):  # no Spark: Great Expectations over files
+                assert task.python_callable.__module__ == "lakemeta.quality.tasks"
                 continue
             assert isinstance(task, SparkSubmitOperator)
             assert task._conn_id == "spark_default"
@@ -62,8 +62,8 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
     ]
     assert upstream(dag) == {
         "detect_batches": [],
-        **{task: ["detect_batches"] for task in state_updates},
-        "commit_batches": state_updates,
+        **{task: ["detect_batches"] for task in [*state_updates, "batch_audit"]},
+        "commit_batches": sorted(["batch_audit", *state_updates]),
     }
     (asset,) = dag.get_task("commit_batches").outlets
     assert asset.name == "lakemeta_state"

@@ -1,6 +1,6 @@
 """The quality gate (write-audit-publish): a catalog the pipeline wrote passes its suites; ranges, duplicates
 and an accepted FK without a key fail it, with the failures named and the results kept; a failed audit
-publishes nothing."""
+publishes nothing. A run's batches are audited for schema drift."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from lakemeta.catalog.database import publish_catalog
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
-from lakemeta.quality.gate import QualityGateError
+from lakemeta.quality.gate import QualityGateError, audit_batches
 
 from .lake_changes import process
 
@@ -58,3 +58,36 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path
     assert not DeltaTable.is_deltatable(str(catalog / "published")) or not len(
         DeltaTable(str(catalog / "published")).to_pyarrow_table()
     )
+
+
+def test_a_batch_whose_schema_drifted_is_reported_by_column(spark, tmp_path: Path) -> None:
+    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
+    write_deltalake(str(lake / "orders"), pa.table({"id": [1, 2], "note": ["a", None]}))
+    write_deltalake(str(lake / "items"), pa.table({"order_id": [1, 1, 2]}))
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
+    process(pipeline, "column_profile")
+    assert audit_batches(catalog, lake) is None  # no run in progress
+
+    # orders: id retyped, note removed, shipped added; items: rows only; regions: new, nothing to drift from.
+    write_deltalake(
+        str(lake / "orders"),
+        pa.table({"id": ["1", "2"], "shipped": [True, False]}),
+        mode="overwrite",
+        schema_mode="overwrite",
+    )
+    write_deltalake(str(lake / "items"), pa.table({"order_id": [2]}), mode="append")
+    write_deltalake(str(lake / "regions"), pa.table({"region": ["north"]}))
+    plan = pipeline.detect()
+    for _retry in range(2):  # a retried audit writes the same results
+        audit = audit_batches(catalog, lake)
+        assert audit.path == catalog / "_quality" / f"batches-run-{plan.run_id}.json"
+        assert not audit.success and audit.versions == {"items": 1, "orders": 1, "regions": 0}
+        assert audit.failures == [
+            "batch orders @ 1: expect_column_values_to_be_in_set signature failed; "
+            "unexpected: ['id string', 'shipped boolean']",
+            "batch orders @ 1: expect_column_distinct_values_to_contain_set signature failed; "
+            "missing: ['id bigint', 'note string']",
+        ]
+    suites = json.loads(audit.path.read_text(encoding="utf-8"))["suites"]
+    assert sorted(suites) == ["batch items @ 1", "batch orders @ 1"]
+    assert suites["batch items @ 1"]["success"]

@@ -4,6 +4,8 @@
 The audit reads each catalog table at its latest Delta version with delta-rs (no JVM) and records those
 versions beside the results in ``<catalog>/_quality/audit-<time>.json``; ``publish_catalog`` publishes
 exactly the audited versions, so a table written again after its audit is not published unvalidated.
+
+Each run's batches are audited too, for schema drift (``batch_suites``), before the run commits.
 """
 
 from __future__ import annotations
@@ -47,17 +49,42 @@ class Audit:
 
 def _failure(suite: str, outcome: dict) -> str:
     config, result = outcome["expectation_config"], outcome.get("result", {})
-    detail = result.get("partial_unexpected_list") or result.get("observed_value")
-    where = config["kwargs"].get("column") or config["kwargs"].get("column_list") or ""
-    return f"{suite}: {config['type']} {where} failed; unexpected: {detail}"
+    kwargs = config["kwargs"]
+    where = kwargs.get("column") or kwargs.get("column_list") or ""
+    if config["type"] == "expect_column_distinct_values_to_contain_set":
+        detail = f"missing: {sorted(set(kwargs['value_set']) - set(result.get('observed_value') or []))}"
+    else:
+        detail = f"unexpected: {result.get('partial_unexpected_list') or result.get('observed_value')}"
+    return f"{suite}: {config['type']} {where} failed; {detail}"
+
+
+def _validate(source_name: str, checks: list) -> tuple[dict[str, dict], list[str]]:
+    """Validate each check's frame against its suite in an ephemeral Great Expectations context; the
+    results by suite, and one line per failed expectation."""
+    # Great Expectations takes seconds to import: only the audits load it, not every job importing this.
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    source = context.data_sources.add_pandas(source_name)
+    suites, failures = {}, []
+    for check in checks:
+        batch = source.add_dataframe_asset(check.name).add_batch_definition_whole_dataframe("whole")
+        suite = gx.ExpectationSuite(name=check.name, expectations=check.expectations)
+        result = batch.get_batch(batch_parameters={"dataframe": pd.DataFrame(check.frame)}).validate(suite)
+        suites[check.name] = result.to_json_dict()
+        failures += [_failure(check.name, r) for r in suites[check.name]["results"] if not r["success"]]
+    return suites, failures
+
+
+def _write(path: Path, record: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
 
 
 def audit_catalog(catalog: Path) -> Audit:
     """Validate every catalog table at its latest version; write and return the results."""
-    # Great Expectations takes seconds to import: only the gate loads it, not every job that imports this.
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
-
     from lakemeta.quality.catalog_suites import catalog_checks
 
     versions, frames = {}, {}
@@ -65,31 +92,23 @@ def audit_catalog(catalog: Path) -> Audit:
         table = deltalake.DeltaTable(str(catalog / name))
         versions[name] = table.version()
         frames[name] = table.to_pandas()
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    source = context.data_sources.add_pandas("lakemeta_catalog")
-    suites, failures = {}, []
-    for check in catalog_checks(frames):
-        batch = source.add_dataframe_asset(check.name).add_batch_definition_whole_dataframe("whole")
-        suite = gx.ExpectationSuite(name=check.name, expectations=check.expectations)
-        result = batch.get_batch(batch_parameters={"dataframe": pd.DataFrame(check.frame)}).validate(suite)
-        suites[check.name] = result.to_json_dict()
-        failures += [_failure(check.name, r) for r in suites[check.name]["results"] if not r["success"]]
+    suites, failures = _validate("lakemeta_catalog", catalog_checks(frames))
     audited_at = datetime.now(UTC)
     number = int(audited_at.timestamp() * 1_000_000)
     path = catalog / QUALITY_FOLDER / f"audit-{audited_at:%Y%m%dT%H%M%S%fZ}.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     versions = {name: version for name, version in versions.items() if name in AUDITED}
-    record = {
-        "audited_at": audited_at.isoformat(),
-        "number": number,
-        "catalog": str(catalog),
-        "success": not failures,
-        "versions": versions,
-        "failures": failures,
-        "suites": suites,
-    }
-    path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    _write(
+        path,
+        {
+            "audited_at": audited_at.isoformat(),
+            "number": number,
+            "catalog": str(catalog),
+            "success": not failures,
+            "versions": versions,
+            "failures": failures,
+            "suites": suites,
+        },
+    )
     n_expectations = sum(len(s["results"]) for s in suites.values())
     log.info(
         "quality gate: %d suites, %d expectations over %d catalog tables, %d failed; results in %s",
@@ -100,6 +119,54 @@ def audit_catalog(catalog: Path) -> Audit:
         path,
     )
     return Audit(path, number, not failures, versions, failures)
+
+
+def audit_batches(catalog: Path, lake: Path) -> Audit | None:
+    """Check the batches of the running (planned, uncommitted) run for schema drift (``batch_suites``) and
+    keep the results in ``<catalog>/_quality/batches-run-<run>.json`` (a retry writes the same file).
+
+    Drift is reported, in the log and the results, and does not fail the run: the planner has already made
+    a drifted table's batch a full one. None when no run is in progress."""
+    from lakemeta.quality.batch_suites import batch_checks
+
+    batches = deltalake.DeltaTable(str(catalog / "state/batches")).to_pandas()
+    running = batches[~batches["committed"].astype(bool)]
+    if running.empty:
+        log.info("batch audit: no run in progress")
+        return None
+    run_id = int(running["run_id"].max())
+    running = running[running["run_id"] == run_id]
+    columns = deltalake.DeltaTable(str(catalog / "columns")).to_pandas()
+    suites, failures = _validate("lakemeta_batches", batch_checks(running, columns, lake))
+    path = catalog / QUALITY_FOLDER / f"batches-run-{run_id}.json"
+    versions = {row.table_name: int(row.to_version) for row in running.itertuples() if row.kind != "drop"}
+    _write(
+        path,
+        {
+            "audited_at": datetime.now(UTC).isoformat(),
+            "run_id": run_id,
+            "number": run_id,
+            "lake": str(lake),
+            "success": not failures,
+            "versions": versions,
+            "failures": failures,
+            "suites": suites,
+        },
+    )
+    drifted = sorted({line.split(" @ ")[0].removeprefix("batch ") for line in failures})
+    log.info(
+        "batch audit of run %d: %d batches, %d compared with the catalog's columns, %d with schema drift%s; "
+        "results in %s",
+        run_id,
+        len(running),
+        len(suites),
+        len(drifted),
+        f" ({', '.join(drifted)})" if drifted else "",
+        path,
+    )
+    for line in failures:
+        log.warning("schema drift: %s", line)
+    return Audit(path, run_id, not failures, versions, failures)
 
 
 def require_success(audit: Audit) -> Audit:

@@ -1,0 +1,55 @@
+"""What each batch of a run is checked for before its state is committed: schema drift (DESIGN.md's
+quality gate, per batch).
+
+A batch's table is compared, at the batch's version, with the columns the catalog describes for it (the
+``columns`` table, written from the state that the last commit left): a column added or retyped appears as
+a signature outside the known set, a column removed or retyped as a known signature missing. Drift is
+reported, not refused: the batch planner already rebuilds a table whose schema changed (``lake.batches``),
+and the report says what changed and when. Tables the catalog has not described yet have nothing to drift
+from, and dropped tables no schema.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import deltalake
+import great_expectations as gx
+import pandas as pd
+from pyspark.sql.types import StructType
+
+from lakemeta.lake.tables import table_path
+from lakemeta.quality.catalog_suites import Check
+
+E = gx.expectations
+
+
+def schema_signatures(lake: Path, table_name: str, version: int) -> list[str]:
+    """``name type`` of each column of the table at ``version``, types as Spark names them (as ``columns``
+    records them); read from the Delta log, without a JVM."""
+    schema = deltalake.DeltaTable(str(table_path(lake, table_name)), version=version).schema()
+    fields = StructType.fromJson(json.loads(schema.to_json())).fields
+    return [f"{field.name} {field.dataType.simpleString()}" for field in fields]
+
+
+def batch_checks(batches: pd.DataFrame, columns: pd.DataFrame, lake: Path) -> list[Check]:
+    """One check per batch of ``batches`` (rows of ``state/batches``) whose table ``columns`` describes."""
+    known = (columns["column_name"] + " " + columns["data_type"]).groupby(columns["table_name"]).agg(list)
+    checks = []
+    for batch in batches.itertuples():
+        if batch.kind == "drop" or batch.table_name not in known.index:
+            continue
+        described = sorted(known[batch.table_name])
+        frame = pd.DataFrame({"signature": schema_signatures(lake, batch.table_name, int(batch.to_version))})
+        checks.append(
+            Check(
+                f"batch {batch.table_name} @ {int(batch.to_version)}",
+                frame,
+                [
+                    E.ExpectColumnValuesToBeInSet(column="signature", value_set=described),  # added, retyped
+                    E.ExpectColumnDistinctValuesToContainSet(column="signature", value_set=described),
+                ],
+            )
+        )
+    return checks
