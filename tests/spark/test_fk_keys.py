@@ -1,5 +1,6 @@
 """FK key candidates: those checked exactly in tables without agree-set state equal each table's smallest
-minimal unique column combinations found by brute force, and equal those the agree-set state gives."""
+minimal unique column combinations with FK candidates found by brute force, and equal those the agree-set
+state gives."""
 
 from __future__ import annotations
 
@@ -37,9 +38,14 @@ def random_table(rng: np.random.Generator) -> pa.Table:
     )
 
 
+def has_candidates(key: Key) -> bool:
+    """Other tables would reference every column but ``id``."""
+    return "id" not in key.columns
+
+
 def minimal_keys(name: str, table: pa.Table, max_columns: int) -> set[Key]:
-    """Brute force: the smallest of the minimal combinations of null-free columns whose tuples are all
-    distinct."""
+    """Brute force: of the minimal combinations of null-free columns whose tuples are all distinct, the
+    smallest of those with candidates."""
     columns = [c for c in table.column_names if table[c].null_count == 0]
     values = {c: table[c].to_pylist() for c in columns}
     unique = [
@@ -49,7 +55,8 @@ def minimal_keys(name: str, table: pa.Table, max_columns: int) -> set[Key]:
         if len(set(zip(*(values[c] for c in combination), strict=True))) == table.num_rows
     ]
     minimal = [c for c in unique if not any(set(smaller) < set(c) for smaller in unique)]
-    return {Key(name, c) for c in minimal if len(c) == min(map(len, minimal))}  # the smallest keys
+    referenced = [c for c in minimal if has_candidates(Key(name, c))]
+    return {Key(name, c) for c in referenced if len(c) == min(map(len, referenced))}  # the smallest
 
 
 @pytest.mark.parametrize("max_rows", [0])
@@ -57,16 +64,22 @@ def test_checked_keys_equal_brute_force_and_the_agree_set_keys(spark, tmp_path: 
     rng = np.random.default_rng(11)
     lake = tmp_path / "lake"
     tables = {f"t{i}": random_table(rng) for i in range(4)}
-    with_id = random_table(rng)  # a unique column: its multi-column keys are not FK targets
+    # Unique columns: "g", which others reference, makes the table's multi-column keys no FK targets;
+    # "id", which none references, does not.
+    with_g = random_table(rng)
+    tables["t_g"] = with_g.append_column("g", pa.array(rng.permutation(with_g.num_rows)))
+    with_id = random_table(rng)
     tables["t_id"] = with_id.append_column("id", pa.array(rng.permutation(with_id.num_rows)))
     for name, table in tables.items():
         write_deltalake(str(lake / name), table)
     config = Config(lake=lake, catalog=tmp_path / "catalog", agree_sets=AgreeSetConfig(max_rows=max_rows))
     pipeline = Pipeline(spark, config)
     process(pipeline, "column_profile", "hll_counters", "agree_sets")
-    found = find_keys(pipeline.catalog, lake, config.fks, config.sketches.precision, lambda key: True)
+    found = find_keys(pipeline.catalog, lake, config.fks, config.sketches.precision, has_candidates)
     expected = set().union(
         *(minimal_keys(name, table, config.fks.max_key_columns) for name, table in tables.items())
     )
-    assert any(len(key.columns) > 1 for key in expected) and any(len(key.columns) == 1 for key in expected)
+    assert Key("t_g", ("g",)) in expected
+    assert not any(key.table == "t_g" and len(key.columns) > 1 for key in expected)
+    assert any(key.table == "t_id" and len(key.columns) > 1 for key in expected)
     assert set(found) == expected

@@ -82,10 +82,10 @@ def test_profile_counts_match_the_snapshot(spark, tmp_path: Path):
     rows = [(1, "x", None), (1, "x", None), (None, None, 2.0), (3, "y", 1.0)]
     create_spark_table(spark, lake / "t", rows)
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    run_state(pipeline)
+    process(pipeline, "column_profile")
     spark.sql(f"UPDATE delta.`{lake / 't'}` SET name = NULL WHERE id = 3")
     spark.sql(f"DELETE FROM delta.`{lake / 't'}` WHERE id IS NULL")
-    plan = run_state(pipeline)
+    plan = process(pipeline, "column_profile")
     assert [(b.kind, b.source) for b in plan.batches] == [("incremental", "cdf")]
     profile = state_rows(pipeline, "state/column_profile")
     assert profile == [
@@ -130,11 +130,11 @@ def test_schema_change_rebuilds_the_table_and_rebuild_command_resets(spark, tmp_
     lake = tmp_path / "lake"
     create_spark_table(spark, lake / "t", [(1, "a", 1.0)])
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    run_state(pipeline)
+    process(pipeline, "column_profile")
     spark.createDataFrame([(5, "z")], "id long, other string").write.format("delta").mode("overwrite").option(
         "overwriteSchema", "true"
     ).save(str(lake / "t"))
-    plan = run_state(pipeline)
+    plan = process(pipeline, "column_profile")
     assert [(b.kind, b.source) for b in plan.batches] == [("full", "snapshot")]
     assert state_rows(pipeline, "state/column_profile") == [
         ("t", "id", 0, "bigint", 1, 0),

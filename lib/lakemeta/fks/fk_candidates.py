@@ -15,7 +15,8 @@ with BML pruning, ranked by Quantile-EMD).
    The values being in hand there, a candidate whose exact inclusion |F ∩ P| / |F| is below θ is dropped
    first: BML's estimate is loose where |F| is far below |P| (a ten-value column "included" in a key of
    thousands), and such a pair is no FK however it ranks.
-5. The candidates, single- and multi-column together, are ranked by EMD_n and the answer set is marked
+5. Of each referenced table's keys with candidates left, only the smallest keep theirs (``keys``).
+6. The candidates, single- and multi-column together, are ranked by EMD_n and the answer set is marked
    ``accepted`` (``ranking``, §5.2); ``name_match`` reports §5.4's name check beside each.
 
 Pairs within one table are not candidates: ``inclusion_estimates`` relates columns of different tables.
@@ -195,6 +196,22 @@ def _candidate_rows(
     return run
 
 
+def smallest_keys_only(scored: pa.Table) -> pa.Table:
+    """The candidates of each referenced table's smallest keys among those with candidates left after the
+    exact inclusion check (``keys``: a table's primary key is among its smallest keys); declared keys keep
+    theirs whatever their size."""
+    sizes = pc.list_value_length(scored["pk_columns"]).to_numpy(zero_copy_only=False)
+    tables = scored["pk_table"].to_pylist()
+    declared = np.array([source == "declared" for source in scored["pk_source"].to_pylist()], dtype=bool)
+    smallest: dict[str, int] = {}
+    for table, size, is_declared in zip(tables, sizes, declared, strict=True):
+        if not is_declared:
+            smallest[table] = min(size, smallest.get(table, size))
+    of_smallest = [size == smallest.get(table) for table, size in zip(tables, sizes, strict=True)]
+    keep = declared | np.array(of_smallest, dtype=bool)
+    return scored.filter(pa.array(keep, pa.bool_()))
+
+
 def rank_candidates(scored: pa.Table, config: FkConfig) -> pa.Table:
     """Rank by EMD_n (ties by name, so the order is deterministic), mark the answer set and name matches."""
     ordered = scored.to_pylist()
@@ -247,7 +264,7 @@ def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketch
         if rows
         else _ROWS.empty_table()
     )
-    ranked = rank_candidates(scored.cast(_ROWS), config)
+    ranked = rank_candidates(smallest_keys_only(scored.cast(_ROWS)), config)
     schema = arrow_schema(RESULTS)
     catalog.replace_small(RESULTS, ranked.select(schema.names).cast(schema))
     n_accepted = int(pc.sum(ranked["accepted"]).as_py() or 0)

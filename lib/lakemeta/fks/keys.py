@@ -13,11 +13,15 @@
     combination inside it, as in ``unique_column_combinations``. Sizes are checked in increasing order
     and the first size with a key ends the search (see below). Duplicates among the first 16,384 rows
     refute most combinations without reading further.
-* Of the keys found, each table keeps those with the fewest columns: Zhang et al. take one primary key
-  per table as given, and a table's primary key is among its smallest keys. A table with a unique column
-  is not the target of multi-column FKs; without this, the chance UCCs of several columns in wide tables
-  (80 of them in TPC-H lineitem at scale 0.1, each with hundreds of candidate column tuples) would swamp
-  the ranking.
+* Each table's primary key is among its smallest keys (Zhang et al. take one per table as given), so of
+  the keys whose candidates survive the exact inclusion check, each table keeps those with the fewest
+  columns (``fk_candidates``): a table with a unique column that other tables reference is not the target
+  of multi-column FKs, and chance UCCs of several columns in wide tables (80 in TPC-H lineitem at scale
+  0.1, each with hundreds of candidate column tuples) do not swamp the ranking. The exact checks above
+  stop at the first size with keys that have phase-1 candidates, which bounds their cost; the agree-set
+  keys cost nothing and are all kept here. Phase 1's candidates alone cannot decide it: BML "includes" a
+  column of a few values in almost any large column (five market segments in a unique comment column of
+  TPC-H partsupp at scale 0.01, which would hide (ps_partkey, ps_suppkey)).
 * Keys declared in the configuration (``fks.declared_keys``) are added, whatever their size.
 """
 
@@ -110,7 +114,7 @@ def _table_keys(table: dict) -> list[dict]:
         by_size.setdefault(len(combination), []).append(combination)
     for size in sorted(by_size):
         if keys:
-            break  # the smallest keys only (module docstring)
+            break  # the smallest keys with phase-1 candidates only (module docstring)
         keys = [list(c) for c in sorted(by_size[size]) if minimal_key(c)]
     return [{"table_name": table["table_name"], "columns": columns} for columns in keys]
 
@@ -146,8 +150,8 @@ def _checked_keys(
     rows = []
     for name, distinct in sorted(estimates.items()):
         n_rows = tables[name]["n_rows"]
-        singles = [column for column, estimate in distinct.items() if estimate >= n_rows * (1 - sigmas)]
         referenced = sorted(column for column in distinct if has_candidates(Key(name, (column,))))
+        singles = [column for column in referenced if distinct[column] >= n_rows * (1 - sigmas)]
         combinations = [
             list(combination)
             for size in range(2, config.max_key_columns + 1)
@@ -200,7 +204,5 @@ def find_keys(
         len(declared),
     )
     # A key found several ways keeps the first: agree-sets, then checked, then declared.
-    found = keys | checked
-    smallest = {key.table: len(key.columns) for key in sorted(found, key=lambda key: -len(key.columns))}
-    kept = {key for key in found if len(key.columns) == smallest[key.table]} | declared
-    return sorted(kept, key=lambda key: (key.table, key.columns))
+    found = {key for key in keys if has_candidates(key)} | checked | declared
+    return sorted(found, key=lambda key: (key.table, key.columns))
