@@ -5,9 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.cache/numba}
 .venv/bin/ruff check lib jobs dags tests bench
-# The tests' JVMs are short-lived and their data tiny: with the C1 compiler alone they start sooner and
-# spend less of the two cores compiling (a DAG task's spark-submit: 47 -> 29 CPU seconds).
-export JDK_JAVA_OPTIONS=${JDK_JAVA_OPTIONS:--XX:TieredStopAtLevel=1}
 mkdir -p test-output
 # Two workers, each with its own Spark session, a test file's tests kept together: most of a Spark test's
 # time is job scheduling and JVM round trips, so two of them share the two cores well. Files are handed out

@@ -1,6 +1,6 @@
-"""The minimal FD and UCC counts of the fd/ datasets (../shared/data/README.md), through the whole pipeline:
-CSV ingest into a lake, a run, and the catalog's ``functional_dependencies`` and
-``unique_column_combinations``.
+"""The minimal FD and UCC counts of the fd/ datasets (../shared/data/README.md), through the pipeline: CSV
+ingest into a lake, a run of the profile and agree-set state (detect, update, commit, which derives the
+keys and FDs from them), and the catalog's ``functional_dependencies`` and ``unique_column_combinations``.
 
 The files are header-less and comma-separated. Ingest infers column types; equality of the typed values is
 equality of the original strings on these files, and the empty cells become nulls, which equal each
@@ -19,6 +19,8 @@ from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.pipeline import Pipeline
 from tests.unit.agreesets.test_agreesets_datasets import EXPECTED
 
+from .lake_changes import process
+
 pytestmark = pytest.mark.spark
 
 
@@ -26,7 +28,7 @@ def test_fd_and_ucc_counts_through_the_pipeline(spark, shared_data: Path, tmp_pa
     lake = tmp_path / "lake"
     ingest(spark, lake, find_sources([shared_data / "fd"]), IngestConfig(separator=",", header=False))
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    pipeline.run()
+    process(pipeline, "column_profile", "agree_sets")
     fds = pipeline.catalog.read_small("functional_dependencies").to_pylist()
     uccs = pipeline.catalog.read_small("unique_column_combinations").to_pylist()
     exact = Counter(row["table_name"] for row in fds if row["error"] == 0.0)
