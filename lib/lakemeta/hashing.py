@@ -304,47 +304,71 @@ def hash_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.nda
 
 
 @njit(cache=True, nogil=True)
-def _write_length_prefixed(
-    dst: np.ndarray, pos: np.ndarray, offsets: np.ndarray, data: np.ndarray, valid: np.ndarray
-) -> None:
-    for r in range(pos.shape[0]):
+def _hash_lanes(lanes: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    # XXH64 (seed 0) of each row's c 8-byte little-endian lanes, lanes[:, row]: xxh64_bytes's steps on input
+    # whose length is a multiple of 8, with the lanes read as words instead of bytes
+    c, n = lanes.shape
+    length = np.uint64(8 * c)
+    out = np.zeros(n, dtype=np.uint64)
+    for r in range(n):
         if not valid[r]:
             continue
-        start = offsets[r]
-        length = offsets[r + 1] - start
-        p = pos[r]
-        for b in range(4):
-            dst[p + b] = (length >> (8 * b)) & 0xFF
-        p += 4
-        for j in range(length):
-            dst[p + j] = data[start + j]
-        pos[r] = p + length
+        i = 0
+        if c >= 4:
+            v1 = _P1 + _P2
+            v2 = _P2
+            v3 = np.uint64(0)
+            v4 = np.uint64(0) - _P1
+            while i + 4 <= c:
+                v1 = _round(v1, lanes[i, r])
+                v2 = _round(v2, lanes[i + 1, r])
+                v3 = _round(v3, lanes[i + 2, r])
+                v4 = _round(v4, lanes[i + 3, r])
+                i += 4
+            h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+            h = _merge_round(h, v1)
+            h = _merge_round(h, v2)
+            h = _merge_round(h, v3)
+            h = _merge_round(h, v4)
+        else:
+            h = _P5
+        h += length
+        while i < c:
+            h ^= _round(np.uint64(0), lanes[i, r])
+            h = _rotl(h, 27) * _P1 + _P4
+            i += 1
+        h ^= h >> np.uint64(33)
+        h *= _P2
+        h ^= h >> np.uint64(29)
+        h *= _P3
+        h ^= h >> np.uint64(32)
+        out[r] = h
+    return out
+
+
+def combine_hashes(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The tuple hashes of rows from their columns' ``hash_strings`` results (``hash_tuples``), so that a
+    caller holding each column's hashes combines them for any column tuple without hashing values again."""
+    if not parts:
+        raise ValueError("a tuple hash needs at least one column")
+    n = len(parts[0][0])
+    if any(len(hashes) != n for hashes, _ in parts):
+        raise ValueError("all columns must have the same length")
+    valid = np.logical_and.reduce([column_valid for _, column_valid in parts])
+    lanes = np.stack([np.asarray(hashes, dtype=np.uint64) for hashes, _ in parts])
+    return _hash_lanes(lanes, valid), valid
 
 
 def hash_tuples(columns: list[pa.Array | pa.ChunkedArray]) -> tuple[np.ndarray, np.ndarray]:
-    """XXH64 (seed 0) of each row's tuple of canonical strings, for multi-column sketches.
+    """XXH64 (seed 0) of each row's tuple of values, for multi-column sketches and tuple equality.
 
-    The tuple (v1, ..., vc) is encoded as the concatenation, column by column, of ``uint32 little-endian
-    byte length of vi`` followed by the UTF-8 bytes of vi; the length prefixes make the encoding injective
-    (("ab", "c") and ("a", "bc") differ), unlike the field-separator concatenation of Zhang et al. App. C.
-    A row with a null in any column is not a tuple of values: ``valid`` is False there and its hash is 0.
-    All columns must have the same length.
+    The tuple (v1, ..., vc) is encoded as the concatenation of the values' own hashes (``hash_strings``,
+    over their canonical forms), each as 8 little-endian bytes. The encoding has a fixed width per column,
+    so tuples that only split the same characters differently (("ab", "c") and ("a", "bc")) differ, unlike
+    the field-separator concatenation of Zhang et al. App. C; and a column hashed once serves every tuple
+    it is part of (``combine_hashes``). A row with a null in any column is not a tuple of values: ``valid``
+    is False there and its hash is 0. All columns must have the same length.
     """
     if not columns:
         raise ValueError("hash_tuples needs at least one column")
-    n = len(columns[0])
-    if any(len(c) != n for c in columns):
-        raise ValueError("all columns must have the same length")
-    parts = [string_buffers(c) for c in columns]
-    valid = np.logical_and.reduce([v for _, _, v in parts])
-    row_bytes = np.zeros(n, dtype=np.int64)
-    for offsets, _, _ in parts:
-        row_bytes += 4 + np.diff(offsets)
-    row_bytes[~valid] = 0
-    tuple_offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(row_bytes, out=tuple_offsets[1:])
-    buffer = np.empty(int(tuple_offsets[-1]), dtype=np.uint8)
-    pos = tuple_offsets[:-1].copy()
-    for offsets, data, _ in parts:
-        _write_length_prefixed(buffer, pos, offsets, data, valid)
-    return _hash_spans(tuple_offsets, buffer, valid), valid
+    return combine_hashes([hash_strings(column) for column in columns])

@@ -121,11 +121,11 @@ def test_string_buffers_give_each_row_its_bytes_and_validity(arrow_type: pa.Data
 
 
 def _tuple_reference(row: tuple[str, ...]) -> int:
-    encoded = b"".join(struct.pack("<I", len(v.encode())) + v.encode() for v in row)
+    encoded = b"".join(struct.pack("<Q", xxhash.xxh64_intdigest(v.encode())) for v in row)
     return xxhash.xxh64_intdigest(encoded)
 
 
-def test_hash_tuples_is_xxh64_of_the_length_prefixed_encoding_and_excludes_null_rows() -> None:
+def test_hash_tuples_is_xxh64_of_the_value_hashes_and_excludes_null_rows() -> None:
     rng = np.random.default_rng(3)
     a = _random_unicode(rng, 300)
     b = _random_unicode(rng, 300)
@@ -141,12 +141,19 @@ def test_hash_tuples_is_xxh64_of_the_length_prefixed_encoding_and_excludes_null_
             assert valid[i]
             assert int(hashes[i]) == _tuple_reference((a[i], b[i], c[i]))
     sliced, _ = hash_tuples([pa.array(a).slice(10, 5), pa.array(a).slice(20, 5)])
+    wide, _ = hash_tuples([pa.array(column) for column in (a, a[::-1], a, a[::-1], a)])  # 32-byte stripes
+    assert [int(h) for h in wide[:50]] == [
+        _tuple_reference((a[i], a[-1 - i], a[i], a[-1 - i], a[i])) for i in range(50)
+    ]
     assert sliced.tolist() == [_tuple_reference((a[10 + i], a[20 + i])) for i in range(5)]
 
 
 def test_hash_tuples_encoding_is_unambiguous() -> None:
     hashes, _ = hash_tuples([pa.array(["ab", "a", "", "abc"]), pa.array(["c", "bc", "abc", ""])])
     assert len(set(hashes.tolist())) == 4
+    as_integers, _ = hash_tuples([pa.array([3, -7], pa.int32()), pa.array([10, 2], pa.int64())])
+    as_strings, _ = hash_tuples([pa.array(["3", "-7"]), pa.array(["10", "2"])])
+    assert as_integers.tolist() == as_strings.tolist()  # the same values in other physical types
 
 
 def test_hash_tuples_rejects_ragged_or_empty_input() -> None:

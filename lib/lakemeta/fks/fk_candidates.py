@@ -9,12 +9,15 @@ with BML pruning, ranked by Quantile-EMD).
    for each column C of a multi-column key.
 3. Phase 2: for a key P = (C1..Cn), every F = (C'1..C'n) in S(C1) x ... x S(Cn) whose columns are distinct and
    in one table (Zhang §4). A second pass reads only the columns involved, builds the tuple sketches of F
-   and P (HLL of ``hash_tuples``) and prunes the BML estimate of sigma(F, P) at θ again.
+   and P (HLL of ``hash_tuples``) and prunes the BML estimate of sigma(F, P) at θ again. The sketches are
+   built from every row's tuple hash, combined from the columns' value hashes: registers depend on the
+   set of hashes only, so nothing is deduplicated for a candidate this prunes.
 4. Randomness (§3): one Spark task per group of keys reads each key's and its candidates' columns with
    delta-rs at their committed versions and computes EMD_n on the key's quantile grid (``randomness``).
    The values being in hand there, a candidate whose exact inclusion |F ∩ P| / |F| is below θ is dropped
    first: BML's estimate is loose where |F| is far below |P| (a ten-value column "included" in a key of
-   thousands), and such a pair is no FK however it ranks.
+   thousands), and such a pair is no FK however it ranks. Distinct tuples and their inclusion are found
+   on the tuple hashes (sorted), not by grouping strings.
 5. Of each referenced table's keys with candidates left, only the smallest keep theirs (``keys``).
 6. The candidates, single- and multi-column together, are ranked by EMD_n and the answer set is marked
    ``accepted`` (``ranking``, §5.2); ``name_match`` reports §5.4's name check beside each.
@@ -41,10 +44,10 @@ from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import FkConfig, SketchConfig
 from lakemeta.fks.keys import Key, find_keys
-from lakemeta.fks.randomness import distinct_tuples, emd_n
+from lakemeta.fks.randomness import distinct_rows, emd_n, sorted_unique
 from lakemeta.fks.ranking import answer_set, names_match
-from lakemeta.hashing import hash_tuples
-from lakemeta.inds.lake_inds import read_table_strings
+from lakemeta.hashing import canonical, combine_hashes, hash_strings
+from lakemeta.inds.lake_inds import read_table_columns
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
@@ -113,49 +116,93 @@ class CandidateIndex:
         return found
 
 
+def _sketch(tuple_hashes: np.ndarray, valid: np.ndarray, sketches: SketchConfig) -> np.ndarray:
+    """The HLL registers of a column tuple's values (BML §2.2); duplicates and row order do not matter."""
+    return registers(counter_delta(tuple_hashes[valid], p=sketches.precision))
+
+
 def tuple_inclusion(
-    dependent: list[pa.Array], referenced: list[pa.Array], sketches: SketchConfig
+    dependent: np.ndarray, referenced: np.ndarray, sketches: SketchConfig
 ) -> tuple[float, float]:
-    """BML's sigma(F, P) and its error bound from the HLL sketches of two sets of tuples (phase 2)."""
-    rows = [
-        registers(counter_delta(hash_tuples(side)[0], p=sketches.precision))
-        for side in (dependent, referenced)
-    ]
+    """BML's sigma(F, P) and its error bound from the HLL registers of two tuple sets (phase 2)."""
     estimates = estimate_inclusion(
-        np.stack(rows), np.array([0]), np.array([1]), confidence=sketches.confidence, eps=sketches.tolerance
+        np.stack([dependent, referenced]),
+        np.array([0]),
+        np.array([1]),
+        confidence=sketches.confidence,
+        eps=sketches.tolerance,
     )
     return float(estimates.estimate[0]), float(estimates.error_bound[0])
 
 
-def exact_inclusion(dependent: list[pa.Array], referenced: list[pa.Array]) -> float:
-    """|F ∩ P| / |F| over distinct tuples (both given distinct and null-free)."""
-    names = [f"c{i}" for i in range(len(dependent))]
-    left = pa.table(dict(zip(names, dependent, strict=True)))
-    right = pa.table(dict(zip(names, referenced, strict=True)))
-    return left.join(right, names, join_type="left semi").num_rows / left.num_rows
+def exact_inclusion(dependent: np.ndarray, referenced: np.ndarray) -> float:
+    """|F ∩ P| / |F| from the sorted distinct tuple hashes of F and P (tuples are told apart by their 64-bit
+    hashes, ``randomness.distinct_rows``, so a collision could only add 1/|F|)."""
+    if not len(referenced):
+        return 0.0
+    at = np.minimum(np.searchsorted(referenced, dependent), len(referenced) - 1)
+    return float(np.count_nonzero(referenced[at] == dependent)) / len(dependent)
+
+
+class _TaskSnapshots:
+    """What one task reads and derives from the table snapshots of its keys and candidates: each snapshot's
+    needed columns read once, together (delta-rs), each column hashed once, and per
+    column tuple its distinct hashes and distinct tuples, kept for the task's other keys."""
+
+    def __init__(self, needed: dict[tuple[str, int], set[str]]) -> None:
+        self._needed = needed
+        self._values: dict[tuple[str, int], dict[str, pa.Array]] = {}
+        self._hashes: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
+        self._distinct_hashes: dict[tuple[str, int, tuple[str, ...]], np.ndarray] = {}
+        self._distinct_tuples: dict[tuple[str, int, tuple[str, ...]], list[pa.Array]] = {}
+
+    def _column(self, path: str, version: int, column: str) -> pa.Array:
+        if (path, version) not in self._values:
+            wanted = sorted(self._needed[(path, version)])
+            self._values[(path, version)] = dict(
+                zip(wanted, read_table_columns(path, version, wanted), strict=True)
+            )
+        return self._values[(path, version)][column]
+
+    def tuple_hashes(self, path: str, version: int, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, valid) of the rows' tuples: ``hash_tuples`` combined from the column hashes, or for one
+        column its value hashes (the same equality, one hashing pass fewer); valid is False at a null."""
+        for column in columns:
+            if (path, version, column) not in self._hashes:
+                self._hashes[(path, version, column)] = hash_strings(self._column(path, version, column))
+        if len(columns) == 1:
+            return self._hashes[(path, version, columns[0])]
+        return combine_hashes([self._hashes[(path, version, column)] for column in columns])
+
+    def distinct_hashes(self, path: str, version: int, columns: list[str]) -> np.ndarray:
+        """The sorted hashes of the distinct null-free tuples."""
+        where = (path, version, tuple(columns))
+        if where not in self._distinct_hashes:
+            hashes, valid = self.tuple_hashes(path, version, columns)
+            self._distinct_hashes[where] = sorted_unique(hashes[valid])
+        return self._distinct_hashes[where]
+
+    def distinct_tuples(self, path: str, version: int, columns: list[str]) -> list[pa.Array]:
+        """The distinct null-free tuples, column by column, as canonical strings (``distinct_rows``)."""
+        where = (path, version, tuple(columns))
+        if where not in self._distinct_tuples:
+            rows = pa.array(distinct_rows(*self.tuple_hashes(path, version, columns)))
+            self._distinct_tuples[where] = [
+                canonical(self._column(path, version, column).take(rows)) for column in columns
+            ]
+        return self._distinct_tuples[where]
 
 
 def _candidate_rows(
     config: FkConfig, sketches: SketchConfig
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Per key: its distinct tuples, then per candidate the phase-2 estimate (several columns) and EMD_n."""
+    """Per key: phase 2's tuple-sketch estimate of each candidate of several columns (from every row's tuple
+    hash: HLL registers depend on the set of hashes only, so no distinct tuples are formed for candidates
+    it prunes), the exact inclusion check, then EMD_n on the distinct tuples."""
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         needed: dict[tuple[str, int], set[str]] = {}  # the columns this task reads, by table snapshot
-        read: dict[tuple[str, int], dict[str, pa.Array]] = {}  # each table read once, its columns together
-        distinct: dict[tuple, list[pa.Array]] = {}  # distinct tuples by (path, version, columns)
-
-        def tuples(path: str, version: int, columns: list[str]) -> list[pa.Array]:
-            where = (path, version, tuple(columns))
-            if where not in distinct:
-                if (path, version) not in read:
-                    wanted = sorted(needed[(path, version)])
-                    read[(path, version)] = dict(
-                        zip(wanted, read_table_strings(path, version, wanted), strict=True)
-                    )
-                distinct[where] = distinct_tuples([read[(path, version)][column] for column in columns])
-            return distinct[where]
-
+        snapshots = _TaskSnapshots(needed)
         for batch in descriptors:
             keys = batch.to_pylist()
             for key in keys:
@@ -165,20 +212,30 @@ def _candidate_rows(
                     needed.setdefault(where, set()).update(candidate["fk_columns"])
             rows = []
             for key in keys:
-                key_tuples = tuples(key["pk_path"], key["pk_version"], key["pk_columns"])
+                pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
+                key_hashes = snapshots.distinct_hashes(*pk)
+                if not len(key_hashes):
+                    continue
                 several = len(key["pk_columns"]) > 1
+                key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several else None
                 quantiles = config.grid_quantiles(len(key["pk_columns"]))
                 for candidate in key["candidates"]:
-                    fk_tuples = tuples(candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
-                    if not len(fk_tuples[0]) or not len(key_tuples[0]):
-                        continue
-                    if exact_inclusion(fk_tuples, key_tuples) < config.inclusion_threshold:
-                        continue  # not included, though its estimates let it through (checked first: cheaper)
+                    fk = (candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
                     estimate, error = candidate["estimate"], candidate["error"]
                     if several:
-                        estimate, error = tuple_inclusion(fk_tuples, key_tuples, sketches)
+                        fk_hashes, fk_valid = snapshots.tuple_hashes(*fk)
+                        if not fk_valid.any():
+                            continue
+                        fk_sketch = _sketch(fk_hashes, fk_valid, sketches)
+                        estimate, error = tuple_inclusion(fk_sketch, key_sketch, sketches)
                         if estimate < config.inclusion_threshold:
                             continue  # Zhang §4: pruned on its tuples' sketches
+                    fk_distinct = snapshots.distinct_hashes(*fk)
+                    if (
+                        not len(fk_distinct)
+                        or exact_inclusion(fk_distinct, key_hashes) < config.inclusion_threshold
+                    ):
+                        continue  # not included, though its estimates let it through
                     rows.append(
                         {
                             "fk_table": candidate["fk_table"],
@@ -188,7 +245,9 @@ def _candidate_rows(
                             "pk_source": key["pk_source"],
                             "inclusion_estimate": estimate,
                             "inclusion_error": error,
-                            "emd": emd_n(key_tuples, fk_tuples, quantiles),
+                            "emd": emd_n(
+                                snapshots.distinct_tuples(*pk), snapshots.distinct_tuples(*fk), quantiles
+                            ),
                         }
                     )
             yield pa.RecordBatch.from_pylist(rows, schema=_ROWS)

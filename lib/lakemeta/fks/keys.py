@@ -40,8 +40,8 @@ import pyarrow as pa
 from lakemeta.agreesets.agree_set_state import tracked_tables
 from lakemeta.catalog import Catalog
 from lakemeta.config import FkConfig
-from lakemeta.hashing import hash_tuples
-from lakemeta.inds.lake_inds import read_table_strings
+from lakemeta.hashing import combine_hashes, hash_strings
+from lakemeta.inds.lake_inds import read_table_columns
 from lakemeta.lake.tables import table_path
 from lakemeta.spark.placement import balanced_frame
 
@@ -49,6 +49,7 @@ log = logging.getLogger(__name__)
 
 _ESTIMATE_SIGMAS = 4.0
 _PREFIX_ROWS = 1 << 14
+_FIRST_SHARED = 64  # shared hashes whose rows are compared before all of them are
 _CHECK_SCHEMA = (
     "table_name string, path string, version long, columns array<string>, combinations array<array<string>>"
 )
@@ -66,38 +67,50 @@ class Key:
     source: str = field(default="agree_sets", compare=False)
 
 
-def is_unique(columns: list[pa.Array]) -> bool:
-    """Whether every row holds a distinct tuple of non-null values, exactly.
+def is_unique(columns: list[pa.Array], column_hashes: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+    """Whether every row holds a distinct tuple of non-null values, exactly; ``column_hashes`` are the
+    columns' ``hash_strings`` results, combined here into tuple hashes (``hashing.combine_hashes``).
 
     Rows whose 64-bit tuple hashes differ from every other row's are distinct; only rows sharing a hash
-    (equal tuples, or a hash collision) are compared by their values.
+    (equal tuples, or a hash collision) are compared by their values, those of a few shared hashes first:
+    in a non-key nearly every shared hash is a repeated tuple, which settles it.
     """
     if len(columns[0]) > _PREFIX_ROWS and not is_unique(
-        [column.slice(0, _PREFIX_ROWS) for column in columns]
+        [column.slice(0, _PREFIX_ROWS) for column in columns],
+        [(hashes[:_PREFIX_ROWS], valid[:_PREFIX_ROWS]) for hashes, valid in column_hashes],
     ):
         return False  # duplicates among the first rows already: most non-keys end here, cheaply
-    hashes, valid = hash_tuples(columns)
+    hashes, valid = combine_hashes(column_hashes)
     if not valid.all():
         return False
-    order = np.argsort(hashes, kind="stable")
-    shared = hashes[order[1:]] == hashes[order[:-1]]
-    if not shared.any():
+    ordered = np.sort(hashes)
+    repeated = ordered[1:] == ordered[:-1]
+    shared = ordered[1:][repeated & np.append(True, ~repeated[:-1])]  # each shared hash once
+    if not len(shared):
         return True
-    rows = pa.array(np.unique(np.concatenate([order[1:][shared], order[:-1][shared]])))
+    first = shared[:_FIRST_SHARED]
+    if _has_equal_rows(columns, np.isin(hashes, first)):
+        return False
+    return len(first) == len(shared) or not _has_equal_rows(columns, np.isin(hashes, shared))
+
+
+def _has_equal_rows(columns: list[pa.Array], selected: np.ndarray) -> bool:
     names = [f"c{i}" for i in range(len(columns))]
-    sharing = pa.table({name: column.take(rows) for name, column in zip(names, columns, strict=True)})
-    return sharing.group_by(names).aggregate([]).num_rows == len(rows)
+    rows = pa.array(np.flatnonzero(selected))
+    table = pa.table({name: column.take(rows) for name, column in zip(names, columns, strict=True)})
+    return table.group_by(names).aggregate([]).num_rows < len(rows)
 
 
 def _table_keys(table: dict) -> list[dict]:
     """One table's listed columns that are unique, then its listed combinations that are minimal keys."""
     wanted = sorted(set(table["columns"]).union(*table["combinations"]))
-    values = dict(zip(wanted, read_table_strings(table["path"], table["version"], wanted), strict=True))
+    values = dict(zip(wanted, read_table_columns(table["path"], table["version"], wanted), strict=True))
+    hashes = {column: hash_strings(values[column]) for column in wanted}
     known: dict[tuple[str, ...], bool] = {}
 
     def unique(columns: tuple[str, ...]) -> bool:
         if columns not in known:
-            known[columns] = is_unique([values[column] for column in columns])
+            known[columns] = is_unique([values[c] for c in columns], [hashes[c] for c in columns])
         return known[columns]
 
     def minimal_key(combination: tuple[str, ...]) -> bool:

@@ -25,28 +25,48 @@ Tuples with a null in any column are not values (a FK tuple with a null referenc
 
 from __future__ import annotations
 
-import functools
-
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakemeta.fks.domain_order import order_ranks
+from lakemeta.hashing import canonical, hash_tuples
 
 _MAX_SIMPLEX_ITERATIONS = 10_000_000
 
 
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique`` by a plain sort: several times faster for millions of 64-bit hashes in numpy 2."""
+    ordered = np.sort(values)
+    keep = np.ones(len(ordered), dtype=bool)
+    keep[1:] = ordered[1:] != ordered[:-1]
+    return ordered[keep]
+
+
+def distinct_rows(tuple_hashes: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """The row number of one row of each distinct tuple without a null.
+
+    Tuples are told apart by their 64-bit hashes (``lakemeta.hashing.hash_tuples``): two distinct tuples
+    sharing a hash would count as one, which among n tuples happens with probability about n^2 / 2^65
+    (3e-7 for TPC-H lineitem's 6 M rows) and moves one tuple's mass, 1/n, on the grid.
+    """
+    rows = np.flatnonzero(valid)
+    ordered = rows[np.argsort(tuple_hashes[rows])]
+    hashes = tuple_hashes[ordered]
+    first = np.ones(len(ordered), dtype=bool)
+    first[1:] = hashes[1:] != hashes[:-1]
+    return ordered[first]
+
+
 def distinct_tuples(columns: list[pa.Array]) -> list[pa.Array]:
-    """The distinct tuples of ``columns`` without a null in any column, column by column, as strings."""
-    table = pa.table({f"c{i}": column for i, column in enumerate(columns)})
-    table = table.filter(functools.reduce(pc.and_, [pc.is_valid(column) for column in table.columns]))
-    grouped = table.group_by(table.column_names).aggregate([])
-    return [grouped.column(name).combine_chunks().cast(pa.string()) for name in table.column_names]
+    """The distinct tuples of ``columns`` without a null in any column, column by column, as canonical
+    strings (``distinct_rows``)."""
+    rows = pa.array(distinct_rows(*hash_tuples(columns)))
+    return [canonical(column.take(rows)) for column in columns]
 
 
 def quantile_bounds(key_ranks: np.ndarray, n_quantiles: int) -> np.ndarray:
     """Def. 3 in one dimension: the ranks of the l-quantiles of the key's distinct values, ascending."""
-    distinct = np.unique(key_ranks)
+    distinct = sorted_unique(key_ranks)
     n = min(n_quantiles, len(distinct))
     return distinct[np.ceil(len(distinct) * np.arange(1, n + 1) / n).astype(np.int64) - 1]
 

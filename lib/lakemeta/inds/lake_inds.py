@@ -128,10 +128,15 @@ def catalog_tables(catalog: Catalog, lake: Path) -> list[TableColumns]:
     ]
 
 
+def read_table_columns(path: str, version: int, columns: list[str]) -> list[pa.Array]:
+    """A table's columns at a version, each as one array of its own type (delta-rs, no JVM)."""
+    snapshot = deltalake.DeltaTable(path, version=version).to_pyarrow_table(columns=columns)
+    return [snapshot.column(column).combine_chunks() for column in columns]
+
+
 def read_table_strings(path: str, version: int, columns: list[str]) -> list[pa.Array]:
     """A table's columns at a version as canonical strings (``lakemeta.hashing.canonical``)."""
-    snapshot = deltalake.DeltaTable(path, version=version).to_pyarrow_table(columns=columns)
-    return [canonical(snapshot.column(column).combine_chunks()) for column in columns]
+    return [canonical(column) for column in read_table_columns(path, version, columns)]
 
 
 _FLUSH_ROWS = 1 << 16  # output rows gathered before a batch is emitted: few batches for many small tables

@@ -73,6 +73,18 @@ def test_distinct_tuples_drop_tuples_with_a_null():
     assert sorted(zip(*(c.to_pylist() for c in columns), strict=True)) == [("1", "a"), ("3", "c")]
 
 
+@pytest.mark.parametrize("seed", range(20))
+def test_distinct_tuples_equal_a_set_of_the_tuples(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    left = [None if rng.random() < 0.1 else int(v) for v in rng.integers(0, 8, n)]
+    right = [None if rng.random() < 0.1 else str(v) for v in rng.integers(0, 5, n)]
+    columns = distinct_tuples([pa.array(left, pa.int64()), pa.array(right, pa.string())])
+    found = list(zip(*(c.to_pylist() for c in columns), strict=True))
+    expected = {(str(a), b) for a, b in zip(left, right, strict=True) if a is not None and b is not None}
+    assert len(found) == len(expected) and set(found) == expected
+
+
 def test_the_answer_set_ends_at_the_largest_jump():
     emd = np.array([0.0, 0.002, 0.004, 0.12, 0.13, 0.4])
     assert answer_set(emd, 256).tolist() == [True, True, True, False, False, False]
