@@ -28,10 +28,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
 
 from lakemeta.catalog import Catalog, Txn
-from lakemeta.lake.tables import discover_tables, table_path
+from lakemeta.lake.tables import discover_tables, spark_schema, table_path
 
 log = logging.getLogger(__name__)
 
@@ -215,8 +214,7 @@ def snapshot(spark: SparkSession, path: Path, version: int) -> DataFrame:
     files = table.file_uris()
     if not plain_files or not files:
         return spark.read.format("delta").option("versionAsOf", version).load(str(path))
-    schema = StructType.fromJson(json.loads(table.schema().to_json()))
-    return spark.read.schema(schema).parquet(*files)
+    return spark.read.schema(spark_schema(table)).parquet(*files)
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:

@@ -6,10 +6,12 @@ starts with ``_`` or ``.`` are not searched (``_quarantine`` and Spark's own hid
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import deltalake
+from pyspark.sql.types import StructType
 
 
 def discover_tables(lake: Path) -> list[str]:
@@ -36,3 +38,8 @@ def table_path(lake: Path, name: str) -> Path:
 def latest_version(path: Path) -> int:
     """The newest committed version of the Delta table at ``path``, read from its log (no JVM)."""
     return deltalake.DeltaTable(str(path)).version()
+
+
+def spark_schema(table: deltalake.DeltaTable) -> StructType:
+    """A Delta table's schema as Spark types, read from its log (no JVM): both speak Delta's JSON schema."""
+    return StructType.fromJson(json.loads(table.schema().to_json()))

@@ -11,15 +11,13 @@ from, and dropped tables no schema.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import deltalake
 import great_expectations as gx
 import pandas as pd
-from pyspark.sql.types import StructType
 
-from lakemeta.lake.tables import table_path
+from lakemeta.lake.tables import spark_schema, table_path
 from lakemeta.quality.catalog_suites import Check
 
 E = gx.expectations
@@ -28,9 +26,8 @@ E = gx.expectations
 def schema_signatures(lake: Path, table_name: str, version: int) -> list[str]:
     """``name type`` of each column of the table at ``version``, types as Spark names them (as ``columns``
     records them); read from the Delta log, without a JVM."""
-    schema = deltalake.DeltaTable(str(table_path(lake, table_name)), version=version).schema()
-    fields = StructType.fromJson(json.loads(schema.to_json())).fields
-    return [f"{field.name} {field.dataType.simpleString()}" for field in fields]
+    schema = spark_schema(deltalake.DeltaTable(str(table_path(lake, table_name)), version=version))
+    return [f"{field.name} {field.dataType.simpleString()}" for field in schema.fields]
 
 
 def batch_checks(batches: pd.DataFrame, columns: pd.DataFrame, lake: Path) -> list[Check]:
