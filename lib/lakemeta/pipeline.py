@@ -53,7 +53,7 @@ class Pipeline:
 
     def running(self) -> Plan | None:
         """The planned, uncommitted run; later steps only ever continue it, never plan anew."""
-        plan = running_plan(self.catalog)
+        plan = running_plan(self.catalog.root)
         if plan is None:
             log.info("no run in progress")
         return plan

@@ -47,6 +47,14 @@ def arrow_schema(name: str) -> pa.Schema:
     return to_arrow_schema(ALL_SCHEMAS[name], timezone="UTC")
 
 
+def read_small(root: Path, name: str) -> pa.Table:
+    """A table of the catalog at ``root`` that is small by construction, read with delta-rs: no Spark job,
+    and no JVM for the tasks that need none (the audits)."""
+    if name not in ALL_SCHEMAS:
+        raise KeyError(f"not a catalog table: {name}")
+    return deltalake.DeltaTable(str(root / name)).to_pyarrow_table()
+
+
 class Catalog:
     """The catalog rooted at ``root``: result tables at the top, state under ``state/``.
 
@@ -86,8 +94,8 @@ class Catalog:
         return DeltaTable.forPath(self.spark, self.path(name))
 
     def read_small(self, name: str) -> pa.Table:
-        """A table small by construction, read on the driver without a Spark job."""
-        return deltalake.DeltaTable(self.path(name)).to_pyarrow_table()
+        """A table small by construction, read on the driver without a Spark job (``read_small``)."""
+        return read_small(self.root, name)
 
     def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:
         """Append rows to a small table once per ``txn`` (a repeated append is skipped)."""

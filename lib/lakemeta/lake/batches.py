@@ -30,6 +30,7 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.catalog import Catalog, Txn
+from lakemeta.catalog.store import read_small
 from lakemeta.lake.tables import discover_tables, spark_schema, table_path
 
 log = logging.getLogger(__name__)
@@ -76,16 +77,16 @@ class Watermark:
     table_id: str | None
 
 
-def running_plan(catalog: Catalog) -> Plan | None:
-    """The plan of the run in progress (planned, not yet committed), if there is one."""
-    runs = catalog.read_small("runs")
+def running_plan(catalog_root: Path) -> Plan | None:
+    """The plan of the run in progress (planned, not yet committed), if there is one; read without a JVM."""
+    runs = read_small(catalog_root, "runs")
     running = pc.filter(runs["run_id"], pc.equal(runs["status"], "running"))
-    return _stored_plan(catalog, pc.min(running).as_py()) if len(running) else None
+    return _stored_plan(catalog_root, pc.min(running).as_py()) if len(running) else None
 
 
 def open_plan(catalog: Catalog, lake: Path) -> Plan:
     """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one."""
-    plan = running_plan(catalog)
+    plan = running_plan(catalog.root)
     if plan is not None:
         log.info("resuming run %d: %d table batches", plan.run_id, len(plan.batches))
         return plan
@@ -112,7 +113,7 @@ def open_plan(catalog: Catalog, lake: Path) -> Plan:
     catalog.append_small("runs", started, Txn(PLAN_APP, run_id))
     # The stored plan is authoritative: a crash between the two appends above, and a retry that
     # planned again, must still process the versions the first attempt recorded.
-    plan = _stored_plan(catalog, run_id)
+    plan = _stored_plan(catalog.root, run_id)
     kinds = {kind: sum(b.kind == kind for b in plan.batches) for kind in ("incremental", "full", "drop")}
     log.info("run %d planned: %d table batches %s", run_id, len(plan.batches), kinds)
     return plan
@@ -121,8 +122,8 @@ def open_plan(catalog: Catalog, lake: Path) -> Plan:
 _BATCH_FIELDS = ("table_name", "kind", "source", "from_version", "to_version", "table_id")
 
 
-def _stored_plan(catalog: Catalog, run_id: int) -> Plan:
-    stored = catalog.read_small("state/batches")
+def _stored_plan(catalog_root: Path, run_id: int) -> Plan:
+    stored = read_small(catalog_root, "state/batches")
     rows = stored.filter(pc.equal(stored["run_id"], run_id)).sort_by("table_name").to_pylist()
     return Plan(run_id, tuple(Batch(**{name: row[name] for name in _BATCH_FIELDS}) for row in rows))
 

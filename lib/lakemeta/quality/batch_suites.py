@@ -11,12 +11,14 @@ from, and dropped tables no schema.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import deltalake
 import great_expectations as gx
 import pandas as pd
 
+from lakemeta.lake.batches import Batch
 from lakemeta.lake.tables import spark_schema, table_path
 from lakemeta.quality.catalog_suites import Check
 
@@ -30,11 +32,11 @@ def schema_signatures(lake: Path, table_name: str, version: int) -> list[str]:
     return [f"{field.name} {field.dataType.simpleString()}" for field in schema.fields]
 
 
-def batch_checks(batches: pd.DataFrame, columns: pd.DataFrame, lake: Path) -> list[Check]:
-    """One check per batch of ``batches`` (rows of ``state/batches``) whose table ``columns`` describes."""
+def batch_checks(batches: Sequence[Batch], columns: pd.DataFrame, lake: Path) -> list[Check]:
+    """One check per batch of a run's plan whose table ``columns`` (the catalog table) describes."""
     known = (columns["column_name"] + " " + columns["data_type"]).groupby(columns["table_name"]).agg(list)
     checks = []
-    for batch in batches.itertuples():
+    for batch in batches:
         if batch.kind == "drop" or batch.table_name not in known.index:
             continue
         described = sorted(known[batch.table_name])

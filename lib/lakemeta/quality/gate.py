@@ -127,25 +127,23 @@ def audit_batches(catalog: Path, lake: Path) -> Audit | None:
 
     Drift is reported, in the log and the results, and does not fail the run: the planner has already made
     a drifted table's batch a full one. None when no run is in progress."""
+    from lakemeta.lake.batches import running_plan
     from lakemeta.quality.batch_suites import batch_checks
 
-    batches = deltalake.DeltaTable(str(catalog / "state/batches")).to_pandas()
-    running = batches[~batches["committed"].astype(bool)]
-    if running.empty:
+    plan = running_plan(catalog)
+    if plan is None:
         log.info("batch audit: no run in progress")
         return None
-    run_id = int(running["run_id"].max())
-    running = running[running["run_id"] == run_id]
     columns = deltalake.DeltaTable(str(catalog / "columns")).to_pandas()
-    suites, failures = _validate("lakemeta_batches", batch_checks(running, columns, lake))
-    path = catalog / QUALITY_FOLDER / f"batches-run-{run_id}.json"
-    versions = {row.table_name: int(row.to_version) for row in running.itertuples() if row.kind != "drop"}
+    suites, failures = _validate("lakemeta_batches", batch_checks(plan.batches, columns, lake))
+    path = catalog / QUALITY_FOLDER / f"batches-run-{plan.run_id}.json"
+    versions = {batch.table_name: batch.to_version for batch in plan.batches if batch.kind != "drop"}
     _write(
         path,
         {
             "audited_at": datetime.now(UTC).isoformat(),
-            "run_id": run_id,
-            "number": run_id,
+            "run_id": plan.run_id,
+            "number": plan.run_id,
             "lake": str(lake),
             "success": not failures,
             "versions": versions,
@@ -157,8 +155,8 @@ def audit_batches(catalog: Path, lake: Path) -> Audit | None:
     log.info(
         "batch audit of run %d: %d batches, %d compared with the catalog's columns, %d with schema drift%s; "
         "results in %s",
-        run_id,
-        len(running),
+        plan.run_id,
+        len(plan.batches),
         len(suites),
         len(drifted),
         f" ({', '.join(drifted)})" if drifted else "",
@@ -166,7 +164,7 @@ def audit_batches(catalog: Path, lake: Path) -> Audit | None:
     )
     for line in failures:
         log.warning("schema drift: %s", line)
-    return Audit(path, run_id, not failures, versions, failures)
+    return Audit(path, plan.run_id, not failures, versions, failures)
 
 
 def require_success(audit: Audit) -> Audit:
