@@ -9,6 +9,7 @@ harmlessly (DESIGN.md, "Batches are processed exactly once").
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -92,6 +93,26 @@ class Catalog:
 
     def delta_table(self, name: str) -> DeltaTable:
         return DeltaTable.forPath(self.spark, self.path(name))
+
+    @contextlib.contextmanager
+    def lock(self, purpose: str) -> Iterator[None]:
+        """Hold the catalog's lock while ``purpose`` runs; another process waits for it. For the steps that
+        read and then write the bookkeeping tables (planning a run): Delta's commit protocol orders blind
+        appends, but does not refuse a second writer that read the same state before the first wrote.
+
+        An operating-system file lock (``flock`` on ``<catalog>/_lock``): released when its holder exits,
+        however it exits, so a killed run never leaves the catalog locked."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / "_lock").open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                log.info("waiting for the catalog lock (held by another process) before %s", purpose)
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     def read_small(self, name: str) -> pa.Table:
         """A table small by construction, read on the driver without a Spark job (``read_small``)."""

@@ -85,7 +85,13 @@ def running_plan(catalog_root: Path) -> Plan | None:
 
 
 def open_plan(catalog: Catalog, lake: Path) -> Plan:
-    """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one."""
+    """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one.
+    Planned under the catalog's lock: two runs started at once plan one run, which both then continue."""
+    with catalog.lock("planning a run"):
+        return _open_plan(catalog, lake)
+
+
+def _open_plan(catalog: Catalog, lake: Path) -> Plan:
     plan = running_plan(catalog.root)
     if plan is not None:
         log.info("resuming run %d: %d table batches", plan.run_id, len(plan.batches))

@@ -1,0 +1,47 @@
+"""Two runs started at once plan one run: the catalog's lock serialises planning (``lake.batches.open_plan``).
+
+Planning reads and writes only the small bookkeeping tables, with delta-rs, so two real processes race here
+without a JVM."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import write_deltalake
+
+from lakemeta.catalog import Catalog
+from lakemeta.lake.batches import open_plan
+from lakemeta.show import read_catalog_table
+
+N_TABLES = 40
+
+
+def _plan(barrier, lake: Path, catalog: Path, results) -> None:
+    store = Catalog(None, catalog)  # the bookkeeping tables need no Spark session
+    barrier.wait()  # both processes plan at the same moment
+    plan = open_plan(store, lake)
+    results.put((plan.run_id, sorted(batch.table_name for batch in plan.batches)))
+
+
+def test_two_runs_started_at_once_plan_one_run(tmp_path: Path) -> None:
+    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
+    names = [f"t{i:02d}" for i in range(N_TABLES)]
+    for name in names:
+        write_deltalake(str(lake / name), pa.table({"x": [1, 2, 3]}))
+    Catalog(None, catalog).ensure_tables()
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(2), context.Queue()
+    processes = [context.Process(target=_plan, args=(barrier, lake, catalog, results)) for _ in range(2)]
+    for process in processes:
+        process.start()
+    for process in processes:
+        process.join(timeout=120)
+        assert process.exitcode == 0
+    # Both continue the one plan: run 1, every table once.
+    assert [results.get(timeout=5) for _ in processes] == [(1, names), (1, names)]
+    planned = read_catalog_table(catalog, "state/batches")
+    assert sorted(planned.table_name) == names and set(planned.run_id) == {1}
+    runs = read_catalog_table(catalog, "runs")
+    assert list(zip(runs.run_id, runs.status, strict=True)) == [(1, "running")]
