@@ -71,6 +71,33 @@ def _merge_round(acc: np.uint64, val: np.uint64) -> np.uint64:
     return acc * _P1 + _P4
 
 
+@njit(cache=True, inline="always")
+def _converge(v1: np.uint64, v2: np.uint64, v3: np.uint64, v4: np.uint64) -> np.uint64:
+    # the four accumulators of the 32-byte stripes folded into one
+    h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
+    h = _merge_round(h, v1)
+    h = _merge_round(h, v2)
+    h = _merge_round(h, v3)
+    return _merge_round(h, v4)
+
+
+@njit(cache=True, inline="always")
+def _lane_step(h: np.uint64, lane: np.uint64) -> np.uint64:
+    # one 8-byte lane after the stripes
+    h ^= _round(np.uint64(0), lane)
+    return _rotl(h, 27) * _P1 + _P4
+
+
+@njit(cache=True, inline="always")
+def _avalanche(h: np.uint64) -> np.uint64:
+    h ^= h >> np.uint64(33)
+    h *= _P2
+    h ^= h >> np.uint64(29)
+    h *= _P3
+    h ^= h >> np.uint64(32)
+    return h
+
+
 @njit(cache=True)
 def xxh64_bytes(data: np.ndarray, start: int, end: int) -> np.uint64:
     """XXH64 with seed 0 of ``data[start:end]`` (uint8), the reference algorithm of Y. Collet step by step."""
@@ -88,17 +115,12 @@ def xxh64_bytes(data: np.ndarray, start: int, end: int) -> np.uint64:
             v3 = _round(v3, _read_le(data, i + 16, 8))
             v4 = _round(v4, _read_le(data, i + 24, 8))
             i += 32
-        h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
-        h = _merge_round(h, v1)
-        h = _merge_round(h, v2)
-        h = _merge_round(h, v3)
-        h = _merge_round(h, v4)
+        h = _converge(v1, v2, v3, v4)
     else:
         h = _P5
     h += np.uint64(length)
     while i + 8 <= end:
-        h ^= _round(np.uint64(0), _read_le(data, i, 8))
-        h = _rotl(h, 27) * _P1 + _P4
+        h = _lane_step(h, _read_le(data, i, 8))
         i += 8
     if i + 4 <= end:
         h ^= _read_le(data, i, 4) * _P1
@@ -108,12 +130,7 @@ def xxh64_bytes(data: np.ndarray, start: int, end: int) -> np.uint64:
         h ^= np.uint64(data[i]) * _P5
         h = _rotl(h, 11) * _P1
         i += 1
-    h ^= h >> np.uint64(33)
-    h *= _P2
-    h ^= h >> np.uint64(29)
-    h *= _P3
-    h ^= h >> np.uint64(32)
-    return h
+    return _avalanche(h)
 
 
 @njit(cache=True, nogil=True)
@@ -325,24 +342,14 @@ def _hash_lanes(lanes: np.ndarray, valid: np.ndarray) -> np.ndarray:
                 v3 = _round(v3, lanes[i + 2, r])
                 v4 = _round(v4, lanes[i + 3, r])
                 i += 4
-            h = _rotl(v1, 1) + _rotl(v2, 7) + _rotl(v3, 12) + _rotl(v4, 18)
-            h = _merge_round(h, v1)
-            h = _merge_round(h, v2)
-            h = _merge_round(h, v3)
-            h = _merge_round(h, v4)
+            h = _converge(v1, v2, v3, v4)
         else:
             h = _P5
         h += length
         while i < c:
-            h ^= _round(np.uint64(0), lanes[i, r])
-            h = _rotl(h, 27) * _P1 + _P4
+            h = _lane_step(h, lanes[i, r])
             i += 1
-        h ^= h >> np.uint64(33)
-        h *= _P2
-        h ^= h >> np.uint64(29)
-        h *= _P3
-        h ^= h >> np.uint64(32)
-        out[r] = h
+        out[r] = _avalanche(h)
     return out
 
 
