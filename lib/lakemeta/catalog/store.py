@@ -227,7 +227,7 @@ class Catalog:
         negative = F.lit(False)
         for count in counts:
             negative = negative | ((F.coalesce(F.col(f"_stored_{count}"), F.lit(0)) + F.col(count)) < 0)
-        # A handful of offending keys at most: enough to name them in the error.
+        # Small by construction: at most five offending keys reach the driver, enough to name them.
         offending = joined.where(negative).select(*keys).limit(5).collect()
         if offending:
             raise NegativeCountError(

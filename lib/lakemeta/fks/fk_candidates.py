@@ -44,9 +44,9 @@ from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import FkConfig, SketchConfig
 from lakemeta.fks.keys import Key, find_keys
-from lakemeta.fks.randomness import distinct_rows, emd_n, sorted_unique
+from lakemeta.fks.randomness import distinct_tuples, emd_n, sorted_unique
 from lakemeta.fks.ranking import answer_set, names_match
-from lakemeta.hashing import canonical, combine_hashes, hash_strings
+from lakemeta.hashing import combine_hashes, hash_strings
 from lakemeta.inds.lake_inds import read_table_columns
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
@@ -183,13 +183,13 @@ class _TaskSnapshots:
         return self._distinct_hashes[where]
 
     def distinct_tuples(self, path: str, version: int, columns: list[str]) -> list[pa.Array]:
-        """The distinct null-free tuples, column by column, as canonical strings (``distinct_rows``)."""
+        """The distinct null-free tuples, column by column, as canonical strings (``distinct_tuples``)."""
         where = (path, version, tuple(columns))
         if where not in self._distinct_tuples:
-            rows = pa.array(distinct_rows(*self.tuple_hashes(path, version, columns)))
-            self._distinct_tuples[where] = [
-                canonical(self._column(path, version, column).take(rows)) for column in columns
-            ]
+            self._distinct_tuples[where] = distinct_tuples(
+                [self._column(path, version, column) for column in columns],
+                self.tuple_hashes(path, version, columns),
+            )
         return self._distinct_tuples[where]
 
 

@@ -57,10 +57,13 @@ def distinct_rows(tuple_hashes: np.ndarray, valid: np.ndarray) -> np.ndarray:
     return ordered[first]
 
 
-def distinct_tuples(columns: list[pa.Array]) -> list[pa.Array]:
+def distinct_tuples(
+    columns: list[pa.Array], tuple_hashes: tuple[np.ndarray, np.ndarray] | None = None
+) -> list[pa.Array]:
     """The distinct tuples of ``columns`` without a null in any column, column by column, as canonical
-    strings (``distinct_rows``)."""
-    rows = pa.array(distinct_rows(*hash_tuples(columns)))
+    strings (``distinct_rows``); ``tuple_hashes`` are the rows' (hashes, valid) where the caller has them,
+    else ``hash_tuples`` of the columns."""
+    rows = pa.array(distinct_rows(*(tuple_hashes or hash_tuples(columns))))
     return [canonical(column.take(rows)) for column in columns]
 
 
