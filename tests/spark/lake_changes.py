@@ -10,6 +10,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
+from lakemeta.catalog import ALL_SCHEMAS
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.ingest import TABLE_PROPERTIES
 from lakemeta.pipeline import Pipeline
@@ -92,3 +93,9 @@ def process(pipeline: Pipeline, *components: str) -> Plan:
         pipeline.update_state(plan, component)
     pipeline.commit(plan)
     return plan
+
+
+def state_rows(pipeline: Pipeline, name: str) -> list[tuple]:
+    """A catalog table's rows, sorted, for comparing two catalogs."""
+    columns = ALL_SCHEMAS[name].fieldNames()
+    return sorted(tuple(r) for r in pipeline.catalog.read(name).select(*columns).collect())

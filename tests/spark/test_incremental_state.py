@@ -1,4 +1,5 @@
-"""Incremental state equals a rebuild from the final snapshot, and each batch is applied exactly once."""
+"""Incremental state equals a rebuild from the final snapshot (exactly-once across crashes:
+test_crash_recovery)."""
 
 from __future__ import annotations
 
@@ -19,17 +20,13 @@ from .lake_changes import (
     process,
     random_change,
     random_rows,
+    state_rows,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # State tables whose content is a function of the lake's snapshot (state/batches records history).
 SNAPSHOT_STATE = sorted(set(STATE_SCHEMAS) - {"state/batches"})
-
-
-def state_rows(pipeline: Pipeline, name: str) -> list[tuple]:
-    columns = ALL_SCHEMAS[name].fieldNames()
-    return sorted(tuple(r) for r in pipeline.catalog.read(name).select(*columns).collect())
 
 
 def run_state(pipeline: Pipeline) -> Plan:
@@ -98,32 +95,6 @@ def test_profile_counts_match_the_snapshot(spark, tmp_path: Path):
     assert (run.status, run.tables_changed, run.rows_inserted, run.rows_deleted) == ("succeeded", 1, 1, 2)
     table = pipeline.catalog.read("tables").first()
     assert (table.table_name, table.n_rows, table.n_columns, table.last_version) == ("t", 3, 3, 2)
-
-
-def test_a_retried_run_applies_its_batch_once(spark, tmp_path: Path):
-    lake = tmp_path / "lake"
-    create_spark_table(spark, lake / "t", [(1, "a", 1.0), (2, "b", None)])
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    run_state(pipeline)
-    spark.sql(f"DELETE FROM delta.`{lake / 't'}` WHERE id = 1")
-    # A run that died after its state update but before the watermark commit...
-    plan = pipeline.detect()
-    pipeline.update_state(plan)
-    # ...while the lake moved on; the retry resumes the recorded plan and re-applies nothing.
-    spark.sql(f"INSERT INTO delta.`{lake / 't'}` VALUES (3, 'c', 3.0)")
-    retried = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    assert retried.detect() == plan
-    retried.update_state(plan)
-    retried.commit(plan)
-    retried.commit(plan)
-    follow_up = run_state(retried)  # picks up the insert made meanwhile
-    assert [(b.from_version, b.to_version) for b in follow_up.batches] == [(plan.batches[0].to_version, 2)]
-    reference = rebuilt(spark, lake, tmp_path)
-    assert state_rows(retried, "state/column_profile") == state_rows(reference, "state/column_profile")
-    statuses = [
-        tuple(r) for r in retried.catalog.read("runs").select("run_id", "status").orderBy("run_id").collect()
-    ]
-    assert statuses == [(1, "succeeded"), (2, "succeeded"), (3, "succeeded")]
 
 
 def test_schema_change_rebuilds_the_table_and_rebuild_command_resets(spark, tmp_path: Path):

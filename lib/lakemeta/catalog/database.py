@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 
 from lakemeta.catalog.store import Catalog, Txn
+from lakemeta.crash_points import crash_point
 from lakemeta.quality.gate import Audit, require_success
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ def publish_catalog(catalog: Catalog, audit: Audit) -> int:
             f"CREATE OR REPLACE VIEW `{DATABASE}`.`{name}` AS "
             f"SELECT * FROM delta.{_path_identifier(catalog.path(name))} VERSION AS OF {int(version)}"
         )
+        crash_point(f"after view {DATABASE}.{name}")
     now = datetime.now(UTC)
     names = sorted(audit.versions)
     record = pa.table(

@@ -23,6 +23,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakemeta.catalog.schemas import ALL_SCHEMAS
+from lakemeta.crash_points import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,14 @@ class Catalog:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    @contextlib.contextmanager
+    def committing(self, operation: str, name: str) -> Iterator[None]:
+        """Mark one durable write (``operation`` on table ``name``) with crash points before and after it
+        (``lakemeta.crash_points``); the after-point is passed only when the write returned."""
+        crash_point(f"before {operation} {name}")
+        yield
+        crash_point(f"after {operation} {name}")
+
     def read_small(self, name: str) -> pa.Table:
         """A table small by construction, read on the driver without a Spark job (``read_small``)."""
         return read_small(self.root, name)
@@ -123,21 +132,24 @@ class Catalog:
         if self.already_applied(name, txn):
             return
         commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
-        deltalake.write_deltalake(
-            self.path(name), rows.cast(arrow_schema(name)), mode="append", commit_properties=commit
-        )
+        with self.committing("append", name):
+            deltalake.write_deltalake(
+                self.path(name), rows.cast(arrow_schema(name)), mode="append", commit_properties=commit
+            )
 
     def replace_small(self, name: str, rows: pa.Table, predicate: str | None = None) -> None:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
         pipeline's own values) - in one commit (idempotent by nature)."""
-        deltalake.write_deltalake(
-            self.path(name), rows.cast(arrow_schema(name)), mode="overwrite", predicate=predicate
-        )
+        with self.committing("replace", name):
+            deltalake.write_deltalake(
+                self.path(name), rows.cast(arrow_schema(name)), mode="overwrite", predicate=predicate
+            )
 
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
         """Set ``new_values`` on the rows matching ``predicate`` (built from the pipeline's own values,
         never from identifiers a user supplied)."""
-        deltalake.DeltaTable(self.path(name)).update(new_values=new_values, predicate=predicate)
+        with self.committing("update", name):
+            deltalake.DeltaTable(self.path(name)).update(new_values=new_values, predicate=predicate)
 
     def already_applied(self, name: str, txn: Txn) -> bool:
         """Whether ``txn`` (or a later run of the same component) has committed to table ``name``."""
@@ -173,8 +185,9 @@ class Catalog:
         txn: Txn,
         drop_zero: bool,
         replace_columns: Sequence[str] = (),
-    ) -> None:
-        """Add ``delta``'s counts to the stored ones, in one idempotent commit.
+    ) -> bool:
+        """Add ``delta``'s counts to the stored ones, in one idempotent commit; False when ``txn`` had
+        already committed (nothing is computed then).
 
         ``delta`` holds, per key, the change of each count column. For tables in ``replaced_tables``
         (tables rebuilt from their snapshot, or dropped) it holds their complete counts instead: their
@@ -185,7 +198,7 @@ class Catalog:
         """
         if self.already_applied(name, txn):
             log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
-            return
+            return False
         replaced = list(replaced_tables)
 
         def is_replaced(column: str) -> Column:
@@ -213,10 +226,11 @@ class Catalog:
             merge = merge.whenNotMatchedInsertAll()
             if replaced:
                 merge = merge.whenNotMatchedBySourceDelete(condition=is_replaced("t.table_name"))
-            with self.transaction(txn):
+            with self.transaction(txn), self.committing("merge", name):
                 merge.execute()
         finally:
             delta.unpersist()
+        return True
 
     def _check_no_negative(
         self, name: str, delta: DataFrame, keys: Sequence[str], counts: Sequence[str], replaced: list[str]

@@ -84,7 +84,7 @@ from lakemeta.joinsearch.index import table_postings
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher, ones_per_value
 from lakemeta.lake.batches import SIGN, Batch, Plan, changes, snapshot, union_all
-from lakemeta.lake.tables import table_path
+from lakemeta.lake.tables import source_column, table_path
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def update_posting_lists(catalog: Catalog, lake: Path, plan: Plan, config: JoinS
     )
     if replaced:
         merge = merge.whenNotMatchedBySourceDelete(condition=F.col("t.table_name").isin(replaced))
-    with catalog.transaction(txn):
+    with catalog.transaction(txn), catalog.committing("merge", STATE):
         metrics = merge.execute().first()
     changed = int(metrics["num_inserted_rows"]) + int(metrics["num_deleted_rows"])
     log.info(
@@ -204,7 +204,8 @@ def _record_hasher(catalog: Catalog, hasher: XashHasher) -> None:
             f"{STATE} holds super keys made with XASH {recorded}, the configuration asks for {wanted}: "
             "old super keys would not cover new query keys; run `lakemeta rebuild` to change the hasher"
         )
-    table.alter.set_table_properties({HASHER_PROPERTY: wanted}, raise_if_not_exists=False)
+    with catalog.committing("set properties of", STATE):
+        table.alter.set_table_properties({HASHER_PROPERTY: wanted}, raise_if_not_exists=False)
 
 
 def _holds_items(table: deltalake.DeltaTable) -> bool:
@@ -221,7 +222,7 @@ def _content_hash(fields: Sequence[StructField]) -> Column:
     """h(r) of the module docstring: xxhash64 over every cell and its null flag, nested cells as JSON."""
     parts: list[Column] = []
     for field in fields:
-        cell = F.col(f"`{field.name}`")
+        cell = source_column(field.name)
         hashed = cell if isinstance(field.dataType, AtomicType) else F.to_json(F.struct(cell))
         parts += [hashed, cell.isNull()]
     return F.xxhash64(*parts)
@@ -232,7 +233,7 @@ def _signed_items(
 ) -> DataFrame:
     """The items of every changed row, with the row's content hash and its sign (+1 inserted, -1 deleted):
     normalising and XASH run in the executors, once per row copy."""
-    cells = [F.col(f"`{name}`").alias(f"c{i}") for i, name in enumerate(indexed)]
+    cells = [source_column(name).alias(f"c{i}") for i, name in enumerate(indexed)]
     prepared = rows.select(
         _content_hash(fields).alias("row_hash"), F.col(SIGN).cast("long").alias("sign"), *cells
     )

@@ -12,12 +12,19 @@ touched, so a retried run processes exactly the same versions. A batch is one of
 
 The committed batches are the watermarks: a table's watermark is the to_version of its latest committed
 batch, and it advances only when every state update of the batch has committed.
+
+A stored plan can become unreadable before it commits: its table deleted or replaced, or the versions it
+names vacuumed away. Resuming such a plan would fail forever, so the planner abandons it instead and plans
+a new run in which every table of the abandoned one gets a ``full`` (or ``drop``) batch: some components
+may already have applied the abandoned batches, and only a batch that replaces a table's state is right
+whatever they did.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -37,6 +44,10 @@ log = logging.getLogger(__name__)
 
 SIGN = "_lm_sign"
 PLAN_APP = "lakemeta.plan"
+
+
+class BatchUnreadableError(RuntimeError):
+    """A planned batch's rows are gone (table deleted or replaced, versions vacuumed)."""
 
 
 @dataclass(frozen=True)
@@ -93,12 +104,24 @@ def open_plan(catalog: Catalog, lake: Path) -> Plan:
 
 def _open_plan(catalog: Catalog, lake: Path) -> Plan:
     plan = running_plan(catalog.root)
+    replanned: set[str] = set()
     if plan is not None:
-        log.info("resuming run %d: %d table batches", plan.run_id, len(plan.batches))
-        return plan
+        unreadable = {b.table_name: reason for b in plan.batches if (reason := unreadable_reason(lake, b))}
+        if not unreadable:
+            log.info("resuming run %d: %d table batches", plan.run_id, len(plan.batches))
+            return plan
+        for name, reason in sorted(unreadable.items()):
+            log.warning("run %d cannot be resumed: %s: %s", plan.run_id, name, reason)
+        abandon_open_runs(catalog)
+        replanned = {b.table_name for b in plan.batches}
+        log.warning(
+            "run %d abandoned; its %d tables are planned again from their current snapshots",
+            plan.run_id,
+            len(replanned),
+        )
     runs = catalog.read_small("runs")
     run_id = (pc.max(runs["run_id"]).as_py() or 0) + 1
-    batches = plan_batches(lake, watermarks(catalog))
+    batches = plan_batches(lake, watermarks(catalog), replanned)
     columns = {name: [getattr(b, name) for b in batches] for name in _BATCH_FIELDS}
     planned = pa.table(
         {
@@ -146,8 +169,11 @@ def watermarks(catalog: Catalog) -> dict[str, Watermark]:
     }
 
 
-def plan_batches(lake: Path, marks: dict[str, Watermark]) -> list[Batch]:
-    """Compare each table's log with its watermark; read only Delta logs, never data."""
+def plan_batches(
+    lake: Path, marks: dict[str, Watermark], replanned: AbstractSet[str] = frozenset()
+) -> list[Batch]:
+    """Compare each table's log with its watermark; read only Delta logs, never data. Tables in
+    ``replanned`` (those of an abandoned run) get a full batch, or a drop when they left the lake."""
     batches: list[Batch] = []
     present = discover_tables(lake)
     for name in present:
@@ -155,7 +181,7 @@ def plan_batches(lake: Path, marks: dict[str, Watermark]) -> list[Batch]:
         table = deltalake.DeltaTable(str(path))
         version, table_id = table.version(), table.metadata().id
         mark = marks.get(name)
-        if mark is None or mark.table_id != table_id or version < mark.version:
+        if name in replanned or mark is None or mark.table_id != table_id or version < mark.version:
             batches.append(Batch(name, "full", "snapshot", None, version, table_id))
         elif version > mark.version:
             source = incremental_source(path, mark.version, version)
@@ -163,18 +189,56 @@ def plan_batches(lake: Path, marks: dict[str, Watermark]) -> list[Batch]:
                 batches.append(Batch(name, "full", "snapshot", None, version, table_id))
             else:
                 batches.append(Batch(name, "incremental", source, mark.version, version, table_id))
-    for name in sorted(set(marks) - set(present)):
-        batches.append(Batch(name, "drop", "dropped", marks[name].version, None, marks[name].table_id))
+    for name in sorted((set(marks) | replanned) - set(present)):
+        mark = marks.get(name)
+        batches.append(Batch(name, "drop", "dropped", mark and mark.version, None, mark and mark.table_id))
     return batches
+
+
+def unreadable_reason(lake: Path, batch: Batch) -> str | None:
+    """Why the batch's rows can no longer be read, or None when they can (reads only Delta logs)."""
+    if batch.kind == "drop":
+        return None
+    path = table_path(lake, batch.table_name)
+    if not (path / "_delta_log").is_dir():
+        return "the table is gone from the lake"
+    try:
+        after = deltalake.DeltaTable(str(path), version=batch.to_version)
+    except Exception as error:  # delta-rs raises several types for a version it cannot load
+        return f"version {batch.to_version} is no longer in the log ({error})"
+    if after.metadata().id != batch.table_id:
+        return "the table was dropped and created again"
+    if not _files_present(path, after):
+        return f"data files of version {batch.to_version} were removed (VACUUM)"
+    if batch.kind == "incremental":
+        if batch.source == "cdf" and not _change_files_present(path, batch.from_version, batch.to_version):
+            return f"the change feed of versions {batch.from_version + 1}-{batch.to_version} was removed"
+        if batch.source == "diff" and not _snapshot_present(path, batch.from_version):
+            return f"data files of version {batch.from_version} were removed (VACUUM)"
+    return None
+
+
+def _snapshot_present(path: Path, version: int) -> bool:
+    """Whether the table's snapshot at ``version`` can still be read: in the log, its files on disk."""
+    try:
+        table = deltalake.DeltaTable(str(path), version=version)
+    except Exception:  # delta-rs raises several types for a version it cannot load
+        return False
+    return _files_present(path, table)
+
+
+def _files_present(path: Path, table: deltalake.DeltaTable) -> bool:
+    """Whether the data files the snapshot lists exist (the log holds their paths URI-encoded)."""
+    return all((path / unquote(file)).exists() for file in _data_files(table))
 
 
 def incremental_source(path: Path, from_version: int, to_version: int) -> str | None:
     """``cdf`` when the change feed can serve (from_version, to_version], ``diff`` when only a snapshot
-    diff can, ``None`` when the schema changed in between (the batch must then be a full one)."""
-    try:
-        before = deltalake.DeltaTable(str(path), version=from_version)
-    except Exception:
+    diff can, ``None`` when neither can (the batch must then be a full one): the schema changed in
+    between, or the older snapshot's files were vacuumed."""
+    if not _snapshot_present(path, from_version):
         return None
+    before = deltalake.DeltaTable(str(path), version=from_version)
     after = deltalake.DeltaTable(str(path), version=to_version)
     if before.schema().to_json() != after.schema().to_json():
         return None
@@ -184,8 +248,11 @@ def incremental_source(path: Path, from_version: int, to_version: int) -> str | 
 
 
 def _change_files_present(path: Path, from_version: int, to_version: int) -> bool:
-    """Whether every commit in the range is in the log, keeps the feed on, and its files still exist
-    (VACUUM removes the files of old versions, and with them the feed)."""
+    """Whether every commit in the range is in the log, keeps the feed on and the schema as it was, and
+    its files still exist (VACUUM removes the files of old versions, and with them the feed). A schema
+    changed and changed back inside the range leaves the feed with rows of two shapes; the diff of the
+    two snapshots, of one shape, serves instead."""
+    schema = deltalake.DeltaTable(str(path), version=from_version).schema().to_json()
     for version in range(from_version + 1, to_version + 1):
         commit = path / "_delta_log" / f"{version:020d}.json"
         if not commit.exists():
@@ -194,6 +261,8 @@ def _change_files_present(path: Path, from_version: int, to_version: int) -> boo
         for action in actions:
             metadata = action.get("metaData")
             if metadata and metadata.get("configuration", {}).get("delta.enableChangeDataFeed") != "true":
+                return False
+            if metadata and json.loads(metadata["schemaString"]) != json.loads(schema):
                 return False
         change_files = [a["cdc"]["path"] for a in actions if "cdc" in a]
         if not change_files:
@@ -218,10 +287,19 @@ def snapshot(spark: SparkSession, path: Path, version: int) -> DataFrame:
         and protocol.min_reader_version < 2
         and not table.metadata().partition_columns
     )
-    files = table.file_uris()
-    if not plain_files or not files:
+    files = [str(path / unquote(file)) for file in _data_files(table)]
+    # Spark expands glob characters in the paths it reads; a name holding them takes Delta's reader.
+    if not plain_files or not files or set(str(path)) & set(_GLOB_CHARACTERS):
         return spark.read.format("delta").option("versionAsOf", version).load(str(path))
     return spark.read.schema(spark_schema(table)).parquet(*files)
+
+
+_GLOB_CHARACTERS = "{}[]*?\\"
+
+
+def _data_files(table: deltalake.DeltaTable) -> list[str]:
+    """The snapshot's data files, relative to the table and URI-encoded, as its log lists them."""
+    return pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:
@@ -242,6 +320,13 @@ def changes(spark: SparkSession, lake: Path, batch: Batch) -> DataFrame:
     """
     if batch.kind == "drop":
         raise ValueError(f"{batch.table_name}: a dropped table has no rows")
+    reason = unreadable_reason(lake, batch)
+    if reason is not None:
+        raise BatchUnreadableError(
+            f"{batch.table_name}: the batch of versions {batch.from_version}-{batch.to_version} cannot be "
+            f"read: {reason}. Run the pipeline again (`lakemeta run`, or a new lakemeta_incremental run): "
+            "it abandons this run and plans its tables again from their current snapshots"
+        )
     path = table_path(lake, batch.table_name)
     if batch.kind == "full":
         return snapshot(spark, path, batch.to_version).withColumn(SIGN, F.lit(1))

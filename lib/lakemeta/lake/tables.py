@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 
 import deltalake
+import pyspark.sql.functions as F
+from pyspark.sql import Column
 from pyspark.sql.types import StructType
 
 
@@ -43,3 +45,9 @@ def latest_version(path: Path) -> int:
 def spark_schema(table: deltalake.DeltaTable) -> StructType:
     """A Delta table's schema as Spark types, read from its log (no JVM): both speak Delta's JSON schema."""
     return StructType.fromJson(json.loads(table.schema().to_json()))
+
+
+def source_column(name: str) -> Column:
+    """A reference to a source table's column by its exact name: names may hold dots, spaces and
+    backticks, which an unquoted ``F.col`` would read as nesting or refuse."""
+    return F.col("`" + name.replace("`", "``") + "`")

@@ -20,6 +20,7 @@ from pyspark.sql import DataFrame
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.schemas import ALL_SCHEMAS
 from lakemeta.lake.batches import SIGN, BatchSize, Plan, changes, record_batch_sizes, union_all
+from lakemeta.lake.tables import source_column
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,7 @@ def profile_delta(catalog: Catalog, lake: Path, plan: Plan) -> DataFrame:
                         F.lit(field.name).alias("column_name"),
                         F.lit(ordinal).alias("ordinal"),
                         F.lit(field.dataType.simpleString()).alias("data_type"),
-                        F.col(f"`{field.name}`").isNull().alias("is_null"),
+                        source_column(field.name).isNull().alias("is_null"),
                     )
                     for ordinal, field in enumerate(fields)
                 ]
@@ -79,9 +80,13 @@ def profile_delta(catalog: Catalog, lake: Path, plan: Plan) -> DataFrame:
 
 
 def update_column_profile(catalog: Catalog, lake: Path, plan: Plan) -> list[BatchSize]:
-    """Apply the plan's batches to ``state/column_profile`` exactly once; return each batch's size."""
+    """Apply the plan's batches to ``state/column_profile`` exactly once; return each batch's size (none
+    when a retry finds the update committed)."""
     spark = catalog.spark
     spark.sparkContext.setJobDescription(f"run {plan.run_id}: column profiles of {len(plan.batches)} tables")
+    if catalog.already_applied(STATE, Txn(APP, plan.run_id)):  # a retry after this step committed
+        log.info("run %d: column profiles already updated, skipping", plan.run_id)
+        return []
     # A row per column of the changed tables: small by construction, and collected once so that the
     # sizes and the MERGE do not recompute the scan of every batch.
     delta = profile_delta(catalog, lake, plan).toArrow()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,6 +21,7 @@ import deltalake
 import pandas as pd
 
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS
+from lakemeta.crash_points import crash_point
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +81,13 @@ def _validate(source_name: str, checks: list) -> tuple[dict[str, dict], list[str
 
 
 def _write(path: Path, record: dict) -> None:
+    """Write the results whole or not at all (a temporary file renamed): a crash mid-write must not
+    leave results that a later publish would fail to read."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+    os.replace(partial, path)
+    crash_point(f"after write {QUALITY_FOLDER}/{path.stem.split('-')[0]}")  # audit / batches, no time
 
 
 def audit_catalog(catalog: Path) -> Audit:

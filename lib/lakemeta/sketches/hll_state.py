@@ -38,6 +38,7 @@ from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.schemas import STATE_SCHEMAS
 from lakemeta.hashing import hash_strings, hash_tuples
 from lakemeta.lake.batches import SIGN, Plan, changes, union_all
+from lakemeta.lake.tables import source_column
 from lakemeta.sketches.hll import (
     HllCounters,
     add_counters,
@@ -66,8 +67,8 @@ def _tally_slice(
 ) -> None:
     rows = pa.Table.from_batches(batches)
     signs = rows[SIGN].to_numpy()
-    for column in columns:
-        hashes, valid = hash_strings(rows[column])
+    for i, column in enumerate(columns):
+        hashes, valid = hash_strings(rows[f"c{i}"])
         running[column] = add_counters(running[column], counter_delta(hashes[valid], signs[valid], p))
 
 
@@ -119,7 +120,9 @@ def _partial_deltas(rows: DataFrame, table_name: str, p: int) -> DataFrame:
     if skipped:
         log.info("%s: %d nested column(s) not sketched", table_name, skipped)
     tally = functools.partial(_partition_delta, table_name, columns, p)
-    selected = rows.select(*[F.col(f"`{c}`") for c in columns], F.col(SIGN))
+    # Positional names (c0, c1, ... in the order of ``columns``): mapInArrow resolves its input columns
+    # by name, unquoted, which a name holding a backtick breaks.
+    selected = rows.select(*[source_column(c).alias(f"c{i}") for i, c in enumerate(columns)], F.col(SIGN))
     return selected.mapInArrow(tally, STATE_SCHEMAS[STATE])
 
 
@@ -153,7 +156,7 @@ def update_hll_counters(catalog: Catalog, lake: Path, plan: Plan, p: int) -> Non
     """Apply the plan's batches to ``state/hll_counters`` exactly once (one MERGE tagged with the run)."""
     spark = catalog.spark
     spark.sparkContext.setJobDescription(f"run {plan.run_id}: HLL counters of {len(plan.batches)} tables")
-    catalog.merge_counts(
+    merged = catalog.merge_counts(
         STATE,
         counter_delta_frame(catalog, lake, plan, p),
         keys=KEYS,
@@ -162,6 +165,8 @@ def update_hll_counters(catalog: Catalog, lake: Path, plan: Plan, p: int) -> Non
         txn=Txn(APP, plan.run_id),
         drop_zero=True,
     )
+    if not merged:
+        return
     metrics = catalog.last_commit_metrics(STATE)
     log.info(
         "run %d: HLL counters of %d tables merged (%s counter rows inserted, %s updated, %s deleted)",
@@ -264,9 +269,12 @@ def combination_registers(rows: DataFrame, combinations: list[list[str]], p: int
     over only the columns involved. Computed on demand, not kept as state: which combinations matter
     depends on the keys found, and a table's snapshot gives them exactly."""
     involved = sorted({c for combination in combinations for c in combination})
-    tally = functools.partial(_partition_tuple_registers, combinations, p)
+    # Positional names: mapInArrow resolves its input columns by name, unquoted.
+    positional = {column: f"c{i}" for i, column in enumerate(involved)}
+    renamed = [[positional[column] for column in combination] for combination in combinations]
+    tally = functools.partial(_partition_tuple_registers, renamed, p)
     sparse = (
-        rows.select(*[F.col(f"`{c}`") for c in involved])
+        rows.select(*[source_column(column).alias(positional[column]) for column in involved])
         .mapInArrow(tally, "combination int, bucket int, register int")
         .groupBy("combination", "bucket")
         .agg(F.max("register").alias("register"))
