@@ -79,12 +79,13 @@ class Airflow:
 
     def request(self, method: str, path: str, body: dict | None = None) -> dict:
         if self._token is None:
-            self._token = self._call("POST", "/auth/token", {"username": "admin", "password": self.password})[
+            self._token = self.call("POST", "/auth/token", {"username": "admin", "password": self.password})[
                 "access_token"
             ]
-        return self._call(method, path, body, {"Authorization": f"Bearer {self._token}"})
+        return self.call(method, path, body, {"Authorization": f"Bearer {self._token}"})
 
-    def _call(self, method: str, path: str, body: dict | None, headers: dict | None = None) -> dict:
+    def call(self, method: str, path: str, body: dict | None, headers: dict | None = None) -> dict:
+        """One API call with only the credentials ``headers`` carry."""
         request = urllib.request.Request(
             f"{self.url}{path}",
             method=method,
@@ -226,6 +227,14 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     # The batch audit ran before the commit: every table was new, so there was nothing to drift from.
     audit = json.loads((airflow.catalog / "_quality" / "batches-run-1.json").read_text(encoding="utf-8"))
     assert audit["success"] and audit["suites"] == {} and len(audit["versions"]) == 4
+    # Sign-in is required: the API refuses a call without a token, and a wrong password gets none.
+    for method, path, body in (
+        ("GET", "/api/v2/dags", None),
+        ("POST", "/auth/token", {"username": "admin", "password": "not the password"}),
+    ):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            airflow.call(method, path, body)
+        assert refused.value.code in (401, 403), (path, refused.value.code)
 
 
 def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(
