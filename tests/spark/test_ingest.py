@@ -1,4 +1,5 @@
-"""`lakemeta ingest`: CSV dialects and line endings, Parquet, quarantine of malformed records."""
+"""`lakemeta ingest`: CSV dialects and line endings, Parquet, quarantine of malformed and misencoded records,
+and the awkward inputs a lake receives (empty files, mixed types, huge cells, wide tables)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from lakemeta import crash_points
 from lakemeta.config import IngestConfig
 from lakemeta.lake.ingest import IngestError, find_sources, ingest
 
@@ -78,3 +80,72 @@ def test_invalid_column_names_are_made_valid(spark, tmp_path: Path):
     ingest(spark, tmp_path / "lake", find_sources([source]), IngestConfig())
     frame = spark.read.format("delta").load(str(tmp_path / "lake" / "names"))
     assert frame.columns == ["first_name", "a_b", "x_y"]
+
+
+def _quarantined(spark, lake: Path, name: str) -> list[tuple]:
+    frame = spark.read.format("delta").load(str(lake / "_quarantine" / name))
+    return sorted((r.raw_record, r.reason) for r in frame.collect())
+
+
+def test_bytes_that_are_not_utf8_are_quarantined_naming_the_column(spark, tmp_path: Path):
+    source = tmp_path / "cafes.csv"
+    source.write_bytes(b"id,name,city\n1,caf\xe9,K\xf6ln\n2,bar,Bonn\n3,\xff,Ulm\n")
+    lake = tmp_path / "lake"
+    results = ingest(spark, lake, find_sources([source]), IngestConfig())
+    assert [(r.rows, r.quarantined) for r in results] == [(1, 2)]
+    assert _rows(spark, lake, "cafes") == [(2, "bar", "Bonn")]
+    assert _quarantined(spark, lake, "cafes") == [
+        ("1,caf\ufffd,K\ufffdln", "bytes that are not UTF-8 (read as U+FFFD) in column name, city"),
+        ("3,\ufffd,Ulm", "bytes that are not UTF-8 (read as U+FFFD) in column name"),
+    ]
+
+
+def test_a_crash_after_the_quarantine_and_a_retry_record_each_bad_record_once(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    source = tmp_path / "ragged.csv"
+    source.write_text("id,name\n1,a\n2,b,EXTRA\n")
+    lake = tmp_path / "lake"
+
+    def crash(label: str) -> None:
+        if label == "after quarantine of ragged":
+            raise KeyboardInterrupt(label)  # a BaseException, as a kill: nothing may catch it
+
+    monkeypatch.setattr(crash_points, "on_reach", crash)
+    with pytest.raises(KeyboardInterrupt):
+        ingest(spark, lake, find_sources([source]), IngestConfig(), parallel=1)
+    assert not (lake / "ragged").exists()
+    monkeypatch.setattr(crash_points, "on_reach", lambda label: None)
+    ingest(spark, lake, find_sources([source]), IngestConfig())
+    assert _rows(spark, lake, "ragged") == [(1, "a")]
+    assert [raw for raw, _ in _quarantined(spark, lake, "ragged")] == ["2,b,EXTRA"]
+
+
+def test_an_empty_file_is_an_error_and_a_header_alone_an_empty_table(spark, tmp_path: Path):
+    empty, header = tmp_path / "empty.csv", tmp_path / "header.csv"
+    empty.write_text("")
+    header.write_text("id,name\n")
+    lake = tmp_path / "lake"
+    with pytest.raises(IngestError, match=r"empty\.csv: no columns found"):
+        ingest(spark, lake, find_sources([empty]), IngestConfig())
+    results = ingest(spark, lake, find_sources([header]), IngestConfig())
+    assert [(r.table_name, r.rows, r.quarantined) for r in results] == [("header", 0, 0)]
+    assert spark.read.format("delta").load(str(lake / "header")).columns == ["id", "name"]
+
+
+def test_mixed_types_duplicates_a_1_mb_cell_and_1000_columns_arrive_whole(spark, tmp_path: Path):
+    mixed, wide = tmp_path / "mixed.csv", tmp_path / "wide.csv"
+    big = "x" * (1 << 20)
+    mixed.write_text(f"id,value\n1,12\n1,12\n2,twelve\n3,1.5e3\n4,{big}\n")
+    header = ",".join(f"c{i}" for i in range(1000))
+    wide.write_text(
+        f"{header}\n" + "\n".join(",".join(str(r * i) for i in range(1000)) for r in range(3)) + "\n"
+    )
+    lake = tmp_path / "lake"
+    results = ingest(spark, lake, find_sources([mixed, wide]), IngestConfig())
+    assert [(r.table_name, r.rows, r.quarantined) for r in results] == [("mixed", 5, 0), ("wide", 3, 0)]
+    # A column of numbers and words is text, every value as written; duplicate rows stay two rows.
+    assert _rows(spark, lake, "mixed") == [(1, "12"), (1, "12"), (2, "twelve"), (3, "1.5e3"), (4, big)]
+    frame = spark.read.format("delta").load(str(lake / "wide"))
+    assert frame.columns == header.split(",")
+    assert sorted(tuple(r) for r in frame.collect()) == [tuple(r * i for i in range(1000)) for r in range(3)]

@@ -22,12 +22,13 @@ from pathlib import Path
 
 import deltalake
 import pyspark.sql.functions as F
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.types import StringType, StructField, StructType
 from tqdm import tqdm
 
 from lakemeta.config import IngestConfig
-from lakemeta.lake.tables import table_path
+from lakemeta.crash_points import crash_point
+from lakemeta.lake.tables import source_column, table_path
 
 log = logging.getLogger(__name__)
 
@@ -127,11 +128,19 @@ def ingest_one(
 ) -> IngestResult:
     destination = table_path(lake, source.table_name)
     spark.sparkContext.setJobDescription(f"ingest {source.path.name} -> {source.table_name}")
+    exists = (destination / "_delta_log").is_dir()
+    if exists and mode == "error":
+        raise IngestError(f"{source.path}: could not write table {source.table_name}: it exists (mode error)")
     if source.file_format == "parquet":
         frame, bad, parsed = spark.read.parquet(str(source.path)), None, None
     else:
         frame, bad, parsed = _read_csv(spark, source.path, options)
     frame = _with_valid_names(frame)
+    # The rows set aside are written first, tagged with the table version they come before: a crash
+    # between the two commits leaves them recorded, and the retry skips them and writes the table.
+    next_version = deltalake.DeltaTable(str(destination)).version() + 1 if exists else 0
+    quarantined = _quarantine(lake, source, bad, next_version) if bad is not None else 0
+    crash_point(f"after quarantine of {source.table_name}")
     writer = frame.write.format("delta").mode("errorifexists" if mode == "error" else mode)
     for key, value in TABLE_PROPERTIES.items():
         writer = writer.option(key, value)
@@ -139,7 +148,6 @@ def ingest_one(
         writer.save(str(destination))
     except Exception as error:
         raise IngestError(f"{source.path}: could not write table {source.table_name}: {error}") from error
-    quarantined = _quarantine(spark, lake, source, bad) if bad is not None else 0
     if parsed is not None:
         # Spark matches cached data by plan, not by file content: a later ingest of a rewritten file
         # must not see this one's rows.
@@ -187,9 +195,8 @@ def _read_csv(
         .csv(str(path))
         .cache()  # Spark refuses queries that touch only the corrupt-record column of an uncached read
     )
-    good = parsed.where(F.col(_CORRUPT).isNull()).drop(_CORRUPT)
     expected = len(inferred.fields)
-    bad = parsed.where(F.col(_CORRUPT).isNotNull()).select(
+    malformed = parsed.where(F.col(_CORRUPT).isNotNull()).select(
         F.lit(str(path)).alias("source_file"),
         F.col(_CORRUPT).alias("raw_record"),
         F.concat(
@@ -198,7 +205,29 @@ def _read_csv(
             F.lit(")"),
         ).alias("reason"),
     )
-    return good, bad, parsed
+    fitting = parsed.where(F.col(_CORRUPT).isNull()).drop(_CORRUPT)
+    undecodable = _undecodable_columns(inferred, options.encoding)
+    good = fitting.where(undecodable == "")
+    # The decoder turns bytes that are not UTF-8 into U+FFFD without a word: such records are set aside
+    # rather than stored with their text changed.
+    misencoded = fitting.where(undecodable != "").select(
+        F.lit(str(path)).alias("source_file"),
+        F.concat_ws(
+            options.separator, *[source_column(f.name).cast("string") for f in inferred.fields]
+        ).alias("raw_record"),
+        F.concat(F.lit("bytes that are not UTF-8 (read as U+FFFD) in column "), undecodable).alias("reason"),
+    )
+    return good, malformed.unionByName(misencoded), parsed
+
+
+def _undecodable_columns(schema: StructType, encoding: str) -> Column:
+    """Per record, the names of its string columns holding U+FFFD, comma-separated ("" for none); always
+    "" unless the file is read as UTF-8."""
+    strings = [f.name for f in schema.fields if isinstance(f.dataType, StringType)]
+    if encoding.replace("-", "").lower() != "utf8" or not strings:
+        return F.lit("")
+    flagged = [F.when(source_column(name).contains("\ufffd"), F.lit(name)) for name in strings]
+    return F.concat_ws(", ", *flagged)
 
 
 def _with_valid_names(frame: DataFrame) -> DataFrame:
@@ -211,10 +240,17 @@ def _with_valid_names(frame: DataFrame) -> DataFrame:
     return frame.toDF(*renamed) if renamed != frame.columns else frame
 
 
-def _quarantine(spark: SparkSession, lake: Path, source: SourceFile, bad: DataFrame) -> int:
+def _quarantine(lake: Path, source: SourceFile, bad: DataFrame, table_version: int) -> int:
+    """Append the set-aside records to ``_quarantine/<table>`` once for ``table_version`` of the table."""
     count = bad.count()
     if count:
         destination = table_path(lake, f"{QUARANTINE}/{source.table_name}")
-        bad.write.format("delta").mode("append").save(str(destination))
+        (
+            bad.write.format("delta")
+            .mode("append")
+            .option("txnAppId", f"lakemeta.ingest {source.table_name}")
+            .option("txnVersion", table_version)
+            .save(str(destination))
+        )
         log.warning("%s: %d malformed records quarantined in %s", source.path, count, destination)
     return count
