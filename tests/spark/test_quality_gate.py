@@ -1,9 +1,11 @@
 """The quality gate (write-audit-publish): a catalog the pipeline wrote passes its suites; ranges, duplicates
 and an accepted FK without a key fail it, with the failures named and the results kept; a failed audit
-publishes nothing. A run's batches are audited for schema drift."""
+publishes nothing, nor does one older than the audit published. A run's batches are audited for schema
+drift."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.catalog.database import publish_catalog
-from lakemeta.catalog.store import arrow_schema
+from lakemeta.catalog.store import Txn, arrow_schema
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
 from lakemeta.quality.gate import QualityGateError, audit_batches
@@ -58,6 +60,15 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path
     assert not DeltaTable.is_deltatable(str(catalog / "published")) or not len(
         DeltaTable(str(catalog / "published")).to_pyarrow_table()
     )
+
+    # Once a newer audit is published, an older one's publish (a late retry) changes nothing; a newer one
+    # goes on to publish (which needs a metastore, that this session has not).
+    record = {"table_name": ["tables"], "version": [1], "published_at": [None], "audit": ["newer.json"]}
+    pipeline.catalog.append_small("published", pa.table(record), Txn("publish", passed.number + 1))
+    assert publish_catalog(pipeline.catalog, passed) == 0
+    newer = dataclasses.replace(passed, number=passed.number + 2)
+    with pytest.raises(ValueError, match="needs a session with a metastore"):
+        publish_catalog(pipeline.catalog, newer)
 
 
 def test_a_batch_whose_schema_drifted_is_reported_by_column(spark, tmp_path: Path) -> None:

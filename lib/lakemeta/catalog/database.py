@@ -31,8 +31,19 @@ def _path_identifier(path: str) -> str:
 
 def publish_catalog(catalog: Catalog, audit: Audit) -> int:
     """Point the database's views at the audited versions and record the publication; returns the number
-    of tables published. Refuses an audit that failed (QualityGateError)."""
+    of tables published (0 when a newer audit is published already). Refuses an audit that failed
+    (QualityGateError)."""
     require_success(audit)
+    # Under the catalog's lock, and only an audit newer than the last one published: two publishers at
+    # once, or an older audit's publish retried late, must not point the views back at older versions.
+    with catalog.lock("publishing"):
+        if catalog.already_applied("published", Txn("publish", audit.number)):
+            log.info("not publishing audit %s: it or a newer audit is published already", audit.path)
+            return 0
+        return _publish(catalog, audit)
+
+
+def _publish(catalog: Catalog, audit: Audit) -> int:
     spark = catalog.spark
     if spark.conf.get("spark.sql.catalogImplementation") != "hive":
         raise ValueError(
