@@ -1,5 +1,6 @@
 """The DAGs under a running Airflow on a Spark standalone cluster, as users meet them: the scheduler starts
-lakemeta_incremental on its schedule, its commit's asset starts lakemeta_discovery, which fills, audits
+lakemeta_incremental on its schedule (its HLL task's Spark driver SIGKILLed after its commit, which
+Airflow's retry finishes), its commit's asset starts lakemeta_discovery, which fills, audits
 and publishes the catalog that an analyst then queries through Spark SQL; someone signs in to the UI in
 headless Chromium and triggers lakemeta_joinable_search through its form; and the catalog the cluster
 built equals the one local mode builds from the same lake.
@@ -25,6 +26,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from lakemeta import crash_points
 from lakemeta.catalog import ALL_SCHEMAS
 from lakemeta.config import load_config
 from lakemeta.pipeline import Pipeline
@@ -53,6 +55,8 @@ sketches:
 
 # Each application takes one core of the workers' four, so the incremental run's four updates (and a search
 # beside discovery) run at once, as they do in local mode.
+KILLED_AT = "after merge state/hll_counters"
+
 SPARK_DEFAULTS = """\
 spark.cores.max 1
 spark.executor.memory 768m
@@ -172,6 +176,9 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> Iterator[
         **QUICK_JVM,
         # The DAG files are parsed once: they do not change while the test runs.
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
+        # Every HLL task's Spark driver SIGKILLs itself once its MERGE has committed; Airflow retries the
+        # task, whose retry finds the MERGE committed and finishes (lakemeta.crash_points).
+        crash_points.ENVIRONMENT_VARIABLE: KILLED_AT,
     }
     log_path = root / "airflow.log"
     log = log_path.open("w")
@@ -227,6 +234,15 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     # The batch audit ran before the commit: every table was new, so there was nothing to drift from.
     audit = json.loads((airflow.catalog / "_quality" / "batches-run-1.json").read_text(encoding="utf-8"))
     assert audit["success"] and audit["suites"] == {} and len(audit["versions"]) == 4
+    # The HLL task's first attempt was killed after its commit (SIGKILL of its driver); the second finished.
+    task = "update_hll_counters"
+    instance = airflow.request(
+        "GET",
+        f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{task}",
+    )
+    assert (instance["state"], instance["try_number"]) == ("success", 2)
+    first_attempt = next((airflow.home / "logs").rglob(f"task_id={task}/attempt=1.log")).read_text()
+    assert f"crash point '{KILLED_AT}' reached" in first_attempt
     # Sign-in is required: the API refuses a call without a token, and a wrong password gets none.
     for method, path, body in (
         ("GET", "/api/v2/dags", None),
