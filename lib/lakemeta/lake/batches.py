@@ -211,20 +211,25 @@ def unreadable_reason(lake: Path, batch: Batch) -> str | None:
     if not _files_present(path, after):
         return f"data files of version {batch.to_version} were removed (VACUUM)"
     if batch.kind == "incremental":
-        if batch.source == "cdf" and not _change_files_present(path, batch.from_version, batch.to_version):
-            return f"the change feed of versions {batch.from_version + 1}-{batch.to_version} was removed"
-        if batch.source == "diff" and not _snapshot_present(path, batch.from_version):
+        if batch.source == "diff" and _readable_snapshot(path, batch.from_version) is None:
             return f"data files of version {batch.from_version} were removed (VACUUM)"
+        if batch.source == "cdf":
+            try:  # the feed needs the older version's schema from the log, not its data files
+                before = deltalake.DeltaTable(str(path), version=batch.from_version)
+            except Exception:  # delta-rs raises several types for a version it cannot load
+                return f"version {batch.from_version} is no longer in the log"
+            if not _change_files_present(path, before, batch.to_version):
+                return f"the change feed of versions {batch.from_version + 1}-{batch.to_version} was removed"
     return None
 
 
-def _snapshot_present(path: Path, version: int) -> bool:
-    """Whether the table's snapshot at ``version`` can still be read: in the log, its files on disk."""
+def _readable_snapshot(path: Path, version: int) -> deltalake.DeltaTable | None:
+    """The table at ``version`` when it can still be read (in the log, its files on disk), else None."""
     try:
         table = deltalake.DeltaTable(str(path), version=version)
     except Exception:  # delta-rs raises several types for a version it cannot load
-        return False
-    return _files_present(path, table)
+        return None
+    return table if _files_present(path, table) else None
 
 
 def _files_present(path: Path, table: deltalake.DeltaTable) -> bool:
@@ -236,24 +241,24 @@ def incremental_source(path: Path, from_version: int, to_version: int) -> str | 
     """``cdf`` when the change feed can serve (from_version, to_version], ``diff`` when only a snapshot
     diff can, ``None`` when neither can (the batch must then be a full one): the schema changed in
     between, or the older snapshot's files were vacuumed."""
-    if not _snapshot_present(path, from_version):
+    before = _readable_snapshot(path, from_version)
+    if before is None:
         return None
-    before = deltalake.DeltaTable(str(path), version=from_version)
     after = deltalake.DeltaTable(str(path), version=to_version)
     if before.schema().to_json() != after.schema().to_json():
         return None
     if before.metadata().configuration.get("delta.enableChangeDataFeed") != "true":
         return "diff"
-    return "cdf" if _change_files_present(path, from_version, to_version) else "diff"
+    return "cdf" if _change_files_present(path, before, to_version) else "diff"
 
 
-def _change_files_present(path: Path, from_version: int, to_version: int) -> bool:
+def _change_files_present(path: Path, before: deltalake.DeltaTable, to_version: int) -> bool:
     """Whether every commit in the range is in the log, keeps the feed on and the schema as it was, and
     its files still exist (VACUUM removes the files of old versions, and with them the feed). A schema
     changed and changed back inside the range leaves the feed with rows of two shapes; the diff of the
     two snapshots, of one shape, serves instead."""
-    schema = deltalake.DeltaTable(str(path), version=from_version).schema().to_json()
-    for version in range(from_version + 1, to_version + 1):
+    schema = json.loads(before.schema().to_json())
+    for version in range(before.version() + 1, to_version + 1):
         commit = path / "_delta_log" / f"{version:020d}.json"
         if not commit.exists():
             return False
@@ -262,7 +267,7 @@ def _change_files_present(path: Path, from_version: int, to_version: int) -> boo
             metadata = action.get("metaData")
             if metadata and metadata.get("configuration", {}).get("delta.enableChangeDataFeed") != "true":
                 return False
-            if metadata and json.loads(metadata["schemaString"]) != json.loads(schema):
+            if metadata and json.loads(metadata["schemaString"]) != schema:
                 return False
         change_files = [a["cdc"]["path"] for a in actions if "cdc" in a]
         if not change_files:
@@ -270,6 +275,10 @@ def _change_files_present(path: Path, from_version: int, to_version: int) -> boo
         if not all((path / unquote(f)).exists() for f in change_files):
             return False
     return True
+
+
+# Characters Spark expands as globs in the paths it reads.
+_GLOB_CHARACTERS = "{}[]*?\\"
 
 
 def snapshot(spark: SparkSession, path: Path, version: int) -> DataFrame:
@@ -292,9 +301,6 @@ def snapshot(spark: SparkSession, path: Path, version: int) -> DataFrame:
     if not plain_files or not files or set(str(path)) & set(_GLOB_CHARACTERS):
         return spark.read.format("delta").option("versionAsOf", version).load(str(path))
     return spark.read.schema(spark_schema(table)).parquet(*files)
-
-
-_GLOB_CHARACTERS = "{}[]*?\\"
 
 
 def _data_files(table: deltalake.DeltaTable) -> list[str]:
@@ -320,14 +326,15 @@ def changes(spark: SparkSession, lake: Path, batch: Batch) -> DataFrame:
     """
     if batch.kind == "drop":
         raise ValueError(f"{batch.table_name}: a dropped table has no rows")
-    reason = unreadable_reason(lake, batch)
-    if reason is not None:
+    path = table_path(lake, batch.table_name)
+    # Only the cheap check here, as every component reads every batch: a vacuumed version fails in the
+    # Spark read instead, and the next detect (``unreadable_reason``) replans either case.
+    if not (path / "_delta_log").is_dir():
         raise BatchUnreadableError(
             f"{batch.table_name}: the batch of versions {batch.from_version}-{batch.to_version} cannot be "
-            f"read: {reason}. Run the pipeline again (`lakemeta run`, or a new lakemeta_incremental run): "
-            "it abandons this run and plans its tables again from their current snapshots"
+            "read: the table is gone from the lake. Run the pipeline again (`lakemeta run`, or a new "
+            "lakemeta_incremental run): it abandons this run and plans its tables again"
         )
-    path = table_path(lake, batch.table_name)
     if batch.kind == "full":
         return snapshot(spark, path, batch.to_version).withColumn(SIGN, F.lit(1))
     if batch.source == "cdf":
