@@ -9,6 +9,7 @@ tests/dags/test_airflow_running.py.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -28,6 +29,7 @@ from lakemeta.catalog import ALL_SCHEMAS, STATE_SCHEMAS
 from lakemeta.config import Config
 from lakemeta.lake.batches import BatchUnreadableError
 from lakemeta.pipeline import Pipeline
+from lakemeta.quality.gate import Audit
 
 from .lake_changes import (
     SCHEMA,
@@ -78,11 +80,11 @@ def sigkilled_cli_run(lake: Path, catalog: Path, label: str) -> None:
     assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
 
 
-def full_run(spark, lake: Path, catalog: Path) -> None:
+def full_run(spark, lake: Path, catalog: Path) -> Audit:
     """What ``lakemeta run`` does, but for publishing: plan, update, commit, discover, audit."""
     pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
     pipeline.run()
-    pipeline.audit()
+    return pipeline.audit()
 
 
 def write_awkward_table(path: Path, rows: int, rng: np.random.Generator) -> None:
@@ -234,3 +236,56 @@ def test_a_planned_batch_whose_rows_vanished_is_planned_again(spark, tmp_path: P
     assert catalog_rows(tmp_path / "catalog", snapshot_state) == catalog_rows(
         tmp_path / "reference", snapshot_state
     )
+
+
+# The publish job (jobs/publish_catalog.py) in a process of its own with a metastore, as Airflow's publish
+# task runs it; then every view of the database ``lakemeta`` as JSON, name -> the view's SQL.
+PUBLISH_AND_LIST_VIEWS = """
+import json, sys
+from pyspark.sql import SparkSession
+from lakemeta.steps import publish
+publish(sys.argv[1:])
+spark = SparkSession.getActiveSession()
+views = [row.viewName for row in spark.sql("SHOW VIEWS IN lakemeta").collect()]
+print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[0] for name in views}))
+"""
+
+
+def test_a_publish_killed_between_views_and_run_again_publishes_the_audit_once(spark, tmp_path: Path) -> None:
+    rng = np.random.default_rng(5)
+    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
+    create_spark_table(spark, lake / "a", random_rows(rng, 8))
+    create_foreign_table(lake / "foreign", random_rows(rng, 6))
+    audit = full_run(spark, lake, catalog)
+    names = sorted(audit.versions)
+    # Killed halfway through the views: the first half points at the audited versions, the rest at none.
+    killed_at = f"after view lakemeta.{names[len(names) // 2]}"
+    command = [sys.executable, "-c", PUBLISH_AND_LIST_VIEWS]
+    command += ["--lake", str(lake), "--catalog", str(catalog), "--audit", str(audit.path)]
+    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
+    died = subprocess.run(
+        command,
+        env={**environment, crash_points.ENVIRONMENT_VARIABLE: killed_at},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
+    assert f"crash point {killed_at!r} reached" in died.stderr
+    assert (
+        "published" not in os.listdir(catalog)
+        or not DeltaTable(str(catalog / "published")).to_pyarrow_table()
+    )
+
+    retried = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    # As an uninterrupted publish leaves it: every audited table a view pinned to its audited version,
+    # and the publication recorded once.
+    views = json.loads(retried.stdout.strip().splitlines()[-1])
+    assert sorted(views) == names
+    for name, text in views.items():
+        assert text.rstrip().endswith(f"/{name}` VERSION AS OF {audit.versions[name]}"), (name, text)
+    published = DeltaTable(str(catalog / "published")).to_pyarrow_table().sort_by("table_name")
+    assert published.select(["table_name", "version", "audit"]).to_pylist() == [
+        {"table_name": name, "version": audit.versions[name], "audit": str(audit.path)} for name in names
+    ]
