@@ -49,7 +49,8 @@ class Pipeline:
         self.catalog.ensure_tables()
 
     def detect(self) -> Plan:
-        return open_plan(self.catalog, self.lake)
+        with self.catalog.using_state("planning a run"):
+            return open_plan(self.catalog, self.lake)
 
     def running(self) -> Plan | None:
         """The planned, uncommitted run; later steps only ever continue it, never plan anew."""
@@ -76,8 +77,22 @@ class Pipeline:
     def update_state(self, plan: Plan, component: str | None = None) -> None:
         """Apply the plan to one state component, or to all of them when ``component`` is None."""
         components = self.state_components()
-        for name in [component] if component else components:
-            components[name](plan)
+        with self.catalog.using_state(f"updating the state for run {plan.run_id}"):
+            if not self._in_progress(plan):
+                return
+            for name in [component] if component else components:
+                components[name](plan)
+
+    def _in_progress(self, plan: Plan) -> bool:
+        """Whether ``plan`` is still the run in progress: a rebuild abandons it, and then its steps that
+        had not run must not apply it to the rebuilt state (checked under the state lock)."""
+        current = running_plan(self.catalog.root)
+        if current is not None and current.run_id == plan.run_id:
+            return True
+        log.warning(
+            "run %d is no longer in progress (committed, or abandoned by a rebuild): skipped", plan.run_id
+        )
+        return False
 
     def commit(self, plan: Plan | None) -> None:
         """Derive the plan's keys and FDs, commit its watermarks, refresh ``tables`` and ``columns``.
@@ -86,18 +101,19 @@ class Pipeline:
         retry of a commit that died after them (``plan`` None) only refreshes the catalog tables, which
         are recomputed whole from the state.
         """
-        if plan is not None:
-            refresh_keys_and_dependencies(
-                self.catalog, self.config.agree_sets, sorted({batch.table_name for batch in plan.batches})
-            )
-            commit_plan(self.catalog, plan)
-        registers = column_registers(self.catalog, self.config.sketches.precision)
-        profile = self.catalog.read_small("state/column_profile")
-        metrics = [
-            distinct_estimates(registers, profile),
-            unique_column_flags(self.catalog, self.config.agree_sets),
-        ]
-        refresh_tables_and_columns(self.catalog, metrics)
+        with self.catalog.using_state("committing a run"):
+            if plan is not None and self._in_progress(plan):
+                refresh_keys_and_dependencies(
+                    self.catalog, self.config.agree_sets, sorted({batch.table_name for batch in plan.batches})
+                )
+                commit_plan(self.catalog, plan)
+            registers = column_registers(self.catalog, self.config.sketches.precision)
+            profile = self.catalog.read_small("state/column_profile")
+            metrics = [
+                distinct_estimates(registers, profile),
+                unique_column_flags(self.catalog, self.config.agree_sets),
+            ]
+            refresh_tables_and_columns(self.catalog, metrics)
 
     def discoveries(self) -> dict[str, Callable[[], object]]:
         """Each discovery over the committed state and tables, by name (DAG tasks and jobs use the names),
@@ -117,19 +133,25 @@ class Pipeline:
         """Keys and FDs of every table from the agree-set state, with this configuration's thresholds: the
         discovery DAG's first step, for runs triggered with another ``max_fd_error`` (the commit derives
         them for the changed tables already, so ``run`` does not repeat it)."""
-        refresh_keys_and_dependencies(self.catalog, self.config.agree_sets)
+        with self.catalog.using_state("deriving keys and dependencies"):
+            refresh_keys_and_dependencies(self.catalog, self.config.agree_sets)
 
     def discover(self, discovery: str | None = None) -> None:
         """Run one discovery, or all of them when ``discovery`` is None."""
         discoveries = self.discoveries()
-        for name in [discovery] if discovery else discoveries:
-            discoveries[name]()
+        with self.catalog.using_state(discovery or "discovery"):
+            for name in [discovery] if discovery else discoveries:
+                discoveries[name]()
 
     def run(self) -> Plan:
-        """All steps in this process, with a progress bar on a terminal."""
+        """All steps in this process, with a progress bar on a terminal; a rebuild started meanwhile waits
+        for the whole run."""
         components, discoveries = self.state_components(), self.discoveries()
         total = len(components) + len(discoveries) + 3
-        with tqdm(total=total, desc="run", unit="step", disable=None) as progress:
+        with (
+            self.catalog.using_state("a run"),
+            tqdm(total=total, desc="run", unit="step", disable=None) as progress,
+        ):
             progress.set_postfix_str("detect batches")
             plan = self.detect()
             progress.update()
@@ -163,14 +185,18 @@ class Pipeline:
     ) -> list[JoinableMatch]:
         """The top-k joinable tables for a query table of the lake (MATE §6), stored under ``query_id``."""
         self.catalog.spark.sparkContext.setJobDescription(f"joinable search {query_id}: {source}")
-        return search_lake(
-            self.catalog, self.lake, source, key_columns, k, hash_bits, query_id, self.config.ingest
-        )
+        with self.catalog.using_state(f"joinable search {query_id}"):
+            return search_lake(
+                self.catalog, self.lake, source, key_columns, k, hash_bits, query_id, self.config.ingest
+            )
 
     def rebuild(self) -> Plan:
-        """Drop all state (watermarks included) and recompute it from the lake's current snapshots."""
-        abandon_open_runs(self.catalog)
-        for name in STATE_SCHEMAS:
-            self.catalog.truncate(name)
-        log.info("state dropped: %d state tables truncated", len(STATE_SCHEMAS))
-        return self.run()
+        """Drop all state (watermarks included) and recompute it from the lake's current snapshots, holding
+        the state alone: it waits for the steps in progress, and the run in progress is abandoned (its
+        remaining steps find that and skip)."""
+        with self.catalog.replacing_state():
+            abandon_open_runs(self.catalog)
+            for name in STATE_SCHEMAS:
+                self.catalog.truncate(name)
+            log.info("state dropped: %d state tables truncated", len(STATE_SCHEMAS))
+            return self.run()

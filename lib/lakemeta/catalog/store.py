@@ -57,6 +57,24 @@ def read_small(root: Path, name: str) -> pa.Table:
     return deltalake.DeltaTable(str(root / name)).to_pyarrow_table()
 
 
+@contextlib.contextmanager
+def _file_lock(path: Path, operation: int, purpose: str) -> Iterator[None]:
+    """An operating-system file lock (``flock``, ``operation`` LOCK_SH or LOCK_EX) on ``path`` while
+    ``purpose`` runs: released when its holder exits, however it exits, so a killed run never leaves the
+    catalog locked."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as handle:
+        try:
+            fcntl.flock(handle, operation | fcntl.LOCK_NB)
+        except BlockingIOError:
+            log.info("waiting for %s (held by another process) before %s", path, purpose)
+            fcntl.flock(handle, operation)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 class Catalog:
     """The catalog rooted at ``root``: result tables at the top, state under ``state/``.
 
@@ -69,6 +87,7 @@ class Catalog:
     def __init__(self, spark: SparkSession, root: Path) -> None:
         self.spark = spark
         self.root = root
+        self._state_hold: str | None = None  # "shared" or "exclusive" while this handle holds the state lock
 
     def path(self, name: str) -> str:
         if name not in ALL_SCHEMAS:
@@ -98,22 +117,38 @@ class Catalog:
     @contextlib.contextmanager
     def lock(self, purpose: str) -> Iterator[None]:
         """Hold the catalog's lock while ``purpose`` runs; another process waits for it. For the steps that
-        read and then write the bookkeeping tables (planning a run): Delta's commit protocol orders blind
-        appends, but does not refuse a second writer that read the same state before the first wrote.
+        read and then write the bookkeeping tables (planning a run, publishing): Delta's commit protocol
+        orders blind appends, but does not refuse a second writer that read the same state before the first
+        wrote."""
+        with _file_lock(self.root / "_lock", fcntl.LOCK_EX, purpose):
+            yield
 
-        An operating-system file lock (``flock`` on ``<catalog>/_lock``): released when its holder exits,
-        however it exits, so a killed run never leaves the catalog locked."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        with (self.root / "_lock").open("a") as handle:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                log.info("waiting for the catalog lock (held by another process) before %s", purpose)
-                fcntl.flock(handle, fcntl.LOCK_EX)
+    @contextlib.contextmanager
+    def using_state(self, purpose: str) -> Iterator[None]:
+        """Hold the state lock shared while ``purpose`` reads or writes the state: the steps of runs go on
+        side by side, but never while a rebuild replaces the state (``replacing_state``), which waits for
+        them and makes them wait. Inside a hold of this catalog handle it holds nothing more."""
+        if self._state_hold is not None:
+            yield
+            return
+        with _file_lock(self.root / "_state_lock", fcntl.LOCK_SH, purpose):
+            self._state_hold = "shared"
             try:
                 yield
             finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+                self._state_hold = None
+
+    @contextlib.contextmanager
+    def replacing_state(self) -> Iterator[None]:
+        """Hold the state lock alone while a rebuild drops and recomputes the state."""
+        if self._state_hold is not None:
+            raise RuntimeError("a rebuild cannot start inside a step that uses the state")
+        with _file_lock(self.root / "_state_lock", fcntl.LOCK_EX, "rebuilding the state"):
+            self._state_hold = "exclusive"
+            try:
+                yield
+            finally:
+                self._state_hold = None
 
     @contextlib.contextmanager
     def committing(self, operation: str, name: str) -> Iterator[None]:
