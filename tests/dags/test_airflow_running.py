@@ -1,6 +1,7 @@
 """The DAGs under a running Airflow on a Spark standalone cluster, as users meet them: the scheduler starts
-lakemeta_incremental on its schedule (its HLL task's Spark driver SIGKILLed after its commit, which
-Airflow's retry finishes), its commit's asset starts lakemeta_discovery, which fills, audits
+lakemeta_incremental on its schedule (its HLL task's Spark driver SIGKILLed after its commit, and its
+posting-list task's Airflow task process SIGKILLed while its driver works, orphaning the driver; Airflow's
+retries finish both), its commit's asset starts lakemeta_discovery, which fills, audits
 and publishes the catalog that an analyst then queries through Spark SQL; someone signs in to the UI in
 headless Chromium and triggers lakemeta_joinable_search through its form; and the catalog the cluster
 built equals the one local mode builds from the same lake.
@@ -16,12 +17,14 @@ import json
 import os
 import signal
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
+import psutil
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
@@ -56,6 +59,9 @@ sketches:
 # Each application takes one core of the workers' four, so the incremental run's four updates (and a search
 # beside discovery) run at once, as they do in local mode.
 KILLED_AT = "after merge state/hll_counters"
+# The task whose Airflow task process (the task runner that launched spark-submit) is SIGKILLed while its
+# Spark driver works, which orphans the driver, as an out-of-memory kill of the worker's task would.
+ORPHANED = "update_posting_lists"
 
 SPARK_DEFAULTS = """\
 spark.cores.max 1
@@ -75,6 +81,7 @@ class Airflow:
         self.url, self.home, self.log, self.config_file = url, home, log, config_file
         self.catalog = load_config(environ={"LAKEMETA_CONFIG": str(config_file)}).catalog
         self._token: str | None = None
+        self.task_runner_killer: TaskRunnerKiller | None = None
 
     @property
     def password(self) -> str:
@@ -190,12 +197,15 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> Iterator[
         start_new_session=True,  # its own process group: the teardown stops every component
     )
     running = Airflow(f"http://127.0.0.1:{port}", home, log_path, root / "lakemeta.yaml")
+    killer = running.task_runner_killer = TaskRunnerKiller(ORPHANED)
     try:
         running.wait(lambda: process.poll() is None and healthy(running.url), "healthy Airflow")
         running.unpause("lakemeta_discovery")  # first, so that it is there when the asset is updated
         running.unpause("lakemeta_incremental")
+        killer.start()
         yield running
     finally:
+        killer.stopped.set()
         os.killpg(process.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=60)
@@ -203,6 +213,34 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> Iterator[
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
         log.close()
+
+
+class TaskRunnerKiller(threading.Thread):
+    """SIGKILLs, once, the Airflow task process whose spark-submit runs ``jobs/<task_id>.py``, as soon as
+    that application's Python driver has started; records the killed task process and the orphaned
+    driver."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(daemon=True)
+        self.application = str(REPO / "jobs" / f"{task_id}.py")
+        self.stopped = threading.Event()
+        self.killed: psutil.Process | None = None
+        self.killed_command: list[str] = []
+        self.orphaned_driver: psutil.Process | None = None
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.5) and self.killed is None:
+            for submit in psutil.process_iter(["cmdline"]):
+                command = submit.info["cmdline"] or []
+                if "org.apache.spark.deploy.SparkSubmit" not in command or self.application not in command:
+                    continue
+                with contextlib.suppress(psutil.Error):
+                    drivers = [c for c in submit.children() if "python" in c.name()]
+                    if drivers:
+                        task_process = submit.parent()
+                        self.killed_command = task_process.cmdline()
+                        task_process.kill()
+                        self.killed, self.orphaned_driver = task_process, drivers[0]
 
 
 def healthy(url: str) -> bool:
@@ -243,6 +281,18 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     assert (instance["state"], instance["try_number"]) == ("success", 2)
     first_attempt = next((airflow.home / "logs").rglob(f"task_id={task}/attempt=1.log")).read_text()
     assert f"crash point '{KILLED_AT}' reached" in first_attempt
+    # The posting-list task's first attempt lost its Airflow task process while its driver ran on, orphaned;
+    # Airflow saw the task process die and retried the task, whose retry found the work done or did it.
+    killer = airflow.task_runner_killer
+    assert killer is not None and killer.killed is not None and killer.orphaned_driver is not None
+    assert "airflow" in " ".join(killer.killed_command), killer.killed_command
+    instance = airflow.request(
+        "GET",
+        f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{ORPHANED}",
+    )
+    assert instance["state"] == "success" and instance["try_number"] >= 2, instance
+    first_attempt = next((airflow.home / "logs").rglob(f"task_id={ORPHANED}/attempt=1.log")).read_text()
+    assert "Process terminated by signal" in first_attempt, first_attempt[-3000:]
     # Sign-in is required: the API refuses a call without a token, and a wrong password gets none.
     for method, path, body in (
         ("GET", "/api/v2/dags", None),
