@@ -3,8 +3,9 @@ an uninterrupted run leaves, and a planned batch whose rows disappeared is plann
 
 Stopping the run: ``lakemeta.crash_points.on_reach`` raises at the chosen point, which leaves the files as a
 SIGKILL there would (nothing below the point writes in a ``finally`` or a handler); the retry is a new
-``Pipeline`` that knows only what is on disk. A real SIGKILL of a Spark driver under Airflow is in
-tests/dags/test_airflow_running.py.
+``Pipeline`` that knows only what is on disk. Two stops are real SIGKILLs of a process with its own
+Spark driver: a ``lakemeta run`` after a state MERGE, and the publish between two views. SIGKILLs under
+Airflow (a task's driver, a task's own process) are in tests/dags/test_airflow_running.py.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # Columns that differ between two runs doing the same work: times, and the audit file a publication names.
 _RUN_DEPENDENT = {"updated_at", "started_at", "finished_at", "published_at", "audit"}
-# Every table of the catalog but ``published`` (the tests' sessions have no metastore to publish to).
+# Every table of the catalog but ``published`` (its publication is checked on its own, against the audit).
 _COMPARED = sorted(set(ALL_SCHEMAS) - {"published"})
 # The crash point where a real driver process is SIGKILLed (a separate JVM costs half a minute, so once).
 _SIGKILLED = ("after merge state/hll_counters", 1)
@@ -113,6 +114,52 @@ def vacuum(path: Path) -> None:
             file.unlink()
 
 
+# The publish job (jobs/publish_catalog.py) in a process of its own with a metastore, as Airflow's publish
+# task runs it; then every view of the database ``lakemeta`` as JSON, name -> the view's SQL.
+PUBLISH_AND_LIST_VIEWS = """
+import json, sys
+from pyspark.sql import SparkSession
+from lakemeta.steps import publish
+publish(sys.argv[1:])
+spark = SparkSession.getActiveSession()
+views = [row.viewName for row in spark.sql("SHOW VIEWS IN lakemeta").collect()]
+print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[0] for name in views}))
+"""
+
+
+def publish_killed_and_retried(lake: Path, catalog: Path, audit: Audit) -> None:
+    """Publish ``audit`` in a process SIGKILLed halfway through the views (the first half then point at
+    the audited versions, the rest at none), publish it again, and check that the result is what an
+    uninterrupted publish leaves: every audited table a view pinned to its audited version, and the
+    publication recorded once."""
+    names = sorted(audit.versions)
+    killed_at = f"after view lakemeta.{names[len(names) // 2]}"
+    command = [sys.executable, "-c", PUBLISH_AND_LIST_VIEWS]
+    command += ["--lake", str(lake), "--catalog", str(catalog), "--audit", str(audit.path)]
+    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
+    died = subprocess.run(
+        command,
+        env={**environment, crash_points.ENVIRONMENT_VARIABLE: killed_at},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
+    assert f"crash point {killed_at!r} reached" in died.stderr
+    assert not DeltaTable(str(catalog / "published")).to_pyarrow_table().num_rows
+
+    retried = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    views = json.loads(retried.stdout.strip().splitlines()[-1])
+    assert sorted(views) == names
+    for name, text in views.items():
+        assert text.rstrip().endswith(f"/{name}` VERSION AS OF {audit.versions[name]}"), (name, text)
+    published = DeltaTable(str(catalog / "published")).to_pyarrow_table().sort_by("table_name")
+    assert published.select(["table_name", "version", "audit"]).to_pylist() == [
+        {"table_name": name, "version": audit.versions[name], "audit": str(audit.path)} for name in names
+    ]
+
+
 def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted_run(
     spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -171,8 +218,10 @@ def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted
             # exactly the versions it planned, and the next run the rest.
             spark.sql(f"INSERT INTO delta.`{lake / 'a'}` VALUES (40, 'moved', 4.0)")
     monkeypatch.setattr(crash_points, "on_reach", lambda label: None)
-    full_run(spark, lake, catalog)
+    audit = full_run(spark, lake, catalog)
     full_run(spark, lake, reference)
+    # And the last step of `lakemeta run`, which needs a metastore: a publish killed and run again.
+    publish_killed_and_retried(lake, catalog, audit)
 
     assert len(killed_at) >= 20, (points, killed_at)
     assert ("after append runs", 1) in killed_at and _SIGKILLED in killed_at
@@ -236,56 +285,3 @@ def test_a_planned_batch_whose_rows_vanished_is_planned_again(spark, tmp_path: P
     assert catalog_rows(tmp_path / "catalog", snapshot_state) == catalog_rows(
         tmp_path / "reference", snapshot_state
     )
-
-
-# The publish job (jobs/publish_catalog.py) in a process of its own with a metastore, as Airflow's publish
-# task runs it; then every view of the database ``lakemeta`` as JSON, name -> the view's SQL.
-PUBLISH_AND_LIST_VIEWS = """
-import json, sys
-from pyspark.sql import SparkSession
-from lakemeta.steps import publish
-publish(sys.argv[1:])
-spark = SparkSession.getActiveSession()
-views = [row.viewName for row in spark.sql("SHOW VIEWS IN lakemeta").collect()]
-print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[0] for name in views}))
-"""
-
-
-def test_a_publish_killed_between_views_and_run_again_publishes_the_audit_once(spark, tmp_path: Path) -> None:
-    rng = np.random.default_rng(5)
-    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
-    create_spark_table(spark, lake / "a", random_rows(rng, 8))
-    create_foreign_table(lake / "foreign", random_rows(rng, 6))
-    audit = full_run(spark, lake, catalog)
-    names = sorted(audit.versions)
-    # Killed halfway through the views: the first half points at the audited versions, the rest at none.
-    killed_at = f"after view lakemeta.{names[len(names) // 2]}"
-    command = [sys.executable, "-c", PUBLISH_AND_LIST_VIEWS]
-    command += ["--lake", str(lake), "--catalog", str(catalog), "--audit", str(audit.path)]
-    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
-    died = subprocess.run(
-        command,
-        env={**environment, crash_points.ENVIRONMENT_VARIABLE: killed_at},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
-    assert f"crash point {killed_at!r} reached" in died.stderr
-    assert (
-        "published" not in os.listdir(catalog)
-        or not DeltaTable(str(catalog / "published")).to_pyarrow_table()
-    )
-
-    retried = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
-    assert retried.returncode == 0, retried.stderr[-3000:]
-    # As an uninterrupted publish leaves it: every audited table a view pinned to its audited version,
-    # and the publication recorded once.
-    views = json.loads(retried.stdout.strip().splitlines()[-1])
-    assert sorted(views) == names
-    for name, text in views.items():
-        assert text.rstrip().endswith(f"/{name}` VERSION AS OF {audit.versions[name]}"), (name, text)
-    published = DeltaTable(str(catalog / "published")).to_pyarrow_table().sort_by("table_name")
-    assert published.select(["table_name", "version", "audit"]).to_pylist() == [
-        {"table_name": name, "version": audit.versions[name], "audit": str(audit.path)} for name in names
-    ]
