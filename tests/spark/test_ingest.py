@@ -1,5 +1,6 @@
 """`lakemeta ingest`: CSV dialects and line endings, Parquet, quarantine of malformed and misencoded records,
-and the awkward inputs a lake receives (empty files, mixed types, huge cells, wide tables)."""
+and the awkward inputs a lake receives (empty files, mixed types, huge cells, wide tables), the last
+through the whole pipeline."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from lakemeta import crash_points
-from lakemeta.config import IngestConfig
+from lakemeta.config import Config, IngestConfig
 from lakemeta.lake.ingest import IngestError, find_sources, ingest
+from lakemeta.pipeline import Pipeline
+from lakemeta.show import read_catalog_table
 
 pytestmark = pytest.mark.spark
 
@@ -133,7 +136,9 @@ def test_an_empty_file_is_an_error_and_a_header_alone_an_empty_table(spark, tmp_
     assert spark.read.format("delta").load(str(lake / "header")).columns == ["id", "name"]
 
 
-def test_mixed_types_duplicates_a_1_mb_cell_and_1000_columns_arrive_whole(spark, tmp_path: Path):
+def test_mixed_types_duplicates_a_1_mb_cell_and_1000_columns_arrive_whole_and_go_through_the_pipeline(
+    spark, tmp_path: Path
+):
     mixed, wide = tmp_path / "mixed.csv", tmp_path / "wide.csv"
     big = "x" * (1 << 20)
     mixed.write_text(f"id,value\n1,12\n1,12\n2,twelve\n3,1.5e3\n4,{big}\n")
@@ -149,3 +154,25 @@ def test_mixed_types_duplicates_a_1_mb_cell_and_1000_columns_arrive_whole(spark,
     frame = spark.read.format("delta").load(str(lake / "wide"))
     assert frame.columns == header.split(",")
     assert sorted(tuple(r) for r in frame.collect()) == [tuple(r * i for i in range(1000)) for r in range(3)]
+
+    # The whole pipeline over them: every state component and discovery, and the quality gate.
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
+    pipeline.run()
+    assert pipeline.audit().success
+    tables = read_catalog_table(pipeline.catalog.root, "tables")
+    assert list(zip(tables.table_name, tables.n_rows, tables.n_columns, strict=True)) == [
+        ("mixed", 5, 2),
+        ("wide", 3, 1000),
+    ]
+    columns = read_catalog_table(pipeline.catalog.root, "columns")
+    distinct = {(r.table_name, r.column_name): r.n_distinct_estimate for r in columns.itertuples()}
+    assert len(distinct) == 1002 and distinct["mixed", "value"] == 4  # "12", "twelve", "1.5e3", big
+    assert distinct["wide", "c0"] == 1 and all(distinct["wide", f"c{i}"] == 3 for i in range(1, 1000))
+    # One posting-list item per cell, the 1 MB one too.
+    items = deltalake.DeltaTable(str(tmp_path / "catalog" / "state" / "posting_lists")).to_pyarrow_table()
+    assert items.num_rows == 3010 and big in items.column("value").to_pylist()
+    # c0 holds only 0, which every other column of wide holds; nothing else is included anywhere.
+    inds = read_catalog_table(pipeline.catalog.root, "inclusion_dependencies")
+    assert sorted(zip(inds.dep_column, inds.ref_column, strict=True)) == sorted(
+        ("c0", f"c{i}") for i in range(1, 1000)
+    )
