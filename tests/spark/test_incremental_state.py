@@ -117,3 +117,28 @@ def test_schema_change_rebuilds_the_table_and_rebuild_command_resets(spark, tmp_
         ("t", "id", 0, "bigint", 1, 0),
         ("t", "other", 1, "string", 1, 0),
     ]
+
+
+def test_renamed_and_dropped_columns_replace_the_table_s_state(spark, tmp_path: Path):
+    """Under Delta column mapping a column is renamed and another dropped in place (the data files keep
+    their physical names): the batch replaces the table's state, which then equals a rebuild's."""
+    rng = np.random.default_rng(4)
+    lake = tmp_path / "lake"
+    create_spark_table(spark, lake / "t", random_rows(rng, 8))
+    table = f"delta.`{lake / 't'}`"
+    spark.sql(
+        f"ALTER TABLE {table} SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name', "
+        "'delta.minReaderVersion' = '2', 'delta.minWriterVersion' = '5')"
+    )
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
+    run_state(pipeline)
+    spark.sql(f"ALTER TABLE {table} RENAME COLUMN name TO label")
+    spark.sql(f"ALTER TABLE {table} DROP COLUMN score")
+    spark.sql(f"INSERT INTO {table} VALUES (99, 'new')")
+    plan = run_state(pipeline)
+    assert [(b.kind, b.source) for b in plan.batches] == [("full", "snapshot")]
+    columns = pipeline.catalog.read_small("columns")
+    assert sorted(columns["column_name"].to_pylist()) == ["id", "label"]
+    reference = rebuilt(spark, lake, tmp_path)
+    for name in SNAPSHOT_STATE:
+        assert state_rows(pipeline, name) == state_rows(reference, name), name

@@ -52,15 +52,27 @@ def test_tables_get_change_feed_and_row_tracking(spark, tmp_path: Path):
     assert _rows(spark, tmp_path / "lake", "t") == [(1, "a"), (2, None), (3, "c")]
 
 
-def test_malformed_records_go_to_quarantine_with_reason(spark, tmp_path: Path):
+def test_malformed_records_go_to_quarantine_with_reason_and_line_numbers(spark, tmp_path: Path):
     source = tmp_path / "ragged.csv"
-    source.write_text("id,name\n1,a\n2,b,EXTRA\n3\n4,d\n")
+    good = "".join(f"{i},n{i}\n" for i in range(10, 60))
+    source.write_text(f"id,name\n1,a\n2,b,EXTRA\n3\n\n4,d\n2,b,EXTRA\n{good}5,e,f,g\n")
     lake = tmp_path / "lake"
-    results = ingest(spark, lake, find_sources([source]), IngestConfig())
-    assert [(r.rows, r.quarantined) for r in results] == [(2, 2)]
-    assert _rows(spark, lake, "ragged") == [(1, "a"), (4, "d")]
+    # Splits of 64 bytes: the file is read by many tasks, and line numbers still count from the top.
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "64b")
+    try:
+        results = ingest(spark, lake, find_sources([source]), IngestConfig())
+    finally:
+        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+    assert [(r.rows, r.quarantined) for r in results] == [(52, 4)]
+    assert _rows(spark, lake, "ragged")[:2] == [(1, "a"), (4, "d")]
     bad = spark.read.format("delta").load(str(lake / "_quarantine" / "ragged")).collect()
-    assert sorted(r.raw_record for r in bad) == ["2,b,EXTRA", "3"]
+    # Line 1 is the header, line 5 blank; the same bad text on two lines names both.
+    assert sorted((r.raw_record, r.line_numbers) for r in bad) == [
+        ("2,b,EXTRA", [3, 7]),
+        ("2,b,EXTRA", [3, 7]),
+        ("3", [4]),
+        ("5,e,f,g", [58]),
+    ]
     assert all(r.source_file == str(source) and "2 columns" in r.reason for r in bad)
 
 
@@ -136,12 +148,12 @@ def test_an_empty_file_is_an_error_and_a_header_alone_an_empty_table(spark, tmp_
     assert spark.read.format("delta").load(str(lake / "header")).columns == ["id", "name"]
 
 
-def test_mixed_types_duplicates_a_1_mb_cell_and_1000_columns_arrive_whole_and_go_through_the_pipeline(
+def test_mixed_types_duplicates_an_all_null_column_a_1_mb_cell_and_1000_columns_go_through_the_pipeline(
     spark, tmp_path: Path
 ):
     mixed, wide = tmp_path / "mixed.csv", tmp_path / "wide.csv"
     big = "x" * (1 << 20)
-    mixed.write_text(f"id,value\n1,12\n1,12\n2,twelve\n3,1.5e3\n4,{big}\n")
+    mixed.write_text(f"id,value,nothing\n1,12,\n1,12,\n2,twelve,\n3,1.5e3,\n4,{big},\n")
     header = ",".join(f"c{i}" for i in range(1000))
     wide.write_text(
         f"{header}\n" + "\n".join(",".join(str(r * i) for i in range(1000)) for r in range(3)) + "\n"
@@ -149,8 +161,15 @@ def test_mixed_types_duplicates_a_1_mb_cell_and_1000_columns_arrive_whole_and_go
     lake = tmp_path / "lake"
     results = ingest(spark, lake, find_sources([mixed, wide]), IngestConfig())
     assert [(r.table_name, r.rows, r.quarantined) for r in results] == [("mixed", 5, 0), ("wide", 3, 0)]
-    # A column of numbers and words is text, every value as written; duplicate rows stay two rows.
-    assert _rows(spark, lake, "mixed") == [(1, "12"), (1, "12"), (2, "twelve"), (3, "1.5e3"), (4, big)]
+    # A column of numbers and words is text, every value as written; duplicate rows stay two rows; a
+    # column without a value is all null.
+    assert _rows(spark, lake, "mixed") == [
+        (1, "12", None),
+        (1, "12", None),
+        (2, "twelve", None),
+        (3, "1.5e3", None),
+        (4, big, None),
+    ]
     frame = spark.read.format("delta").load(str(lake / "wide"))
     assert frame.columns == header.split(",")
     assert sorted(tuple(r) for r in frame.collect()) == [tuple(r * i for i in range(1000)) for r in range(3)]
@@ -161,12 +180,14 @@ def test_mixed_types_duplicates_a_1_mb_cell_and_1000_columns_arrive_whole_and_go
     assert pipeline.audit().success
     tables = read_catalog_table(pipeline.catalog.root, "tables")
     assert list(zip(tables.table_name, tables.n_rows, tables.n_columns, strict=True)) == [
-        ("mixed", 5, 2),
+        ("mixed", 5, 3),
         ("wide", 3, 1000),
     ]
     columns = read_catalog_table(pipeline.catalog.root, "columns")
     distinct = {(r.table_name, r.column_name): r.n_distinct_estimate for r in columns.itertuples()}
-    assert len(distinct) == 1002 and distinct["mixed", "value"] == 4  # "12", "twelve", "1.5e3", big
+    assert len(distinct) == 1003 and distinct["mixed", "value"] == 4  # "12", "twelve", "1.5e3", big
+    nulls = {(r.table_name, r.column_name): r.n_nulls for r in columns.itertuples()}
+    assert (distinct["mixed", "nothing"], nulls["mixed", "nothing"]) == (0, 5)
     assert distinct["wide", "c0"] == 1 and all(distinct["wide", f"c{i}"] == 3 for i in range(1, 1000))
     # One posting-list item per cell, the 1 MB one too.
     items = deltalake.DeltaTable(str(tmp_path / "catalog" / "state" / "posting_lists")).to_pyarrow_table()

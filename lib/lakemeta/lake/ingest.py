@@ -3,7 +3,8 @@
 Every table is written with the change data feed and row tracking on, in a single Delta commit, so a
 failed ingest leaves no half-written table. CSV rows Spark cannot parse (a wrong number of fields, an
 unparsable value) go to a quarantine table ``_quarantine/<table>`` beside the lake's tables, with the
-source file, the raw record and the reason, and the ingest reports how many went there.
+source file, the numbers of the lines holding the record, the raw record and the reason, and the ingest
+reports how many went there and their first lines.
 
 Naming: a file given on the command line becomes the table named by its stem (``orders.parquet`` ->
 ``orders``); a folder ``F`` contributes one table per data file inside it, named ``F/<relative path
@@ -22,7 +23,7 @@ from pathlib import Path
 
 import deltalake
 import pyspark.sql.functions as F
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql.types import StringType, StructField, StructType
 from tqdm import tqdm
 
@@ -139,7 +140,7 @@ def ingest_one(
     # The rows set aside are written first, tagged with the table version they come before: a crash
     # between the two commits leaves them recorded, and the retry skips them and writes the table.
     next_version = deltalake.DeltaTable(str(destination)).version() + 1 if exists else 0
-    quarantined = _quarantine(lake, source, bad, next_version) if bad is not None else 0
+    quarantined = _quarantine(spark, lake, source, bad, next_version) if bad is not None else 0
     crash_point(f"after quarantine of {source.table_name}")
     writer = frame.write.format("delta").mode("errorifexists" if mode == "error" else mode)
     for key, value in TABLE_PROPERTIES.items():
@@ -240,17 +241,50 @@ def _with_valid_names(frame: DataFrame) -> DataFrame:
     return frame.toDF(*renamed) if renamed != frame.columns else frame
 
 
-def _quarantine(lake: Path, source: SourceFile, bad: DataFrame, table_version: int) -> int:
-    """Append the set-aside records to ``_quarantine/<table>`` once for ``table_version`` of the table."""
+def _quarantine(
+    spark: SparkSession, lake: Path, source: SourceFile, bad: DataFrame, table_version: int
+) -> int:
+    """Append the set-aside records, with the numbers of the lines holding them, to
+    ``_quarantine/<table>`` once for ``table_version`` of the table."""
     count = bad.count()
     if count:
         destination = table_path(lake, f"{QUARANTINE}/{source.table_name}")
+        located = bad.join(_line_numbers(spark, source.path, bad), "raw_record", "left")
         (
-            bad.write.format("delta")
+            located.write.format("delta")
             .mode("append")
+            .option("mergeSchema", "true")  # quarantines written before line numbers were recorded
             .option("txnAppId", f"lakemeta.ingest {source.table_name}")
             .option("txnVersion", table_version)
             .save(str(destination))
         )
-        log.warning("%s: %d malformed records quarantined in %s", source.path, count, destination)
+        first = located.select(F.explode("line_numbers").alias("line")).orderBy("line").limit(11).collect()
+        shown = ", ".join(str(row.line) for row in first[:10]) + (", ..." if len(first) > 10 else "")
+        log.warning(
+            "%s: %d malformed records quarantined in %s (lines %s)", source.path, count, destination, shown
+        )
     return count
+
+
+def _line_numbers(spark: SparkSession, path: Path, records: DataFrame) -> DataFrame:
+    """For each distinct ``raw_record`` of ``records``, the numbers of the file's lines holding exactly that
+    text (1-based, the header line 1), as ``line_numbers``; none for a record whose text is not a line as
+    read in UTF-8 (another encoding, a record rebuilt from its fields).
+
+    Computed in the JVM: Spark's text reader splits lines as the CSV reader does (``multiLine`` off), each
+    line knows the file split it came from (``_metadata.file_block_start``), and the lines of one split
+    are consecutive in one task, so a line's number is the lines of the earlier splits plus its position
+    in its own."""
+    lines = spark.read.text(str(path)).select(
+        F.col("value").alias("raw_record"),
+        F.col("_metadata.file_block_start").alias("block"),
+        F.monotonically_increasing_id().alias("position"),
+    )
+    blocks = lines.groupBy("block").agg(F.count(F.lit(1)).alias("lines"), F.min("position").alias("first"))
+    earlier = F.sum("lines").over(Window.orderBy("block").rowsBetween(Window.unboundedPreceding, -1))
+    blocks = blocks.select("block", "first", F.coalesce(earlier, F.lit(0)).alias("before"))
+    numbered = lines.join(records.select("raw_record").distinct(), "raw_record", "left_semi").join(
+        F.broadcast(blocks), "block"
+    )
+    line = (F.col("before") + F.col("position") - F.col("first") + 1).cast("int")
+    return numbered.groupBy("raw_record").agg(F.sort_array(F.collect_list(line)).alias("line_numbers"))
