@@ -29,12 +29,16 @@ SEARCH = load_config().joinsearch
         "query": Param(
             type="string",
             minLength=1,
+            # relative to the lake root and never above it (the job checks the resolved path again)
+            pattern=r"^(?!/)(?!(.*/)?\.\.(/|$)).+$",
             title="Query table",
-            description="A lake table's name (e.g. shop/orders) or a CSV / Parquet file inside the lake.",
+            description="A lake table's name (e.g. shop/orders) or a CSV / Parquet file inside the lake, "
+            "relative to the lake root.",
         ),
         "key_columns": Param(
             type="array",
-            items={"type": "string", "minLength": 1},
+            # the job receives them comma-separated (Delta refuses commas in column names anyway)
+            items={"type": "string", "minLength": 1, "pattern": "^[^,]+$"},
             minItems=1,
             uniqueItems=True,
             title="Key columns",

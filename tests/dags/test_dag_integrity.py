@@ -155,12 +155,18 @@ def test_joinable_search_dag_validates_its_params(dagbag):
     assert "{{ run_id }}" in task.application_args
     good = {"query": "shop/orders", "key_columns": ["id", "note"], "k": 5, "hash_bits": 128}
     assert triggered(dag.params, good) == good
+    for query in ("queries/q.csv", "sales 2024 ü", "a..b/c.csv"):
+        assert triggered(dag.params, {**good, "query": query})["query"] == query
     for bad in (
         {"key_columns": []},
         {"key_columns": ["id", "id"]},
         {"k": 0},
         {"hash_bits": 100},
         {"query": ""},
+        {"query": "/etc/passwd"},
+        {"query": "../outside.csv"},
+        {"query": "shop/../../outside.csv"},
+        {"key_columns": ["id,note"]},
     ):
         with pytest.raises(ParamValidationError):
             triggered(dag.params, {**good, **bad})
