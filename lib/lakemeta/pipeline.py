@@ -4,7 +4,8 @@ A run: plan the batches (or resume the unfinished plan) -> update every state co
 each other, so the DAG runs them in parallel) -> commit: derive the changed tables' keys and FDs, advance
 the watermarks, refresh the catalog tables derived from state -> discovery over the state and tables
 (inclusion estimates, inclusion dependencies). Each step is idempotent, so a run that died at any point
-is finished by running it again.
+is finished by running it again. Every step holds the catalog's state lock shared and a rebuild holds it
+alone (``Catalog.using_state``, ``Catalog.replacing_state``), so a rebuild never interleaves with a step.
 """
 
 from __future__ import annotations

@@ -167,12 +167,17 @@ def catalog_checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     return checks + _cross_table_checks(tables)
 
 
+def _is_true(flags: pd.Series) -> pd.Series:
+    """A nullable flag column as a mask: null counts as false."""
+    return flags.astype("boolean").fillna(False).astype(bool)
+
+
 def _cross_table_checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     fks, uccs, columns = tables["fk_candidates"], tables["unique_column_combinations"], tables["columns"]
     known_keys = set(_key_names(uccs["table_name"], uccs["columns"]))
-    unique = columns[columns["is_unique"].fillna(False).astype(bool)]
+    unique = columns[_is_true(columns["is_unique"])]
     known_keys |= set(unique["table_name"] + "(" + unique["column_name"] + ")")
-    accepted = fks[fks["accepted"].fillna(False).astype(bool)]
+    accepted = fks[_is_true(fks["accepted"])]
     # Keys of tables without agree-set state were checked exactly by the FK step, or declared.
     from_agree_sets = accepted[~accepted["pk_source"].isin(["checked", "declared"])]
     referenced = pd.DataFrame({"key": _key_names(from_agree_sets["pk_table"], from_agree_sets["pk_columns"])})
