@@ -51,7 +51,7 @@ from lakemeta.inds.filters import ColumnStats, FilterConfig, column_filters, cov
 from lakemeta.inds.many import ManyConfig
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import column_ranges, propose_range
-from lakemeta.lake.tables import table_path
+from lakemeta.lake.tables import is_plain_type_name, table_path
 from lakemeta.spark.placement import balanced_frame
 
 log = logging.getLogger(__name__)
@@ -108,13 +108,13 @@ class ManyRun:
 
 
 def catalog_tables(catalog: Catalog, lake: Path) -> list[TableColumns]:
-    """Every listed table at its committed version; atomic, non-binary columns only."""
+    """Every listed table at its committed version; columns of plain, non-binary values only."""
     tables = catalog.read_small("tables").select(["table_name", "last_version"]).to_pylist()
     columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
     by_table: dict[str, list[str]] = {}
     for row in columns.select(["table_name", "column_name", "data_type"]).to_pylist():
         kind = row["data_type"]
-        if not kind.startswith(("array", "map", "struct", "binary")):
+        if is_plain_type_name(kind) and kind != "binary":
             by_table.setdefault(row["table_name"], []).append(row["column_name"])
     return [
         TableColumns(

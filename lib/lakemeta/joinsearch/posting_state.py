@@ -68,7 +68,6 @@ import pyspark.sql.functions as F
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import (
     ArrayType,
-    AtomicType,
     BinaryType,
     BooleanType,
     DataType,
@@ -84,7 +83,7 @@ from lakemeta.joinsearch.index import table_postings
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher, ones_per_value
 from lakemeta.lake.batches import SIGN, Batch, Plan, changes, snapshot, union_all
-from lakemeta.lake.tables import source_column, table_path
+from lakemeta.lake.tables import holds_plain_values, source_column, table_path
 
 log = logging.getLogger(__name__)
 
@@ -214,8 +213,8 @@ def _holds_items(table: deltalake.DeltaTable) -> bool:
 
 
 def _indexed(kind: DataType) -> bool:
-    """Cells of atomic types other than binary are values a join key can hold (module docstring)."""
-    return isinstance(kind, AtomicType) and not isinstance(kind, BinaryType)
+    """Plain values other than binary are values a join key can hold (module docstring)."""
+    return holds_plain_values(kind) and not isinstance(kind, BinaryType)
 
 
 def _content_hash(fields: Sequence[StructField]) -> Column:
@@ -223,7 +222,7 @@ def _content_hash(fields: Sequence[StructField]) -> Column:
     parts: list[Column] = []
     for field in fields:
         cell = source_column(field.name)
-        hashed = cell if isinstance(field.dataType, AtomicType) else F.to_json(F.struct(cell))
+        hashed = cell if holds_plain_values(field.dataType) else F.to_json(F.struct(cell))
         parts += [hashed, cell.isNull()]
     return F.xxhash64(*parts)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import deltalake
 import pyspark.sql.functions as F
 from pyspark.sql import Column
-from pyspark.sql.types import StructType
+from pyspark.sql.types import AtomicType, DataType, StructType, VariantType
 
 
 def discover_tables(lake: Path) -> list[str]:
@@ -51,3 +51,14 @@ def source_column(name: str) -> Column:
     """A reference to a source table's column by its exact name: names may hold dots, spaces and
     backticks, which an unquoted ``F.col`` would read as nesting or refuse."""
     return F.col("`" + name.replace("`", "``") + "`")
+
+
+def holds_plain_values(data_type: DataType) -> bool:
+    """Whether a column's cells are single values (numbers, strings, dates, binary) rather than nested or
+    semi-structured ones (arrays, maps, structs, VARIANT): only plain values are sketched and indexed."""
+    return isinstance(data_type, AtomicType) and not isinstance(data_type, VariantType)
+
+
+def is_plain_type_name(type_name: str) -> bool:
+    """``holds_plain_values`` for a type named as the catalog records it (``DataType.simpleString``)."""
+    return not type_name.startswith(("array<", "map<", "struct<", "variant"))

@@ -32,13 +32,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
-from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.schemas import STATE_SCHEMAS
 from lakemeta.hashing import hash_strings, hash_tuples
 from lakemeta.lake.batches import SIGN, Plan, changes, union_all
-from lakemeta.lake.tables import source_column
+from lakemeta.lake.tables import holds_plain_values, is_plain_type_name, source_column
 from lakemeta.sketches.hll import (
     HllCounters,
     add_counters,
@@ -55,11 +54,6 @@ APP = "lakemeta.hll_counters"
 KEYS = ["table_name", "column_name", "bucket", "rho"]
 # Rows hashed per tally: bounds a task's memory to one slice of its input plus the running deltas.
 _SLICE_ROWS = 1 << 20
-
-
-def is_sketched(data_type: DataType) -> bool:
-    """Whether a column of this type gets HLL counters (atomic types only)."""
-    return not isinstance(data_type, ArrayType | MapType | StructType)
 
 
 def _tally_slice(
@@ -115,10 +109,10 @@ _DELTA_ARROW_SCHEMA = pa.schema(
 
 def _partial_deltas(rows: DataFrame, table_name: str, p: int) -> DataFrame:
     """Per task, the counter delta of its share of ``rows`` (signed by a ``_lm_sign`` column of +1 / -1)."""
-    columns = [f.name for f in rows.schema.fields if f.name != SIGN and is_sketched(f.dataType)]
+    columns = [f.name for f in rows.schema.fields if f.name != SIGN and holds_plain_values(f.dataType)]
     skipped = len(rows.schema.fields) - 1 - len(columns)
     if skipped:
-        log.info("%s: %d nested column(s) not sketched", table_name, skipped)
+        log.info("%s: %d nested or VARIANT column(s) not sketched", table_name, skipped)
     tally = functools.partial(_partition_delta, table_name, columns, p)
     # Positional names (c0, c1, ... in the order of ``columns``): mapInArrow resolves its input columns
     # by name, unquoted, which a name holding a backtick breaks.
@@ -217,7 +211,7 @@ def column_registers(catalog: Catalog, p: int) -> ColumnRegisters:
 
 def distinct_estimates(registers: ColumnRegisters, profile: pa.Table) -> pa.Table:
     """``n_distinct_estimate`` of every column in ``profile`` (``state/column_profile``): the HLL estimate,
-    0 for a sketched column without a non-null value, null for a nested column (not sketched)."""
+    0 for a sketched column without a non-null value, null for a nested or VARIANT column (not sketched)."""
     estimated = dict(
         zip(
             zip(registers.table_names, registers.column_names, strict=True),
@@ -226,7 +220,7 @@ def distinct_estimates(registers: ColumnRegisters, profile: pa.Table) -> pa.Tabl
         )
     )
     keys = list(zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True))
-    nested = [t.startswith(("array<", "map<", "struct<")) for t in profile["data_type"].to_pylist()]
+    nested = [not is_plain_type_name(t) for t in profile["data_type"].to_pylist()]
     return pa.table(
         {
             "table_name": profile["table_name"],
