@@ -240,16 +240,32 @@ def _files_present(path: Path, table: deltalake.DeltaTable) -> bool:
 def incremental_source(path: Path, from_version: int, to_version: int) -> str | None:
     """``cdf`` when the change feed can serve (from_version, to_version], ``diff`` when only a snapshot
     diff can, ``None`` when neither can (the batch must then be a full one): the schema changed in
-    between, or the older snapshot's files were vacuumed."""
+    between, the older snapshot's files were vacuumed, or the rows hold maps or VARIANT values without a
+    change feed."""
     before = _readable_snapshot(path, from_version)
     if before is None:
         return None
     after = deltalake.DeltaTable(str(path), version=to_version)
     if before.schema().to_json() != after.schema().to_json():
         return None
-    if before.metadata().configuration.get("delta.enableChangeDataFeed") != "true":
-        return "diff"
-    return "cdf" if _change_files_present(path, before, to_version) else "diff"
+    if before.metadata().configuration.get("delta.enableChangeDataFeed") == "true" and _change_files_present(
+        path, before, to_version
+    ):
+        return "cdf"
+    # The diff is a multiset difference of rows, which Spark refuses over maps and VARIANT values.
+    return "diff" if _set_comparable(json.loads(after.schema().to_json())) else None
+
+
+def _set_comparable(data_type: dict | str) -> bool:
+    """Whether values of a Delta schema type (its JSON form) can be compared as set elements: anything
+    but a map or a VARIANT, at any depth."""
+    if isinstance(data_type, str):
+        return data_type != "variant"
+    if data_type["type"] == "struct":
+        return all(_set_comparable(field["type"]) for field in data_type["fields"])
+    if data_type["type"] == "array":
+        return _set_comparable(data_type["elementType"])
+    return data_type["type"] != "map"
 
 
 def _change_files_present(path: Path, before: deltalake.DeltaTable, to_version: int) -> bool:
