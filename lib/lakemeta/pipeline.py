@@ -99,8 +99,8 @@ class Pipeline:
         """Derive the plan's keys and FDs, commit its watermarks, refresh ``tables`` and ``columns``.
 
         The derivation comes first: once the watermarks are committed the plan is no longer resumed, so a
-        retry of a commit that died after them (``plan`` None) only refreshes the catalog tables, which
-        are recomputed whole from the state.
+        retry of a commit that died after them (``plan`` None), and the commit of a run a rebuild abandoned,
+        only refresh the catalog tables, which are recomputed whole from the state.
         """
         with self.catalog.using_state("committing a run"):
             if plan is not None and self._in_progress(plan):

@@ -87,7 +87,7 @@ class Catalog:
     def __init__(self, spark: SparkSession, root: Path) -> None:
         self.spark = spark
         self.root = root
-        self._state_hold: str | None = None  # "shared" or "exclusive" while this handle holds the state lock
+        self._holding_state = False  # whether this handle holds the state lock, shared or alone
 
     def path(self, name: str) -> str:
         if name not in ALL_SCHEMAS:
@@ -128,27 +128,27 @@ class Catalog:
         """Hold the state lock shared while ``purpose`` reads or writes the state: the steps of runs go on
         side by side, but never while a rebuild replaces the state (``replacing_state``), which waits for
         them and makes them wait. Inside a hold of this catalog handle it holds nothing more."""
-        if self._state_hold is not None:
+        if self._holding_state:
             yield
             return
         with _file_lock(self.root / "_state_lock", fcntl.LOCK_SH, purpose):
-            self._state_hold = "shared"
+            self._holding_state = True
             try:
                 yield
             finally:
-                self._state_hold = None
+                self._holding_state = False
 
     @contextlib.contextmanager
     def replacing_state(self) -> Iterator[None]:
         """Hold the state lock alone while a rebuild drops and recomputes the state."""
-        if self._state_hold is not None:
+        if self._holding_state:
             raise RuntimeError("a rebuild cannot start inside a step that uses the state")
         with _file_lock(self.root / "_state_lock", fcntl.LOCK_EX, "rebuilding the state"):
-            self._state_hold = "exclusive"
+            self._holding_state = True
             try:
                 yield
             finally:
-                self._state_hold = None
+                self._holding_state = False
 
     @contextlib.contextmanager
     def committing(self, operation: str, name: str) -> Iterator[None]:
