@@ -245,15 +245,15 @@ def incremental_source(path: Path, from_version: int, to_version: int) -> str | 
     before = _readable_snapshot(path, from_version)
     if before is None:
         return None
-    after = deltalake.DeltaTable(str(path), version=to_version)
-    if before.schema().to_json() != after.schema().to_json():
+    schema = before.schema().to_json()
+    if deltalake.DeltaTable(str(path), version=to_version).schema().to_json() != schema:
         return None
     if before.metadata().configuration.get("delta.enableChangeDataFeed") == "true" and _change_files_present(
         path, before, to_version
     ):
         return "cdf"
     # The diff is a multiset difference of rows, which Spark refuses over maps and VARIANT values.
-    return "diff" if _set_comparable(json.loads(after.schema().to_json())) else None
+    return "diff" if _set_comparable(json.loads(schema)) else None
 
 
 def _set_comparable(data_type: dict | str) -> bool:

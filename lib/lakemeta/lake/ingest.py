@@ -249,16 +249,22 @@ def _quarantine(
     count = bad.count()
     if count:
         destination = table_path(lake, f"{QUARANTINE}/{source.table_name}")
-        located = bad.join(_line_numbers(spark, source.path, bad), "raw_record", "left")
-        (
-            located.write.format("delta")
-            .mode("append")
-            .option("mergeSchema", "true")  # quarantines written before line numbers were recorded
-            .option("txnAppId", f"lakemeta.ingest {source.table_name}")
-            .option("txnVersion", table_version)
-            .save(str(destination))
-        )
-        first = located.select(F.explode("line_numbers").alias("line")).orderBy("line").limit(11).collect()
+        # Kept for the log below, which would otherwise read the file's lines a second time.
+        located = bad.join(_line_numbers(spark, source.path, bad), "raw_record", "left").persist()
+        try:
+            (
+                located.write.format("delta")
+                .mode("append")
+                .option("mergeSchema", "true")  # quarantines written before line numbers were recorded
+                .option("txnAppId", f"lakemeta.ingest {source.table_name}")
+                .option("txnVersion", table_version)
+                .save(str(destination))
+            )
+            # Small by construction: the eleven lowest line numbers reach the driver, for the log.
+            lines = located.select(F.explode("line_numbers").alias("line"))
+            first = lines.orderBy("line").limit(11).collect()
+        finally:
+            located.unpersist()
         shown = ", ".join(str(row.line) for row in first[:10]) + (", ..." if len(first) > 10 else "")
         log.warning(
             "%s: %d malformed records quarantined in %s (lines %s)", source.path, count, destination, shown

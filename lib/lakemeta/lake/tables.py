@@ -13,7 +13,7 @@ from pathlib import Path
 import deltalake
 import pyspark.sql.functions as F
 from pyspark.sql import Column
-from pyspark.sql.types import AtomicType, DataType, StructType, VariantType
+from pyspark.sql.types import DataType, StructType
 
 
 def discover_tables(lake: Path) -> list[str]:
@@ -53,12 +53,13 @@ def source_column(name: str) -> Column:
     return F.col("`" + name.replace("`", "``") + "`")
 
 
-def holds_plain_values(data_type: DataType) -> bool:
-    """Whether a column's cells are single values (numbers, strings, dates, binary) rather than nested or
-    semi-structured ones (arrays, maps, structs, VARIANT): only plain values are sketched and indexed."""
-    return isinstance(data_type, AtomicType) and not isinstance(data_type, VariantType)
-
-
 def is_plain_type_name(type_name: str) -> bool:
-    """``holds_plain_values`` for a type named as the catalog records it (``DataType.simpleString``)."""
+    """Whether a column of the type named ``type_name`` (``DataType.simpleString``, as the catalog records
+    it) holds single values (numbers, strings, dates, binary) rather than nested or semi-structured ones
+    (arrays, maps, structs, VARIANT): only plain values are sketched and indexed."""
     return not type_name.startswith(("array<", "map<", "struct<", "variant"))
+
+
+def holds_plain_values(data_type: DataType) -> bool:
+    """``is_plain_type_name`` for a Spark type."""
+    return is_plain_type_name(data_type.simpleString())
