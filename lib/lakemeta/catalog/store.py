@@ -127,10 +127,16 @@ class Catalog:
     def using_state(self, purpose: str) -> Iterator[None]:
         """Hold the state lock shared while ``purpose`` reads or writes the state: the steps of runs go on
         side by side, but never while a rebuild replaces the state (``replacing_state``), which waits for
-        them and makes them wait. Inside a hold of this catalog handle it holds nothing more."""
+        them and makes them wait. Inside a hold of this catalog handle it holds nothing more.
+
+        A step first passes the turnstile (``_state_turnstile``, taken shared and let go at once), which a
+        waiting rebuild holds alone: flock itself grants a shared lock while an exclusive one waits, so
+        without it steps that overlap one another could keep a rebuild waiting for ever."""
         if self._holding_state:
             yield
             return
+        with _file_lock(self.root / "_state_turnstile", fcntl.LOCK_SH, purpose):
+            pass
         with _file_lock(self.root / "_state_lock", fcntl.LOCK_SH, purpose):
             self._holding_state = True
             try:
@@ -140,10 +146,14 @@ class Catalog:
 
     @contextlib.contextmanager
     def replacing_state(self) -> Iterator[None]:
-        """Hold the state lock alone while a rebuild drops and recomputes the state."""
+        """Hold the state lock alone while a rebuild drops and recomputes the state; from the moment it
+        asks, holding the turnstile keeps steps that have not started yet waiting behind it."""
         if self._holding_state:
             raise RuntimeError("a rebuild cannot start inside a step that uses the state")
-        with _file_lock(self.root / "_state_lock", fcntl.LOCK_EX, "rebuilding the state"):
+        with (
+            _file_lock(self.root / "_state_turnstile", fcntl.LOCK_EX, "rebuilding the state"),
+            _file_lock(self.root / "_state_lock", fcntl.LOCK_EX, "rebuilding the state"),
+        ):
             self._holding_state = True
             try:
                 yield
