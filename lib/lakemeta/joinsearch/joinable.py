@@ -98,7 +98,21 @@ def find_joinable(
     if hasher is not None and len(encoded.tuples):
         index, tables, columns = _candidate_index(catalog, encoded, hasher, exclude_tables)
         if index.n_items:
-            found = mate_search(index, key_arrays, k, hasher).tables  # J descending, then table name
+            result = mate_search(index, key_arrays, k, hasher)
+            counters = result.counters
+            log.info(
+                "query %s: %d distinct key tuples; %d items of the initial column in %d tables, %d of them "
+                "passing the super-key filter; %d tables evaluated, %d skipped by rule 2, %d never visited",
+                query_id,
+                len(encoded.tuples),
+                counters.items_fetched,
+                counters.tables_candidate,
+                counters.items_passed,
+                counters.tables_evaluated,
+                counters.tables_skipped_rule2,
+                counters.tables_stopped_rule1,
+            )
+            found = result.tables  # J descending, then table name
             matches = [
                 JoinableMatch(
                     rank,
