@@ -79,13 +79,34 @@ def as_strings(column: pa.ChunkedArray) -> pa.Array:
     return normalise_values(column).cast(pa.string())
 
 
+def sample_cells(samples: list[pa.Table]) -> list[pa.Array]:
+    """Every column of the sample tables as normalised strings: where noise columns draw their values."""
+    return [as_strings(t.column(j)) for t in samples for j in range(t.num_columns)]
+
+
+def noise_columns_of(
+    rng: np.random.Generator, cells: list[pa.Array], n_rows: int, low: int, high: int
+) -> list[pa.Array]:
+    """Between ``low`` and ``high`` columns of ``n_rows`` values drawn from one sample column each."""
+    columns = []
+    for _ in range(int(rng.integers(low, high + 1))):
+        noise = cells[rng.integers(len(cells))]
+        columns.append(noise.take(pa.array(rng.integers(len(noise), size=n_rows))))
+    return columns
+
+
+def in_random_order(rng: np.random.Generator, columns: list[pa.Array]) -> pa.Table:
+    order = rng.permutation(len(columns))
+    return pa.table({f"c{j}": columns[o] for j, o in enumerate(order)})
+
+
 def generate(
     rng: np.random.Generator, samples: list[pa.Table], n_tables: int, noise_columns: tuple[int, int] = (1, 3)
 ) -> tuple[list, list]:
     """Generated tables and the families' base rows (A's two columns and the attribute); each table has
     between ``noise_columns[0]`` and ``noise_columns[1]`` noise columns."""
     usable = [t for t in samples if t.num_rows >= 20]
-    cells = [as_strings(t.column(j)) for t in samples for j in range(t.num_columns)]
+    cells = sample_cells(samples)
     n_families = max(1, n_tables // 12)
     families = []
     for _ in range(n_families):
@@ -107,15 +128,12 @@ def generate(
             donors = column.take(pa.array(rng.integers(n_base, size=len(swapped))))
             taken[swapped] = donors.to_numpy(zero_copy_only=False)
             columns.append(pa.array(taken, pa.string()))
-        for _ in range(int(rng.integers(noise_columns[0], noise_columns[1] + 1))):
-            noise = cells[rng.integers(len(cells))]
-            columns.append(noise.take(pa.array(rng.integers(len(noise), size=len(rows)))))
+        columns += noise_columns_of(rng, cells, len(rows), *noise_columns)
         nulls = rng.random((len(columns), len(rows))) < 0.02
         columns = [
             pc.if_else(pa.array(nulls[j]), pa.scalar(None, pa.string()), c) for j, c in enumerate(columns)
         ]
-        order = rng.permutation(len(columns))
-        generated.append(pa.table({f"c{j}": columns[o] for j, o in enumerate(order)}))
+        generated.append(in_random_order(rng, columns))
     return generated, families
 
 
@@ -129,17 +147,13 @@ def with_frequent_key_values(
     """The corpus with its last ``n_tables`` generated tables replaced by tables of 200-2,000 rows holding
     one key column of a family (values drawn with replacement) beside 1-3 noise columns: rows that hold a
     query's key value without the rest of its key, the candidates MATE's row filter exists to drop."""
-    cells = [as_strings(t.column(j)) for t in samples for j in range(t.num_columns)]
+    cells = sample_cells(samples)
     added = []
     for _ in range(n_tables):
         key = families[rng.integers(len(families))][int(rng.integers(2))]
         n_rows = int(rng.integers(200, 2001))
         columns = [key.take(pa.array(rng.integers(len(key), size=n_rows)))]
-        for _ in range(int(rng.integers(1, 4))):
-            noise = cells[rng.integers(len(cells))]
-            columns.append(noise.take(pa.array(rng.integers(len(noise), size=n_rows))))
-        order = rng.permutation(len(columns))
-        added.append(pa.table({f"c{j}": columns[o] for j, o in enumerate(order)}))
+        added.append(in_random_order(rng, columns + noise_columns_of(rng, cells, n_rows, 1, 3)))
     return samples + generated[: len(generated) - n_tables] + added
 
 

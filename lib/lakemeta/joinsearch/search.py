@@ -358,6 +358,8 @@ def _search(
 ) -> SearchResult:
     if k < 1:
         raise ValueError("k must be at least 1")
+    if hasher is not None and hasher.n_words != index.n_words:
+        raise ValueError("the hasher and the index super keys differ in size")
     started = time.perf_counter()
     query = encode_query(key_columns)
     counters = SearchCounters()
@@ -384,8 +386,6 @@ def _search(
     if hasher is None:
         tuple_keys = np.zeros((len(tuples), 1), np.uint64)
     else:
-        if hasher.n_words != index.n_words:
-            raise ValueError("the hasher and the index super keys differ in size")
         value_keys = hasher.hash_values(query.distinct_values)
         tuple_keys = np.bitwise_or.reduce(value_keys[tuples], axis=1)
     tuple_order = np.argsort(tuples[:, initial], kind="stable")

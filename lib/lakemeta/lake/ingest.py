@@ -286,6 +286,9 @@ def _line_numbers(spark: SparkSession, path: Path, records: DataFrame) -> DataFr
         F.col("_metadata.file_block_start").alias("block"),
         F.monotonically_increasing_id().alias("position"),
     )
+    # Two scans of the file: one counts every split's lines, one keeps the records' lines. One pass would
+    # have to shuffle every line to meet the records, or cache the whole file; this runs only for a file
+    # with malformed records, and a second read of its text costs a plain scan.
     blocks = lines.groupBy("block").agg(F.count(F.lit(1)).alias("lines"), F.min("position").alias("first"))
     earlier = F.sum("lines").over(Window.orderBy("block").rowsBetween(Window.unboundedPreceding, -1))
     blocks = blocks.select("block", "first", F.coalesce(earlier, F.lit(0)).alias("before"))
