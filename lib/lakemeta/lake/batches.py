@@ -38,7 +38,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import read_small
-from lakemeta.lake.tables import discover_tables, spark_schema, table_path
+from lakemeta.lake.snapshots import data_files, snapshot
+from lakemeta.lake.tables import discover_tables, table_path
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +235,7 @@ def _readable_snapshot(path: Path, version: int) -> deltalake.DeltaTable | None:
 
 def _files_present(path: Path, table: deltalake.DeltaTable) -> bool:
     """Whether the data files the snapshot lists exist (the log holds their paths URI-encoded)."""
-    return all((path / unquote(file)).exists() for file in _data_files(table))
+    return all((path / unquote(file)).exists() for file in data_files(table))
 
 
 def incremental_source(path: Path, from_version: int, to_version: int) -> str | None:
@@ -291,37 +292,6 @@ def _change_files_present(path: Path, before: deltalake.DeltaTable, to_version: 
         if not all((path / unquote(f)).exists() for f in change_files):
             return False
     return True
-
-
-# Characters Spark expands as globs in the paths it reads.
-_GLOB_CHARACTERS = "{}[]*?\\"
-
-
-def snapshot(spark: SparkSession, path: Path, version: int) -> DataFrame:
-    """The rows of a Delta table at ``version``.
-
-    Spark's Delta reader replays the log with Spark jobs, about half a second per table; for a lake of
-    many small tables that dominates a run. delta-rs reads the log in milliseconds, so when the data
-    files alone hold the rows (no deletion vectors, no column mapping, no partition columns) the
-    snapshot is read as exactly the Parquet files its log lists, with the table's schema.
-    """
-    table = deltalake.DeltaTable(str(path), version=version)
-    protocol = table.protocol()
-    plain_files = (
-        not set(protocol.reader_features or ()) & {"deletionVectors", "columnMapping"}
-        and protocol.min_reader_version < 2
-        and not table.metadata().partition_columns
-    )
-    files = [str(path / unquote(file)) for file in _data_files(table)]
-    # Spark expands glob characters in the paths it reads; a name holding them takes Delta's reader.
-    if not plain_files or not files or set(str(path)) & set(_GLOB_CHARACTERS):
-        return spark.read.format("delta").option("versionAsOf", version).load(str(path))
-    return spark.read.schema(spark_schema(table)).parquet(*files)
-
-
-def _data_files(table: deltalake.DeltaTable) -> list[str]:
-    """The snapshot's data files, relative to the table and URI-encoded, as its log lists them."""
-    return pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
 
 
 def union_all(frames: list[DataFrame]) -> DataFrame:

@@ -1,0 +1,117 @@
+"""The contract every state component follows: a delta from a batch, a merge with removal, metrics.
+
+A state component is Deequ's analyzer extended with removal. Deequ computes an analyzer's state from a
+DataFrame (``computeStateFrom``), adds states up (``sum``: states form a monoid) and derives the metric from
+a state (``computeMetricFrom``). Deletions make our states groups rather than monoids, so the merge also
+subtracts; the three parts are:
+
+* :meth:`StateComponent.delta`: the plan's batches -> the rows to merge. For a batch that replaces the
+  table's state (a new, rebuilt or dropped table) they are the table's complete rows instead of a change.
+* :meth:`StateComponent.merge`: the delta into the stored state, in one idempotent Delta commit tagged with
+  the run (Delta's ``txnAppId`` / ``txnVersion``), so a retried run never applies a batch twice. The default
+  is the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, rows whose counts reach
+  zero are removed, a count that would turn negative stops the run before anything is written.
+* :meth:`StateComponent.derive`: metrics of every column derived from the stored state (for the catalog's
+  ``columns``), or None for a component whose results come from a discovery step.
+
+:meth:`StateComponent.update` ties them together; the pipeline calls it for every component of
+:data:`lakemeta.registry.STATE_COMPONENTS`, and the incremental DAG runs one task per component. A new
+component is one module holding a subclass and one entry in that registry: its state table
+(``state/<name>``), its DAG task (``update_<name>``) and its transaction id (``lakemeta.<name>``) all follow
+from :attr:`StateComponent.name`.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.types import StructType
+
+from lakemeta.catalog import Catalog, Txn
+from lakemeta.config import Config
+from lakemeta.lake.batches import Plan
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class StateDelta:
+    """What a plan changes in one component's state: ``rows`` in the state table's schema (signed counts
+    for the shared MERGE), and the tables whose stored rows ``rows`` replace whole."""
+
+    rows: DataFrame
+    replaced_tables: Sequence[str]
+
+
+class StateComponent(ABC):
+    """One kind of incremental state kept as the Delta table ``state/<name>``."""
+
+    #: The name: state table ``state/<name>``, DAG task ``update_<name>``, txn ``lakemeta.<name>``.
+    name: ClassVar[str]
+    #: The state table's schema (part of the catalog contract).
+    schema: ClassVar[StructType]
+    #: The section of the configuration the component reads (``Config.<section>``).
+    config_section: ClassVar[str | None] = None
+    #: For the shared MERGE of counts: the key columns, the count columns, whether a row whose counts all
+    #: reach zero is removed (a multiset), and descriptive columns taken from the delta as they are.
+    merge_keys: ClassVar[Sequence[str]] = ()
+    count_columns: ClassVar[Sequence[str]] = ()
+    drop_zero: ClassVar[bool] = True
+    replace_columns: ClassVar[Sequence[str]] = ()
+
+    def __init__(self, catalog: Catalog, lake: Path, config: Config) -> None:
+        self.catalog = catalog
+        self.lake = lake
+        self.config = config
+
+    @classmethod
+    def state_table(cls) -> str:
+        return f"state/{cls.name}"
+
+    @classmethod
+    def task_id(cls) -> str:
+        """The step's name in the DAG, the jobs and the logs."""
+        return f"update_{cls.name}"
+
+    def txn(self, plan: Plan) -> Txn:
+        return Txn(f"lakemeta.{self.name}", plan.run_id)
+
+    @abstractmethod
+    def delta(self, plan: Plan) -> StateDelta:
+        """The rows ``merge`` applies for the plan's batches (computed lazily where Spark allows)."""
+
+    def merge(self, plan: Plan, delta: StateDelta) -> bool:
+        """Apply ``delta`` to the stored state in one commit tagged with the run; False when the run had
+        already been applied. The default is the shared MERGE of signed counts."""
+        return self.catalog.merge_counts(
+            self.state_table(),
+            delta.rows,
+            keys=self.merge_keys,
+            counts=self.count_columns,
+            replaced_tables=delta.replaced_tables,
+            txn=self.txn(plan),
+            drop_zero=self.drop_zero,
+            replace_columns=self.replace_columns,
+        )
+
+    def derive(self) -> pa.Table | None:
+        """Per-column metrics derived from the stored state (``table_name``, ``column_name`` and metric
+        columns of the catalog table ``columns``), or None."""
+        return None
+
+    def update(self, plan: Plan) -> None:
+        """Apply the plan's batches to this component's state exactly once."""
+        if self.catalog.already_applied(self.state_table(), self.txn(plan)):
+            log.info("run %d: %s already applied, skipping", plan.run_id, self.state_table())
+            return
+        self.catalog.spark.sparkContext.setJobDescription(
+            f"run {plan.run_id}: {self.name} of {len(plan.batches)} tables"
+        )
+        self.merge(plan, self.delta(plan))
