@@ -44,10 +44,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
 
-from lakemeta.agreesets import DynASt, from_scratch
-from lakemeta.agreesets.agree_set_state import agree_set_delta, read_snapshot
+from lakemeta.agreesets import from_scratch
+from lakemeta.agreesets.batch_delta import agree_set_delta
+from lakemeta.agreesets.values import read_snapshot
 from lakemeta.config import AgreeSetConfig, Config
 from lakemeta.pipeline import Pipeline
+from lakemeta.reference.dynast import DynASt
 from lakemeta.spark import get_session
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -257,11 +259,11 @@ def bench_spark_step(name: str, seed: int, work: Path) -> dict[str, Any]:
     pipeline = Pipeline(spark, Config(lake=lake, catalog=work / name / "catalog", agree_sets=config))
 
     def step() -> dict[str, Any]:
-        plan = pipeline.detect()
+        plan = pipeline.detect_batches()
         pipeline.update_state(plan, "column_profile")
         (batch,) = plan.batches
         _, wall, _ = timed(lambda: pipeline.update_state(plan, "agree_sets"))
-        _, commit_wall, _ = timed(lambda: pipeline.commit(plan))
+        _, commit_wall, _ = timed(lambda: pipeline.commit_batches(plan))
         record = {"kind": batch.kind, "step_seconds": wall, "commit_seconds": commit_wall}
         if batch.kind == "incremental":
             before = read_snapshot(str(path), batch.from_version)

@@ -1,8 +1,11 @@
 """DynASt agree-set maintenance (Belhajjame, DynASt) and the keys / FDs derived from agree-sets.
 
-Modules: ``relation`` (compressed relation, attribute-value evidence vectors), ``evidence`` (zip-bit products,
-Alg. 1-3), ``multiset`` (ES^m(r), Property 1), ``astree`` (§6), ``dynast`` (per-table state),
-``hitting_sets`` (MMCS), ``dependencies`` (UCCs, FDs, approximate FDs), ``bitmasks`` (attribute masks).
+The paper's algorithms, Spark-free (exported here): ``relation`` (compressed relation, attribute-value
+evidence vectors), ``evidence`` (zip-bit products, Alg. 1-3), ``multiset`` (ES^m(r), Property 1), ``astree``
+(§6), ``hitting_sets`` (MMCS), ``dependencies`` (UCCs, FDs, approximate FDs), ``bitmasks`` (attribute
+masks), ``values`` (the canonical values compared) and ``batch_delta`` (one table batch's change of ES^m).
+On Spark: ``state`` (the state component ``state/agree_sets``) and ``discover`` (the keys and FDs written to
+the catalog). The in-memory per-table state DynASt describes is ``lakemeta.reference.dynast``.
 """
 
 from lakemeta.agreesets.astree import AStree
@@ -16,7 +19,6 @@ from lakemeta.agreesets.dependencies import (
     minimal_uccs,
     unique_columns,
 )
-from lakemeta.agreesets.dynast import BatchResult, DynASt
 from lakemeta.agreesets.evidence import ZipBitProducts, delta_minus, delta_plus, from_scratch
 from lakemeta.agreesets.multiset import AgreeSetMultiset
 from lakemeta.agreesets.relation import CompressedRelation
@@ -24,9 +26,7 @@ from lakemeta.agreesets.relation import CompressedRelation
 __all__ = [
     "AStree",
     "AgreeSetMultiset",
-    "BatchResult",
     "CompressedRelation",
-    "DynASt",
     "FunctionalDependencies",
     "ZipBitProducts",
     "approximate_fds",

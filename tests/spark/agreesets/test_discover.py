@@ -17,9 +17,9 @@ import pytest
 from lakemeta.config import AgreeSetConfig, Config, IngestConfig
 from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.pipeline import Pipeline
-from tests.unit.agreesets.test_agreesets_datasets import EXPECTED
+from tests.unit.agreesets.test_dependencies import EXPECTED
 
-from .lake_changes import process
+from ..lake_changes import process
 
 pytestmark = pytest.mark.spark
 

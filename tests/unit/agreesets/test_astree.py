@@ -7,8 +7,9 @@ from itertools import combinations
 import numpy as np
 import pytest
 
-from lakemeta.agreesets import AStree, DynASt, fd_errors, masks_from_indices
+from lakemeta.agreesets import AStree, fd_errors, masks_from_indices
 from lakemeta.agreesets.bitmasks import mask_to_indices
+from lakemeta.reference.dynast import DynASt
 from tests.unit.agreesets.brute import as_batch, random_rows, violating_pairs
 
 

@@ -18,12 +18,12 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from lakemeta.agreesets.agree_set_state import unique_column_flags, update_agree_sets
+from lakemeta.agreesets.state import AgreeSets
 from lakemeta.config import AgreeSetConfig, Config
 from lakemeta.pipeline import Pipeline
 from tests.unit.agreesets.brute import agree_set
 
-from .lake_changes import (
+from ..lake_changes import (
     SCHEMA,
     create_foreign_table,
     create_spark_table,
@@ -92,7 +92,7 @@ def catalog_results(pipeline: Pipeline, table_name: str) -> dict[str, object]:
     def rows_of(name: str) -> list[dict]:
         return [r for r in catalog.read_small(name).to_pylist() if r["table_name"] == table_name]
 
-    flags = unique_column_flags(catalog, pipeline.config.agree_sets).to_pylist()
+    flags = AgreeSets(catalog, pipeline.lake, pipeline.config).derive().to_pylist()
     return {
         "agree_sets": {tuple(r["agree_set"]): r["count"] for r in rows_of("state/agree_sets")},
         "uccs": {tuple(r["columns"]) for r in rows_of("unique_column_combinations")},
@@ -108,6 +108,10 @@ def sorted_rows(pipeline: Pipeline, name: str) -> list[tuple]:
     return sorted(
         tuple(tuple(v) if isinstance(v, list) else v for v in row.values()) for row in table.to_pylist()
     )
+
+
+def state_version(pipeline: Pipeline) -> int:
+    return deltalake.DeltaTable(pipeline.catalog.path("state/agree_sets")).version()
 
 
 def write_wide_table(rng: np.random.Generator, path: Path) -> None:
@@ -150,13 +154,17 @@ def test_random_batches_equal_brute_force_and_rebuild(
 
     # ...then re-inserted, twice over, in a run that dies after its agree-set update; the retry resumes the
     # recorded plan and applies nothing a second time.
-    plan = pipeline.detect()
+    plan = pipeline.detect_batches()
     pipeline.update_state(plan, "column_profile")
-    assert update_agree_sets(pipeline.catalog, lake, plan, config) > 0
+    before = state_version(pipeline)
+    AgreeSets(pipeline.catalog, lake, pipeline.config).update(plan)
+    applied_version = state_version(pipeline)
+    assert applied_version > before
     retried = open_pipeline(spark, lake, tmp_path / "catalog", config)
-    assert retried.detect() == plan
-    assert update_agree_sets(retried.catalog, lake, plan, config) == 0
-    retried.commit(plan)
+    assert retried.detect_batches() == plan
+    AgreeSets(retried.catalog, lake, retried.config).update(plan)
+    assert state_version(retried) == applied_version
+    retried.commit_batches(plan)
 
     approximate = 0
     for name in ("a", "foreign", "wide"):

@@ -6,7 +6,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakemeta.agreesets import AgreeSetMultiset, DynASt, masks_from_indices
+from lakemeta.agreesets import AgreeSetMultiset, masks_from_indices
+from lakemeta.reference.dynast import DynASt
 from tests.unit.agreesets.brute import Row, as_batch, evidence_multiset
 
 VALUES = st.one_of(st.none(), st.sampled_from(["a", "b", "c"]))

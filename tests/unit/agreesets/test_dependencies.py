@@ -1,14 +1,17 @@
-"""UCCs, FDs and approximate FDs from agree-sets against brute-force enumeration; minimal hitting sets."""
+"""UCCs, FDs and approximate FDs from agree-sets against brute-force enumeration; minimal hitting sets; the
+FD and UCC counts of the fd/ datasets (../shared/data/README.md), computed from the CSV files."""
 
 from __future__ import annotations
 
 from itertools import combinations
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pcsv
 import pytest
 
 from lakemeta.agreesets import (
-    DynASt,
     approximate_fds,
     masks_from_indices,
     masks_to_names,
@@ -20,6 +23,7 @@ from lakemeta.agreesets import (
 from lakemeta.agreesets.bitmasks import mask_to_indices
 from lakemeta.agreesets.dependencies import lhs_attributes
 from lakemeta.agreesets.hitting_sets import minimal_hitting_sets
+from lakemeta.reference.dynast import DynASt
 from tests.unit.agreesets import brute
 
 
@@ -121,3 +125,44 @@ def test_minimal_hitting_sets_equal_brute_force(n_vertices: int) -> None:
         relabel = {v: i for i, v in enumerate(sorted(used))}
         expected = brute_hitting_sets([frozenset(relabel[v] for v in e) for e in edges], len(used))
         assert found == {frozenset(sorted(used)[i] for i in h) for h in expected}
+
+
+# -- the fd/ datasets ---------------------------------------------------------------------------------------
+DATA = Path(__file__).resolve().parents[3] / ".." / "shared" / "data"
+
+EXPECTED = {  # file: (minimal FDs, minimal UCCs)
+    "iris": (4, 0),
+    "balance-scale": (1, 1),
+    "chess": (1, 1),
+    "abalone": (137, 29),
+    "nursery": (1, 1),
+    "breast-cancer-wisconsin": (46, 0),
+    "bridges": (142, 5),
+}
+
+
+def read_strings(path: Path) -> pa.Table:
+    """Header-less CSV, every value a string; '?' and '' are ordinary values."""
+    header = pcsv.read_csv(path, read_options=pcsv.ReadOptions(autogenerate_column_names=True))
+    return pcsv.read_csv(
+        path,
+        read_options=pcsv.ReadOptions(autogenerate_column_names=True),
+        convert_options=pcsv.ConvertOptions(
+            column_types=dict.fromkeys(header.column_names, pa.string()),
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+        ),
+    )
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_fd_and_ucc_counts(name: str) -> None:
+    if not DATA.is_dir():
+        pytest.skip("fd/ datasets: ../shared/data absent")
+    table = read_strings(DATA / "fd" / f"{name}.csv")
+    state = DynASt(table.column_names)
+    state.apply_batch(inserted=table)
+    assert state.n_rows == table.num_rows
+    fds = minimal_fds(state.multiset, state.n_rows)
+    uccs = minimal_uccs(state.multiset, state.n_rows)
+    assert (len(fds), len(uccs)) == EXPECTED[name]

@@ -1,5 +1,11 @@
 """DynASt state for one table: compressed relation, evidence multiset and AStree, updated per batch (Fig. 1).
 
+A reference: the paper's per-table state kept in memory, which the tests of the kernels, of the keys and
+FDs and of the AStree drive, and which ``bench/agreesets_batches.py`` times against recomputation from
+scratch (the paper's experiments). The pipeline keeps no such object: ``lakemeta.agreesets.batch_delta``
+rebuilds the relation from the snapshot for each batch and ``lakemeta.agreesets.state`` stores ES^m(r) as
+Delta rows.
+
 A batch b = (b_del, b_ins) is processed as in §3: Δ- is computed over r^curr and the deleted tuples leave the
 index (Alg. 2), then Δ+ is computed over r^next as the inserted tuples enter it (Alg. 1), and
 ES^m(r^next) = ES^m(r^curr) ⊖ Δ- ⊕ Δ+ (Property 1). An update is a delete plus an insert.
