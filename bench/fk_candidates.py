@@ -26,9 +26,10 @@ from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
-from lakemeta.fks.fk_candidates import refresh_fk_candidates
+from lakemeta.fks.discover import refresh_fk_candidates
 from lakemeta.fks.randomness import distinct_tuples, emd_n
-from lakemeta.inds.lake_inds import read_table_strings
+from lakemeta.hashing import canonical
+from lakemeta.lake.snapshots import read_columns
 from lakemeta.lake.tables import table_path
 from lakemeta.pipeline import Pipeline
 
@@ -63,7 +64,8 @@ def grid_differences(pipeline: Pipeline, rows: list[dict]) -> dict:
         if (table, tuple(columns)) not in cache:
             path = str(table_path(lake, table))
             version = DeltaTable(path).version()
-            cache[(table, tuple(columns))] = distinct_tuples(read_table_strings(path, version, columns))
+            strings = [canonical(column) for column in read_columns(path, version, columns)]
+            cache[(table, tuple(columns))] = distinct_tuples(strings)
         return cache[(table, tuple(columns))]
 
     emd = {grid: [] for grid in GRIDS}

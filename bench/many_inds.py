@@ -10,7 +10,7 @@ tables written with delta-rs.
 Both sides read the same tables the same way (delta-rs in the executors, ``lakemeta.hashing.canonical``
 values) and must report the same IND set, which the run checks:
 
-- Many: ``lakemeta.inds.lake_inds.discover_inclusion_dependencies`` as the pipeline runs it (signatures
+- Many: ``lakemeta.inds.discover.discover_inclusion_dependencies`` as the pipeline runs it (signatures
   in one pass, candidates from the broadcast matrix, exact validation), filters off (the full IND set).
 - SINDY (Kruse et al. 2015): each column's distinct values exploded to (value, column), grouped by value
   into attribute sets, and per column the intersection of the attribute sets of its values; a column
@@ -42,16 +42,12 @@ from deltalake import DeltaTable, write_deltalake
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
+from lakemeta.hashing import canonical
 from lakemeta.inds.bloom import BloomParams
+from lakemeta.inds.config import ManyConfig
+from lakemeta.inds.discover import ManyRun, TableColumns, discover_inclusion_dependencies, table_descriptors
 from lakemeta.inds.filters import FilterConfig
-from lakemeta.inds.lake_inds import (
-    ManyRun,
-    TableColumns,
-    discover_inclusion_dependencies,
-    read_table_strings,
-    table_descriptors,
-)
-from lakemeta.inds.many import ManyConfig
+from lakemeta.lake.snapshots import read_columns
 
 BENCH = Path(__file__).resolve().parent
 RESULT = BENCH / "results" / "many_inds.json"
@@ -117,7 +113,8 @@ def _distinct_cells(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatc
     for batch in batches:
         ids, values = [], []
         for table in batch.to_pylist():
-            strings = read_table_strings(table["path"], table["version"], table["columns"])
+            columns = read_columns(table["path"], table["version"], table["columns"])
+            strings = [canonical(column) for column in columns]
             for offset, column in enumerate(strings):
                 values += [pc.unique(pc.drop_null(column)).cast(pa.string()), pa.nulls(1, pa.string())]
                 ids.append(np.full(len(values[-2]) + 1, table["first_column"] + offset, np.int64))

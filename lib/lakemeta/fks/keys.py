@@ -15,7 +15,7 @@
     refute most combinations without reading further.
 * Each table's primary key is among its smallest keys (Zhang et al. take one per table as given), so of
   the keys whose candidates survive the exact inclusion check, each table keeps those with the fewest
-  columns (``fk_candidates``): a table with a unique column that other tables reference is not the target
+  columns (``discover``): a table with a unique column that other tables reference is not the target
   of multi-column FKs, and chance UCCs of several columns in wide tables (80 in TPC-H lineitem at scale
   0.1, each with hundreds of candidate column tuples) do not swamp the ranking. The exact checks above
   stop at the first size with keys that have phase-1 candidates, which bounds their cost; the agree-set
@@ -37,12 +37,14 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from lakemeta.agreesets.agree_set_state import tracked_tables
+from lakemeta.agreesets.discover import tracked_tables
+from lakemeta.arrays import run_starts
 from lakemeta.catalog import Catalog
 from lakemeta.config import FkConfig
-from lakemeta.hashing import combine_hashes, hash_strings
-from lakemeta.inds.lake_inds import read_table_columns
+from lakemeta.fks.columns import ColumnCache
+from lakemeta.hashing import combine_hashes
 from lakemeta.lake.tables import table_path
+from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.spark.placement import balanced_frame
 
 log = logging.getLogger(__name__)
@@ -84,8 +86,8 @@ def is_unique(columns: list[pa.Array], column_hashes: list[tuple[np.ndarray, np.
     if not valid.all():
         return False
     ordered = np.sort(hashes)
-    repeated = ordered[1:] == ordered[:-1]
-    shared = ordered[1:][repeated & np.append(True, ~repeated[:-1])]  # each shared hash once
+    starts = run_starts(ordered)
+    shared = ordered[1:][starts[:-1] & ~starts[1:]]  # each shared hash once: the second of each run
     if not len(shared):
         return True
     first = shared[:_FIRST_SHARED]
@@ -103,14 +105,18 @@ def _has_equal_rows(columns: list[pa.Array], selected: np.ndarray) -> bool:
 
 def _table_keys(table: dict) -> list[dict]:
     """One table's listed columns that are unique, then its listed combinations that are minimal keys."""
-    wanted = sorted(set(table["columns"]).union(*table["combinations"]))
-    values = dict(zip(wanted, read_table_columns(table["path"], table["version"], wanted), strict=True))
-    hashes = {column: hash_strings(values[column]) for column in wanted}
+    path, version = table["path"], table["version"]
+    # One table per task row: its cache ends with it, so a task holds one table's columns at a time.
+    snapshot = ColumnCache()
+    snapshot.need(path, version, set(table["columns"]).union(*table["combinations"]))
     known: dict[tuple[str, ...], bool] = {}
 
     def unique(columns: tuple[str, ...]) -> bool:
         if columns not in known:
-            known[columns] = is_unique([values[c] for c in columns], [hashes[c] for c in columns])
+            known[columns] = is_unique(
+                [snapshot.column(path, version, c) for c in columns],
+                [snapshot.hashes(path, version, c) for c in columns],
+            )
         return known[columns]
 
     def minimal_key(combination: tuple[str, ...]) -> bool:
@@ -159,7 +165,7 @@ def _checked_keys(
             estimates.setdefault(column["table_name"], {})[column["column_name"]] = (
                 column["n_distinct_estimate"] or 0
             )
-    sigmas = _ESTIMATE_SIGMAS * 1.04 / math.sqrt(2.0**precision)
+    sigmas = _ESTIMATE_SIGMAS * relative_standard_error(precision)
     rows = []
     for name, distinct in sorted(estimates.items()):
         n_rows = tables[name]["n_rows"]

@@ -3,16 +3,19 @@
 bloom      Bloom bit-signatures per column: m, k, p passes (§4.1, §4.3)
 matrix     the bit-signature matrix (Alg. 3)
 proposer   IND-Proposer: dep2refs / ref2deps, plain or indexed bit-vectors, ranges (Alg. 4-6, 8-9, §4.5)
-values     distinct value sets per column for validation (values hashed by ``lakemeta.hashing``)
-validator  IND-Validator: exact merge-based subset check (Alg. 7)
-filters    null / integer / non-unique / coverage filters (§3.2, Alg. 10-11)
-many       the whole pipeline (Alg. 1, 8-11)
+filters    null / integer / non-unique / coverage filters (§3.2, Alg. 10-11), non-null strings
+config     Many's parameters, from the ``inds`` configuration section
+discover   the discovery step with Spark: signatures, candidates and exact validation over the lake's tables
+           into the catalog's ``inclusion_dependencies`` (Alg. 3, 7-11)
 graph      the IND graph of tables, components, HTML / PNG rendering (§6)
+
+All but ``discover`` run without Spark. Many in memory (Alg. 1) with the merge-based IND-Validator (Alg. 7),
+which the unit tests run the kernels through, is in ``lakemeta.reference.many`` and
+``lakemeta.reference.ind_validator`` (over ``lakemeta.reference.value_store``).
 """
 
 from lakemeta.inds.bloom import BloomParams
+from lakemeta.inds.config import ManyConfig
 from lakemeta.inds.filters import ColumnStats, FilterConfig
-from lakemeta.inds.many import Inds, ManyConfig, discover
-from lakemeta.inds.values import ValueStore
 
-__all__ = ["BloomParams", "ColumnStats", "FilterConfig", "Inds", "ManyConfig", "ValueStore", "discover"]
+__all__ = ["BloomParams", "ColumnStats", "FilterConfig", "ManyConfig"]

@@ -24,8 +24,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.inds.values import present_strings
-
 # Table 2 ("Values considered as null values"), the 14 most frequent null representations of WikiTables.
 # Our copy of the table is partly illegible: the empty string, the three dash characters (6th, 11th, 19th
 # per §3.1: en dash, hyphen-minus, em dash), "N/A", "?", "Unknown", "n/a", "•", "??" and "(n/a)" are
@@ -45,6 +43,20 @@ TABLE_2_NULL_VALUES: tuple[str, ...] = (
 )
 
 INTEGER_PATTERN = r"^[+-]?[0-9]+$"
+
+
+def present_strings(values: pa.Array | pa.ChunkedArray) -> pa.LargeStringArray:
+    """The non-null values as one large_string array; non-string arrays are cast to strings.
+
+    Missing values (Arrow nulls) are dropped: they are absent values, not values (see
+    ``lakemeta.reference.many``).
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    values = pc.drop_null(values)
+    if not pa.types.is_large_string(values.type):
+        values = values.cast(pa.large_string())
+    return values
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ with BML pruning, ranked by Quantile-EMD).
    built from every row's tuple hash, combined from the columns' value hashes: registers depend on the
    set of hashes only, so nothing is deduplicated for a candidate this prunes.
 4. Randomness (§3): one Spark task per group of keys reads each key's and its candidates' columns with
-   delta-rs at their committed versions and computes EMD_n on the key's quantile grid (``randomness``).
-   The values being in hand there, a candidate whose exact inclusion |F ∩ P| / |F| is below θ is dropped
-   first: BML's estimate is loose where |F| is far below |P| (a ten-value column "included" in a key of
-   thousands), and such a pair is no FK however it ranks. Distinct tuples and their inclusion are found
-   on the tuple hashes (sorted), not by grouping strings.
+   delta-rs at their committed versions, each read and hashed once (``columns``), and computes EMD_n on
+   the key's quantile grid (``randomness``). The values being in hand there, a candidate whose exact
+   inclusion |F ∩ P| / |F| is below θ is dropped first: BML's estimate is loose where |F| is far below |P|
+   (a ten-value column "included" in a key of thousands), and such a pair is no FK however it ranks.
+   Distinct tuples and their inclusion are found on the tuple hashes (sorted), not by grouping strings.
 5. Of each referenced table's keys with candidates left, only the smallest keep theirs (``keys``).
 6. The candidates, single- and multi-column together, are ranked by EMD_n and the answer set is marked
    ``accepted`` (``ranking``, §5.2); ``name_match`` reports §5.4's name check beside each.
@@ -42,12 +42,11 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
-from lakemeta.config import FkConfig, SketchConfig
+from lakemeta.config import Config, FkConfig, SketchConfig
+from lakemeta.fks.columns import ColumnCache
 from lakemeta.fks.keys import Key, find_keys
-from lakemeta.fks.randomness import distinct_tuples, emd_n, sorted_unique
+from lakemeta.fks.randomness import emd_n
 from lakemeta.fks.ranking import answer_set, names_match
-from lakemeta.hashing import combine_hashes, hash_strings
-from lakemeta.inds.lake_inds import read_table_columns
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
@@ -144,55 +143,6 @@ def exact_inclusion(dependent: np.ndarray, referenced: np.ndarray) -> float:
     return float(np.count_nonzero(referenced[at] == dependent)) / len(dependent)
 
 
-class _TaskSnapshots:
-    """What one task reads and derives from the table snapshots of its keys and candidates: each snapshot's
-    needed columns read once, together (delta-rs), each column hashed once, and per
-    column tuple its distinct hashes and distinct tuples, kept for the task's other keys."""
-
-    def __init__(self, needed: dict[tuple[str, int], set[str]]) -> None:
-        self._needed = needed
-        self._values: dict[tuple[str, int], dict[str, pa.Array]] = {}
-        self._hashes: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
-        self._distinct_hashes: dict[tuple[str, int, tuple[str, ...]], np.ndarray] = {}
-        self._distinct_tuples: dict[tuple[str, int, tuple[str, ...]], list[pa.Array]] = {}
-
-    def _column(self, path: str, version: int, column: str) -> pa.Array:
-        if (path, version) not in self._values:
-            wanted = sorted(self._needed[(path, version)])
-            self._values[(path, version)] = dict(
-                zip(wanted, read_table_columns(path, version, wanted), strict=True)
-            )
-        return self._values[(path, version)][column]
-
-    def tuple_hashes(self, path: str, version: int, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """(hashes, valid) of the rows' tuples: ``hash_tuples`` combined from the column hashes, or for one
-        column its value hashes (the same equality, one hashing pass fewer); valid is False at a null."""
-        for column in columns:
-            if (path, version, column) not in self._hashes:
-                self._hashes[(path, version, column)] = hash_strings(self._column(path, version, column))
-        if len(columns) == 1:
-            return self._hashes[(path, version, columns[0])]
-        return combine_hashes([self._hashes[(path, version, column)] for column in columns])
-
-    def distinct_hashes(self, path: str, version: int, columns: list[str]) -> np.ndarray:
-        """The sorted hashes of the distinct null-free tuples."""
-        where = (path, version, tuple(columns))
-        if where not in self._distinct_hashes:
-            hashes, valid = self.tuple_hashes(path, version, columns)
-            self._distinct_hashes[where] = sorted_unique(hashes[valid])
-        return self._distinct_hashes[where]
-
-    def distinct_tuples(self, path: str, version: int, columns: list[str]) -> list[pa.Array]:
-        """The distinct null-free tuples, column by column, as canonical strings (``distinct_tuples``)."""
-        where = (path, version, tuple(columns))
-        if where not in self._distinct_tuples:
-            self._distinct_tuples[where] = distinct_tuples(
-                [self._column(path, version, column) for column in columns],
-                self.tuple_hashes(path, version, columns),
-            )
-        return self._distinct_tuples[where]
-
-
 def _candidate_rows(
     config: FkConfig, sketches: SketchConfig
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -201,15 +151,13 @@ def _candidate_rows(
     it prunes), the exact inclusion check, then EMD_n on the distinct tuples."""
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        needed: dict[tuple[str, int], set[str]] = {}  # the columns this task reads, by table snapshot
-        snapshots = _TaskSnapshots(needed)
+        snapshots = ColumnCache()  # the columns this task reads, by table snapshot
         for batch in descriptors:
             keys = batch.to_pylist()
             for key in keys:
-                needed.setdefault((key["pk_path"], key["pk_version"]), set()).update(key["pk_columns"])
+                snapshots.need(key["pk_path"], key["pk_version"], key["pk_columns"])
                 for candidate in key["candidates"]:
-                    where = (candidate["fk_path"], candidate["fk_version"])
-                    needed.setdefault(where, set()).update(candidate["fk_columns"])
+                    snapshots.need(candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
             rows = []
             for key in keys:
                 pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
@@ -338,3 +286,9 @@ def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketch
         n_accepted,
     )
     return n_accepted
+
+
+def run_step(catalog: Catalog, lake: Path, config: Config) -> int:
+    """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
+    ``keys_and_dependencies`` whose results it reads; returns the number of accepted candidates."""
+    return refresh_fk_candidates(catalog, lake, config.fks, config.sketches)

@@ -6,9 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakemeta.inds.bloom import BloomParams
+from lakemeta.inds.config import ManyConfig
 from lakemeta.inds.filters import TABLE_2_NULL_VALUES, ColumnStats, FilterConfig
-from lakemeta.inds.many import ManyConfig, discover
-from lakemeta.inds.values import ValueStore
+from lakemeta.reference.many import discover
+from lakemeta.reference.value_store import ValueStore
 
 VOCAB = ["", "N/A", "-", "1", "2", "3", "01", "1.0", "a", "b", "c", "A", "ä", "a b", "x" * 33, "true"]
 

@@ -1,10 +1,11 @@
-"""The IND-Validator (Many Alg. 7): exact check dependentSet ⊆ referencedSet for a batch of candidates.
+"""The IND-Validator (Many Alg. 7): exact check dependentSet ⊆ referencedSet for a batch of candidates, in
+memory (``lakemeta.inds.discover`` validates with a Spark anti-join instead).
 
-Both value sets are sorted by key (``values.ValueStore``), so the check is one merge pass, O(|dep| + |ref|).
-When the store keeps value bytes, keys are hashes: a dependent value is accepted only if some referenced
-value with the same hash has the same bytes, so a hash collision can never validate a false IND. Equal keys
-are adjacent, and the referenced cursor stays on the first key of a run so that two dependent values that
-collide with each other are each compared against the whole run.
+Both value sets are sorted by key (``lakemeta.reference.value_store.ValueStore``), so the check is one merge
+pass, O(|dep| + |ref|). When the store keeps value bytes, keys are hashes: a dependent value is accepted
+only if some referenced value with the same hash has the same bytes, so a hash collision can never validate
+a false IND. Equal keys are adjacent, and the referenced cursor stays on the first key of a run so that two
+dependent values that collide with each other are each compared against the whole run.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from lakemeta.inds.values import ValueStore
+from lakemeta.reference.value_store import ValueStore
 
 
 @numba.njit(cache=True, inline="always")

@@ -1,4 +1,4 @@
-"""Quantile-EMD (Zhang §3): the domain order, the grid, the EMD against closed forms, the answer set."""
+"""Quantile-EMD (Zhang §3): the grid, the EMD against closed forms, the distinct tuples."""
 
 from __future__ import annotations
 
@@ -6,19 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakemeta.fks.domain_order import order_ranks
 from lakemeta.fks.randomness import distinct_tuples, emd_n, quantile_bounds
-from lakemeta.fks.ranking import answer_set, bare_name, names_match
-
-
-def test_the_domain_order_is_numeric_lexicographic_and_sort_n_for_mixed_columns():
-    ordered, ranks = order_ranks(pa.array(["10", "9", "-2", "1.5", None, "9"]))
-    assert ordered.to_pylist() == ["-2", "1.5", "9", "10"]
-    assert ranks.tolist() == [3, 2, 0, 1, -1, 2]
-    assert order_ranks(pa.array(["pear", "apple", "Zoo"]))[0].to_pylist() == ["Zoo", "apple", "pear"]
-    # sort -n: a value without a leading number counts as 0, ties broken by the whole value
-    mixed = order_ranks(pa.array(["b", "3x", "a", "-1", "2", "0"]))[0].to_pylist()
-    assert mixed == ["-1", "0", "a", "b", "2", "3x"]
 
 
 def test_quantile_bounds_follow_definition_3_over_distinct_values():
@@ -83,19 +71,3 @@ def test_distinct_tuples_equal_a_set_of_the_tuples(seed):
     found = list(zip(*(c.to_pylist() for c in columns), strict=True))
     expected = {(str(a), b) for a, b in zip(left, right, strict=True) if a is not None and b is not None}
     assert len(found) == len(expected) and set(found) == expected
-
-
-def test_the_answer_set_ends_at_the_largest_jump():
-    emd = np.array([0.0, 0.002, 0.004, 0.12, 0.13, 0.4])
-    assert answer_set(emd, 256).tolist() == [True, True, True, False, False, False]
-    assert answer_set(np.array([0.001, 0.002, 0.003]), 256).all()  # no doubling: no jump
-    assert answer_set(np.array([0.3]), 256).tolist() == [True]
-    with pytest.raises(ValueError):
-        answer_set(np.array([0.2, 0.1]), 256)
-
-
-def test_names_match_after_deleting_table_prefixes():
-    assert bare_name("l_orderkey") == bare_name("o_orderkey") == "orderkey"
-    assert names_match(["l_partkey", "l_suppkey"], ["ps_partkey", "ps_suppkey"])
-    assert not names_match(["l_partkey"], ["s_suppkey"])
-    assert bare_name("id") == "id"

@@ -27,14 +27,12 @@ full pass costs one read of each table.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import deltalake
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,13 +42,14 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
-from lakemeta.config import IndConfig
+from lakemeta.config import Config, IndConfig
 from lakemeta.hashing import canonical
 from lakemeta.inds.bloom import BloomParams, signature_from_strings, signature_to_bytes
-from lakemeta.inds.filters import ColumnStats, FilterConfig, column_filters, coverage, low_coverage
-from lakemeta.inds.many import ManyConfig
+from lakemeta.inds.config import ManyConfig, many_config
+from lakemeta.inds.filters import ColumnStats, column_filters, coverage, low_coverage
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import column_ranges, propose_range
+from lakemeta.lake.snapshots import read_columns
 from lakemeta.lake.tables import is_plain_type_name, table_path
 from lakemeta.spark.placement import balanced_frame
 
@@ -62,15 +61,6 @@ _ROWS_SCHEMA = (
     "column_id long, value string, signature binary, set_size long, n_values long, n_distinct long, "
     "all_integer boolean"
 )
-
-
-def many_config(config: IndConfig) -> ManyConfig:
-    """The library's configuration from the ``inds`` section: Bloom m, k, p, strategy, filter profile."""
-    profiles = {"relational": FilterConfig(), "web": FilterConfig.web(), "none": FilterConfig.none()}
-    filters = dataclasses.replace(profiles[config.filters], tau=config.tau)
-    if config.null_values is not None:
-        filters = dataclasses.replace(filters, null_values=config.null_values)
-    return ManyConfig(BloomParams(config.m, config.k, config.p), config.strategy, config.indexed, filters)
 
 
 @dataclass(frozen=True)
@@ -128,17 +118,6 @@ def catalog_tables(catalog: Catalog, lake: Path) -> list[TableColumns]:
     ]
 
 
-def read_table_columns(path: str, version: int, columns: list[str]) -> list[pa.Array]:
-    """A table's columns at a version, each as one array of its own type (delta-rs, no JVM)."""
-    snapshot = deltalake.DeltaTable(path, version=version).to_pyarrow_table(columns=columns)
-    return [snapshot.column(column).combine_chunks() for column in columns]
-
-
-def read_table_strings(path: str, version: int, columns: list[str]) -> list[pa.Array]:
-    """A table's columns at a version as canonical strings (``lakemeta.hashing.canonical``)."""
-    return [canonical(column) for column in read_table_columns(path, version, columns)]
-
-
 _FLUSH_ROWS = 1 << 16  # output rows gathered before a batch is emitted: few batches for many small tables
 
 
@@ -172,7 +151,8 @@ def _table_rows(
         pending = 0
         for record_batch in descriptors:
             for table in record_batch.to_pylist():
-                strings = read_table_strings(table["path"], table["version"], table["columns"])
+                columns = read_columns(table["path"], table["version"], table["columns"])
+                strings = [canonical(column) for column in columns]
                 stats = ColumnStats.from_columns(strings, null_values)
                 for offset, column in enumerate(strings):
                     distinct = pc.unique(pc.drop_null(column)).cast(pa.string())
@@ -329,3 +309,9 @@ def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConf
         *run.stage_seconds.values(),
     )
     return len(run.result)
+
+
+def run_step(catalog: Catalog, lake: Path, config: Config) -> int:
+    """The discovery step ``inclusion_dependencies`` (``lakemeta.registry``): every table's committed
+    snapshot is read; returns the number of INDs kept."""
+    return refresh_inclusion_dependencies(catalog, lake, config.inds)

@@ -5,8 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakemeta.hashing import string_buffers
-from lakemeta.inds.validator import validate
-from lakemeta.inds.values import ValueStore
+from lakemeta.reference.ind_validator import validate
+from lakemeta.reference.value_store import ValueStore
 
 VOCAB = ["", "a", "b", "ab", "A", "1", "01", "1.0", "ä", "N/A", "-", "x" * 40, " a"]
 

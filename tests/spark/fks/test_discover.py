@@ -14,7 +14,7 @@ from lakemeta.config import Config
 from lakemeta.inds.graph import catalog_graph, render
 from lakemeta.pipeline import Pipeline
 
-from .lake_changes import process
+from ..lake_changes import process
 
 pytestmark = pytest.mark.spark
 

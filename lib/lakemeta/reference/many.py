@@ -1,4 +1,8 @@
-"""Many end to end (Alg. 1, 8-11): signatures → matrix → proposer → validator → coverage filter.
+"""Many end to end in memory (Alg. 1, 8-11): signatures → matrix → proposer → validator → coverage filter.
+
+The production kernels (``lakemeta.inds``: bloom, matrix, proposer, filters) with the merge-based validator
+(``ind_validator``) on a ``ValueStore``: the tests check them against brute force here, and
+``lakemeta.inds.discover`` runs the same kernels over the lake with Spark.
 
 Semantics of empty and missing values (§3.2). A column's value set is its distinct non-missing values
 (Arrow nulls are absent values, the usual SQL reading). Null *representations* (Table 2: "", "N/A", ...) are
@@ -14,26 +18,17 @@ sets are reported in both directions.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
 from lakemeta.inds.bloom import BloomParams, signatures_from_hashes
-from lakemeta.inds.filters import ColumnStats, FilterConfig, column_filters, coverage, low_coverage
+from lakemeta.inds.config import ManyConfig
+from lakemeta.inds.filters import ColumnStats, column_filters, coverage, low_coverage
 from lakemeta.inds.matrix import SignatureMatrix
-from lakemeta.inds.proposer import Strategy, column_ranges, propose_range
-from lakemeta.inds.validator import validate
-from lakemeta.inds.values import ValueStore
-
-
-@dataclass(frozen=True)
-class ManyConfig:
-    """Many's parameters: Bloom m, k, p (§5.2), candidate strategy (§4.1), bit-vector kind (§4.5), filters."""
-
-    params: BloomParams = field(default_factory=BloomParams)
-    strategy: Strategy = "dep2refs"
-    indexed: bool = True
-    filters: FilterConfig = field(default_factory=FilterConfig)
+from lakemeta.inds.proposer import column_ranges, propose_range
+from lakemeta.reference.ind_validator import validate
+from lakemeta.reference.value_store import ValueStore
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from lakemeta.config import AgreeSetConfig, Config
 from lakemeta.fks.keys import Key, find_keys
 from lakemeta.pipeline import Pipeline
 
-from .lake_changes import process
+from ..lake_changes import process
 
 pytestmark = pytest.mark.spark
 

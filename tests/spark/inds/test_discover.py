@@ -18,7 +18,7 @@ from lakemeta.hashing import canonical
 from lakemeta.inds.filters import TABLE_2_NULL_VALUES
 from lakemeta.pipeline import Pipeline
 
-from .lake_changes import process
+from ..lake_changes import process
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,6 @@
-"""Distinct value sets of many columns, laid out for the exact IND-Validator (Many Alg. 7).
+"""Distinct value sets of many columns in memory, laid out for the exact IND-Validator (Many Alg. 7,
+``lakemeta.reference.ind_validator``) of the in-memory Many (``lakemeta.reference.many``). The discovery
+step over the lake keeps each column's distinct values in Spark instead (``lakemeta.inds.discover``).
 
 Alg. 7 compares the projections π_A(r) as sets; Many keeps them in a cache filled while the signatures are
 built (§4.2). Here each column's distinct values are sorted by a 64-bit key and concatenated (CSR layout):
@@ -22,19 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakemeta.hashing import hash_strings, string_buffers
-
-
-def present_strings(values: pa.Array | pa.ChunkedArray) -> pa.LargeStringArray:
-    """The non-null values as one large_string array; non-string arrays are cast to strings.
-
-    Missing values (Arrow nulls) are dropped: they are absent values, not values (see ``many.py``).
-    """
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks()
-    values = pc.drop_null(values)
-    if not pa.types.is_large_string(values.type):
-        values = values.cast(pa.large_string())
-    return values
+from lakemeta.inds.filters import present_strings
 
 
 @dataclass(frozen=True)

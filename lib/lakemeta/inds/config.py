@@ -1,0 +1,31 @@
+"""Many's parameters (Bloom m, k, p, candidate strategy, bit-vectors, filters) and how the ``inds``
+configuration section sets them."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from lakemeta.config import IndConfig
+from lakemeta.inds.bloom import BloomParams
+from lakemeta.inds.filters import FilterConfig
+from lakemeta.inds.proposer import Strategy
+
+
+@dataclass(frozen=True)
+class ManyConfig:
+    """Many's parameters: Bloom m, k, p (§5.2), candidate strategy (§4.1), bit-vector kind (§4.5), filters."""
+
+    params: BloomParams = field(default_factory=BloomParams)
+    strategy: Strategy = "dep2refs"
+    indexed: bool = True
+    filters: FilterConfig = field(default_factory=FilterConfig)
+
+
+def many_config(config: IndConfig) -> ManyConfig:
+    """The library's configuration from the ``inds`` section: Bloom m, k, p, strategy, filter profile."""
+    profiles = {"relational": FilterConfig(), "web": FilterConfig.web(), "none": FilterConfig.none()}
+    filters = dataclasses.replace(profiles[config.filters], tau=config.tau)
+    if config.null_values is not None:
+        filters = dataclasses.replace(filters, null_values=config.null_values)
+    return ManyConfig(BloomParams(config.m, config.k, config.p), config.strategy, config.indexed, filters)
