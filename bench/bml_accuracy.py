@@ -40,8 +40,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lakemeta.arrays import sorted_unique
 from lakemeta.hashing import hash_strings
-from lakemeta.sketches import bottomk
+from lakemeta.reference import bottomk
 from lakemeta.sketches.bml import DEFAULT_CONFIDENCE, estimate_inclusion
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, counters_to_bytes, registers
 
@@ -101,7 +102,7 @@ def sketch_column(table: str, column: str, values: pa.ChunkedArray, k: int) -> C
     hashes, valid = hash_strings(values)
     present = hashes[valid]
     counters = counter_delta(present, p=DEFAULT_PRECISION)
-    distinct = np.unique(present)
+    distinct = sorted_unique(present)
     return ColumnSketches(
         table=table,
         column=column,
@@ -265,8 +266,8 @@ def main() -> None:
         }
         for i in np.argsort(-bml_error, kind="stable")[:15]
     ]
-    # where BML's own bound promises accuracy, and what pruning at the inclusion floor keeps (DESIGN:
-    # inclusion_estimates holds the pairs whose estimate reaches the floor, 0.5 by default)
+    # where BML's own bound promises accuracy, and what pruning at the inclusion floor keeps
+    # (inclusion_estimates holds the pairs whose estimate reaches the floor, 0.5 by default)
     by_bml_bound = {f"bound_at_most_{b}": stats(bml.error_bound <= b) for b in (0.05, 0.1, 0.2)}
     contained = truth >= 0.9
     at_floor = {

@@ -33,7 +33,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from lakemeta.sketches import bottomk
+from lakemeta.reference import bottomk
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, estimate_cardinality, registers
 

@@ -2,10 +2,10 @@
 
 Both run on the same local[2] session over the same Parquet data, in one process:
 * baseline: ``approx_count_distinct`` of every column (Spark's HLL++, one aggregation);
-* lakemeta: the counter delta of every column (``hll_state.counter_delta_rows``: canonical form, XXH64 and
-  the per-(bucket, rho) tally in numba inside executors, then Spark's sum per (column, bucket, rho)),
+* lakemeta: the counter delta of every column (``sketches.state.counter_delta_rows``: canonical form, XXH64
+  and the per-(bucket, rho) tally in numba inside executors, then Spark's sum per (column, bucket, rho)),
   materialised with the ``noop`` sink, so both sides compute and discard their result;
-* and, for the whole step, ``update_hll_counters`` into an empty state (the MERGE included), from the
+* and, for the whole step, ``HllCounters.update`` into an empty state (the MERGE included), from the
   table ingested as Delta.
 
 Two floors, measured in the same runs, bound what any design that tallies in Python workers can reach:
@@ -42,11 +42,11 @@ import pyspark.sql.functions as F
 from pyspark.sql import Column
 from pyspark.sql.types import DateType, DecimalType, IntegralType, StringType, StructField
 
-from lakemeta.catalog import Catalog
-from lakemeta.config import SketchConfig
+from lakemeta.config import Config, SketchConfig
 from lakemeta.lake.batches import SIGN, open_plan
+from lakemeta.registry import open_catalog
 from lakemeta.sketches.hll import add_counters, counter_delta, empty_counters
-from lakemeta.sketches.hll_state import STATE, counter_delta_rows, update_hll_counters
+from lakemeta.sketches.state import HllCounters, counter_delta_rows
 from lakemeta.spark import get_session
 
 BENCH = Path(__file__).resolve().parent
@@ -155,12 +155,13 @@ def main() -> None:
     # The whole step on a Delta lake: plan, tally, MERGE into the empty state.
     lake = work / "lake"
     source.write.format("delta").save(str(lake / "lineitem"))
-    catalog = Catalog(spark, work / "catalog")
+    catalog = open_catalog(spark, work / "catalog")
     catalog.ensure_tables()
     plan = open_plan(catalog, lake)
-    step_s = timed(lambda: update_hll_counters(catalog, lake, plan, PRECISION))
+    component = HllCounters(catalog, lake, Config(lake=lake, catalog=work / "catalog"))
+    step_s = timed(lambda: component.update(plan))
 
-    state = deltalake.DeltaTable(catalog.path(STATE))
+    state = deltalake.DeltaTable(catalog.path(HllCounters.state_table()))
     state_bytes = sum(pa.table(state.get_add_actions(flatten=True))["size_bytes"].to_pylist())
     state_rows = state.to_pyarrow_table().group_by("column_name").aggregate([("count", "count")])
     rows_per_column = dict(

@@ -4,13 +4,14 @@ State. ``HllCounters`` at one high precision ``p``: for each bucket of the top `
 how many row occurrences (duplicates counted) of the column hash there. BML §4 keeps a max-heap of at most
 l - m nodes per bucket, each node a rho with a counter; the sorted (bucket, rho, count) arrays here are that
 heap laid flat, and they are also the rows of the ``state/hll_counters`` Delta table. A batch gives a delta
-of the same shape (counts may be negative); merging adds it and drops zeros. Counts never go below zero: a
-delete of a value that was never inserted is an error, not a silent clamp.
+of the same shape (counts may be negative); merging adds it and drops zeros (``Catalog.merge_counts``; in
+memory, ``lakemeta.reference.hll_merge``). Counts never go below zero: a delete of a value that was never
+inserted is an error, not a silent clamp.
 
 Metric. The HLL register of a bucket is the largest rho with a positive count (Definition 2, Eq. 2);
 registers at any m <= p are derived by folding (``fold_registers``), exactly, so only precision p is
-stored (DESIGN: "Kept at one high precision p; any m <= p is derived by folding"). The cardinality estimate
-is Flajolet et al.'s HLL estimator with its small- and large-range corrections (BML §2.2, Alg. 3).
+stored. The cardinality estimate is Flajolet et al.'s HLL estimator with its small- and large-range
+corrections (BML §2.2, Alg. 3).
 
 Bits (l = 64, as the paper's 64-bit hash). bucket = top m bits of the hash (Alg. 3 line 6); rho = position
 of the leftmost 1 in the remaining l - m bits (Alg. 3 line 7), and l - m + 1 when those bits are all zero,
@@ -30,6 +31,8 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 from numba.cpython.unsafe.numbers import leading_zeros
+
+from lakemeta.arrays import run_starts
 
 HASH_BITS = 64
 DEFAULT_PRECISION = 14
@@ -103,7 +106,7 @@ def _aggregate(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nda
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     order = np.argsort(keys, kind="stable")
     sorted_keys = keys[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    starts = np.flatnonzero(run_starts(sorted_keys))
     sums = np.add.reduceat(counts[order].astype(np.int64), starts)
     unique_keys = sorted_keys[starts]
     nonzero = sums != 0
@@ -166,22 +169,6 @@ def add_counters(a: HllCounters, b: HllCounters) -> HllCounters:
     return _from_keys(a.p, keys, counts)
 
 
-def merge_counters(state: HllCounters, delta: HllCounters) -> HllCounters:
-    """state + delta, zero counts dropped (BML §4: a heap node goes when its counter reaches zero).
-
-    Raises ValueError if any count would become negative: the delta deletes occurrences the state lacks.
-    """
-    merged = add_counters(state, delta)
-    negative = np.flatnonzero(merged.count < 0)
-    if negative.size:
-        i = negative[0]
-        raise ValueError(
-            f"{negative.size} counter(s) would go negative, first bucket={merged.bucket[i]} "
-            f"rho={merged.rho[i]} count={merged.count[i]}: deleting occurrences never inserted"
-        )
-    return merged
-
-
 def registers(counters: HllCounters, m: int | None = None) -> np.ndarray:
     """HLL registers (uint8, 2^m of them; m = p when None): per bucket the largest rho with a positive count.
 
@@ -192,8 +179,10 @@ def registers(counters: HllCounters, m: int | None = None) -> np.ndarray:
     bucket, rho = counters.bucket[positive], counters.rho[positive]
     regs = np.zeros(1 << p, dtype=np.uint8)
     if bucket.shape[0]:
-        # entries are sorted by (bucket, rho): the last entry of each bucket holds its largest rho
-        last = np.flatnonzero(np.concatenate((bucket[1:] != bucket[:-1], [True])))
+        # entries are sorted by (bucket, rho): the last entry of each bucket holds its largest rho, and
+        # it is the entry before the next bucket's first
+        starts = np.flatnonzero(run_starts(bucket))
+        last = np.append(starts[1:], bucket.shape[0]) - 1
         regs[bucket[last]] = rho[last]
     return regs if m is None else fold_registers(regs, p, m)
 
@@ -268,6 +257,12 @@ def _alpha(n_buckets: int) -> float:
     if n_buckets == 64:
         return 0.709
     return 0.7213 / (1.0 + 1.079 / n_buckets)
+
+
+def relative_standard_error(p: int) -> float:
+    """HLL's relative standard error of a distinct-count estimate at precision p: 1.04 / sqrt(2^p)
+    (BML §2.2, after Flajolet et al.)."""
+    return 1.04 / float(np.sqrt(float(1 << p)))
 
 
 def estimate_cardinality(regs: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ import pyarrow as pa
 import pytest
 
 from lakemeta.hashing import hash_strings
-from lakemeta.sketches.bottomk import (
+from lakemeta.reference.bottomk import (
     bottom_k,
     equal_memory_k,
     from_bytes,

@@ -26,6 +26,7 @@ import struct
 import numpy as np
 from numba import njit, prange
 
+from lakemeta.arrays import sorted_unique
 from lakemeta.sketches.hll import DEFAULT_PRECISION
 
 REGISTER_BITS = 6
@@ -44,7 +45,7 @@ def bottom_k(hashes: np.ndarray, k: int) -> np.ndarray:
     """The k smallest distinct values of ``hashes``, sorted (uint64)."""
     if k <= 0:
         raise ValueError(f"k must be positive, got {k}")
-    return np.unique(np.asarray(hashes, dtype=np.uint64))[:k]
+    return sorted_unique(np.asarray(hashes, dtype=np.uint64))[:k]
 
 
 def update(sketch: np.ndarray, hashes: np.ndarray, k: int) -> np.ndarray:

@@ -2,9 +2,9 @@
 
 import numpy as np
 
+from lakemeta.sketches.discover import PairCounts, candidate_pairs, compatible, type_family
 from lakemeta.sketches.hll import counter_delta, registers
-from lakemeta.sketches.hll_state import ColumnRegisters
-from lakemeta.sketches.inclusion import PairCounts, candidate_pairs, compatible, type_family
+from lakemeta.sketches.state import ColumnRegisters
 
 P = 10
 

@@ -1,6 +1,6 @@
 """Inclusion coefficients Φ(X, Y) = |X ∩ Y| / |X| of column pairs across tables, by BML (BML §3).
 
-From the HLL state (``hll_state.column_registers``) every ordered pair (X, Y) of columns in different
+From the HLL state (``state.column_registers``) every ordered pair (X, Y) of columns in different
 tables is considered, and a pair is estimated unless a cheap exact argument rules it out first:
 
 * type families: the canonical forms of two columns can only coincide when their types can hold the same
@@ -9,13 +9,15 @@ tables is considered, and a pair is estimated unless a cheap exact argument rule
   text of any of them, so a string column pairs with every family;
 * empty columns: a column without a non-null value has no inclusion coefficient;
 * cardinality: Φ(X, Y) <= |Y| / |X|, so when |X| is far above |Y| the pair cannot reach the floor. The
-  cardinalities are HLL estimates with relative standard error 1.04 / sqrt(2^p) (BML §2.2); a pair is
-  pruned only when even |Y| inflated and |X| deflated by ``_CARDINALITY_SIGMAS`` standard errors keeps the
-  ratio below the floor, so estimation error does not prune a pair that reaches it.
+  cardinalities are HLL estimates with relative standard error 1.04 / sqrt(2^p) (BML §2.2,
+  ``hll.relative_standard_error``); a pair is pruned only when even |Y| inflated and |X| deflated by
+  ``_CARDINALITY_SIGMAS`` standard errors keeps the ratio below the floor, so estimation error does not
+  prune a pair that reaches it.
 
 Every other pair is estimated (Alg. 1-2, m per pair by Eq. 12, error bound by Theorem 4 and Eq. 11), and
 those whose estimate reaches the floor are written to ``inclusion_estimates``, replacing its content in
 one commit (a deterministic function of the state, so a retried run writes the same rows).
+``run_step`` runs it as the discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`).
 """
 
 from __future__ import annotations
@@ -23,14 +25,17 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from lakemeta.catalog import Catalog
-from lakemeta.config import SketchConfig
+from lakemeta.config import Config, SketchConfig
+from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.bml import estimate_inclusion
-from lakemeta.sketches.hll_state import ColumnRegisters, column_registers
+from lakemeta.sketches.hll import relative_standard_error
+from lakemeta.sketches.state import ColumnRegisters, column_registers
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +82,7 @@ def candidate_pairs(
     """Ordered pairs (x, y) of ``registers`` rows that survive the pruning; counts what each rule prunes."""
     n = len(registers.table_names)
     cardinality = registers.cardinalities()
-    relative_error = _CARDINALITY_SIGMAS * 1.04 / np.sqrt(float(1 << p))
+    relative_error = _CARDINALITY_SIGMAS * relative_standard_error(p)
     upper = cardinality * (1.0 + relative_error)
     lower = cardinality * max(0.0, 1.0 - relative_error)
     _, table_of = np.unique(np.array(registers.table_names, dtype=object), return_inverse=True)
@@ -112,7 +117,8 @@ def candidate_pairs(
 
 
 def _column_families(catalog: Catalog, registers: ColumnRegisters) -> list[str | None]:
-    profile = catalog.read_small("state/column_profile").select(["table_name", "column_name", "data_type"])
+    profile = catalog.read_small(ColumnProfile.state_table())
+    profile = profile.select(["table_name", "column_name", "data_type"])
     types = {
         (t, c): d
         for t, c, d in zip(
@@ -174,3 +180,8 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
         counts.written,
     )
     return counts
+
+
+def run_step(catalog: Catalog, lake: Path, config: Config) -> PairCounts:
+    """The discovery step ``inclusion_estimates``: it reads the state only, not the lake."""
+    return refresh_inclusion_estimates(catalog, config.sketches)

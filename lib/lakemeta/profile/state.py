@@ -4,28 +4,39 @@ The state is a sum: a batch adds, per column, its signed row count and signed nu
 rebuilt from its snapshot (``full`` batch) or dropped gets its rows replaced. The catalog's ``columns``
 and ``tables`` are derived from it (see :mod:`lakemeta.catalog.refresh`). All tables of a run are
 unpivoted into one long frame and aggregated in a single Spark job, so a lake of many small tables
-costs one job, not one per table.
+costs one job, not one per table. The component follows the contract of :mod:`lakemeta.component`
+(``docs/architecture.md``, "The state component contract").
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.schemas import ALL_SCHEMAS
+from lakemeta.catalog import Catalog
+from lakemeta.component import StateComponent, StateDelta
 from lakemeta.lake.batches import SIGN, BatchSize, Plan, changes, record_batch_sizes, union_all
 from lakemeta.lake.tables import source_column
 
 log = logging.getLogger(__name__)
 
-STATE = "state/column_profile"
-APP = "lakemeta.column_profile"
+SCHEMA = StructType(
+    [
+        StructField("table_name", StringType()),
+        StructField("column_name", StringType()),
+        StructField("ordinal", IntegerType()),
+        StructField("data_type", StringType()),
+        StructField("n_rows", LongType()),
+        StructField("n_nulls", LongType()),
+    ]
+)
 _COUNTS = ["n_rows", "n_nulls", "rows_inserted", "rows_deleted"]
 
 
@@ -79,40 +90,46 @@ def profile_delta(catalog: Catalog, lake: Path, plan: Plan) -> DataFrame:
     )
 
 
-def update_column_profile(catalog: Catalog, lake: Path, plan: Plan) -> list[BatchSize]:
-    """Apply the plan's batches to ``state/column_profile`` exactly once; return each batch's size (none
-    when a retry finds the update committed)."""
-    spark = catalog.spark
-    spark.sparkContext.setJobDescription(f"run {plan.run_id}: column profiles of {len(plan.batches)} tables")
-    if catalog.already_applied(STATE, Txn(APP, plan.run_id)):  # a retry after this step committed
-        log.info("run %d: column profiles already updated, skipping", plan.run_id)
-        return []
-    # A row per column of the changed tables: small by construction, and collected once so that the
-    # sizes and the MERGE do not recompute the scan of every batch.
-    delta = profile_delta(catalog, lake, plan).toArrow()
-    # Sizes are recorded before the merge: a replaced table's previous row count is read from the state
-    # the merge overwrites, and a retry keeps the sizes the first attempt recorded.
-    sizes = _batch_sizes(catalog, plan, delta)
-    record_batch_sizes(catalog, plan.run_id, sizes)
-    state_columns = ALL_SCHEMAS[STATE].fieldNames()
-    catalog.merge_counts(
-        STATE,
-        spark.createDataFrame(delta.select(state_columns).to_pandas(), ALL_SCHEMAS[STATE]),
-        keys=["table_name", "column_name"],
-        counts=["n_rows", "n_nulls"],
-        replaced_tables=plan.replaced_tables,
-        txn=Txn(APP, plan.run_id),
-        drop_zero=False,
-        replace_columns=["ordinal", "data_type"],
-    )
-    log.info(
-        "run %d: column profiles updated for %d tables (%d rows inserted, %d deleted)",
-        plan.run_id,
-        len(plan.batches),
-        sum(s.rows_inserted for s in sizes),
-        sum(s.rows_deleted for s in sizes),
-    )
-    return sizes
+@dataclass(frozen=True)
+class ProfileDelta(StateDelta):
+    """The profile's delta, with the per-column counts it was built from (``profile_delta``, collected):
+    the batch sizes are read from them."""
+
+    counted: pa.Table
+
+
+class ColumnProfile(StateComponent):
+    """Row and null counts per column; its update also records each batch's size (``state/batches``)."""
+
+    name = "column_profile"
+    schema = SCHEMA
+    config_section = None
+    merge_keys = ("table_name", "column_name")
+    count_columns = ("n_rows", "n_nulls")
+    drop_zero = False
+    replace_columns = ("ordinal", "data_type")
+
+    def delta(self, plan: Plan) -> ProfileDelta:
+        # A row per column of the changed tables: small by construction, and collected once so that the
+        # sizes and the MERGE do not recompute the scan of every batch.
+        counted = profile_delta(self.catalog, self.lake, plan).toArrow()
+        rows = self.catalog.spark.createDataFrame(counted.select(SCHEMA.fieldNames()).to_pandas(), SCHEMA)
+        return ProfileDelta(rows, plan.replaced_tables, counted)
+
+    def merge(self, plan: Plan, delta: ProfileDelta) -> bool:
+        # Sizes are recorded before the merge: a replaced table's previous row count is read from the state
+        # the merge overwrites, and a retry keeps the sizes the first attempt recorded.
+        sizes = _batch_sizes(self.catalog, plan, delta.counted)
+        record_batch_sizes(self.catalog, plan.run_id, sizes)
+        merged = super().merge(plan, delta)
+        log.info(
+            "run %d: column profiles updated for %d tables (%d rows inserted, %d deleted)",
+            plan.run_id,
+            len(plan.batches),
+            sum(s.rows_inserted for s in sizes),
+            sum(s.rows_deleted for s in sizes),
+        )
+        return merged
 
 
 def _batch_sizes(catalog: Catalog, plan: Plan, delta: pa.Table) -> list[BatchSize]:
@@ -125,7 +142,7 @@ def _batch_sizes(catalog: Catalog, plan: Plan, delta: pa.Table) -> list[BatchSiz
     replaced = plan.replaced_tables
     previous: dict[str, int] = {}
     if replaced:
-        stored = catalog.read_small(STATE)
+        stored = catalog.read_small(ColumnProfile.state_table())
         first_columns = stored.filter(
             pc.and_(pc.is_in(stored["table_name"], pa.array(replaced)), pc.equal(stored["ordinal"], 0))
         )

@@ -13,6 +13,9 @@ Metrics: the registers of a column are the largest rho with a positive count per
 Spark aggregation over the state; the distinct-count estimates and the BML inclusion estimates are derived
 from them on the driver (a register row is 2^p bytes per column: small by construction).
 
+The component follows the contract of :mod:`lakemeta.component` (``docs/architecture.md``, "The state
+component contract"); its metric is each column's ``n_distinct_estimate``.
+
 Sketched columns are those of atomic types (numbers, strings, binary, booleans, dates, timestamps);
 nested columns (arrays, maps, structs) have no canonical form and are left out, which the log reports.
 The precision p is fixed for the life of the state: changing ``sketches.precision`` needs a rebuild
@@ -25,52 +28,55 @@ import functools
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.schemas import STATE_SCHEMAS
+from lakemeta.catalog import Catalog
+from lakemeta.component import StateComponent, StateDelta
 from lakemeta.hashing import hash_strings, hash_tuples
 from lakemeta.lake.batches import SIGN, Plan, changes, union_all
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name, source_column
-from lakemeta.sketches.hll import (
-    HllCounters,
-    add_counters,
-    counter_delta,
-    empty_counters,
-    estimate_cardinality,
-    registers,
-)
+from lakemeta.profile.state import ColumnProfile
+
+# Qualified: hll.HllCounters (one column's counters, in memory) shares its name with the component below.
+from lakemeta.sketches import hll
 
 log = logging.getLogger(__name__)
 
-STATE = "state/hll_counters"
-APP = "lakemeta.hll_counters"
 KEYS = ["table_name", "column_name", "bucket", "rho"]
+SCHEMA = StructType(
+    [
+        StructField("table_name", StringType()),
+        StructField("column_name", StringType()),
+        StructField("bucket", IntegerType()),
+        StructField("rho", IntegerType()),
+        StructField("count", LongType()),
+    ]
+)
 # Rows hashed per tally: bounds a task's memory to one slice of its input plus the running deltas.
 _SLICE_ROWS = 1 << 20
 
 
 def _tally_slice(
-    batches: list[pa.RecordBatch], columns: list[str], p: int, running: dict[str, HllCounters]
+    batches: list[pa.RecordBatch], columns: list[str], p: int, running: dict[str, hll.HllCounters]
 ) -> None:
     rows = pa.Table.from_batches(batches)
     signs = rows[SIGN].to_numpy()
     for i, column in enumerate(columns):
         hashes, valid = hash_strings(rows[f"c{i}"])
-        running[column] = add_counters(running[column], counter_delta(hashes[valid], signs[valid], p))
+        running[column] = hll.add_counters(running[column], hll.counter_delta(hashes[valid], signs[valid], p))
 
 
 def _partition_delta(
     table_name: str, columns: list[str], p: int, batches: Iterator[pa.RecordBatch]
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: one task's rows -> its counter delta, one row per (column, bucket, rho)."""
-    running = {column: empty_counters(p) for column in columns}
+    running = {column: hll.empty_counters(p) for column in columns}
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
     for batch in batches:
@@ -117,7 +123,7 @@ def _partial_deltas(rows: DataFrame, table_name: str, p: int) -> DataFrame:
     # Positional names (c0, c1, ... in the order of ``columns``): mapInArrow resolves its input columns
     # by name, unquoted, which a name holding a backtick breaks.
     selected = rows.select(*[source_column(c).alias(f"c{i}") for i, c in enumerate(columns)], F.col(SIGN))
-    return selected.mapInArrow(tally, STATE_SCHEMAS[STATE])
+    return selected.mapInArrow(tally, SCHEMA)
 
 
 def _summed(partial_deltas: DataFrame) -> DataFrame:
@@ -131,45 +137,49 @@ def counter_delta_rows(rows: DataFrame, table_name: str, p: int) -> DataFrame:
     return _summed(_partial_deltas(rows, table_name, p))
 
 
-def counter_delta_frame(catalog: Catalog, lake: Path, plan: Plan, p: int) -> DataFrame:
-    """The plan's counter delta, all tables in one Spark job with one aggregation (no zeros).
+class HllCounters(StateComponent):
+    """Deletable HLL counters of every sketched column (BML §4) at precision ``sketches.precision``."""
 
-    For full batches it is the table's complete counters (the MERGE replaces the stored ones).
-    """
-    frames = [
-        _partial_deltas(changes(catalog.spark, lake, batch), batch.table_name, p)
-        for batch in plan.batches
-        if batch.kind != "drop"
-    ]
-    if not frames:
-        return catalog.spark.createDataFrame([], STATE_SCHEMAS[STATE])
-    return _summed(union_all(frames))
+    name = "hll_counters"
+    schema = SCHEMA
+    config_section = "sketches"
+    merge_keys = KEYS
+    count_columns = ("count",)
+    drop_zero = True
 
+    def delta(self, plan: Plan) -> StateDelta:
+        """The plan's counter delta, all tables in one Spark job with one aggregation (no zeros).
 
-def update_hll_counters(catalog: Catalog, lake: Path, plan: Plan, p: int) -> None:
-    """Apply the plan's batches to ``state/hll_counters`` exactly once (one MERGE tagged with the run)."""
-    spark = catalog.spark
-    spark.sparkContext.setJobDescription(f"run {plan.run_id}: HLL counters of {len(plan.batches)} tables")
-    merged = catalog.merge_counts(
-        STATE,
-        counter_delta_frame(catalog, lake, plan, p),
-        keys=KEYS,
-        counts=["count"],
-        replaced_tables=plan.replaced_tables,
-        txn=Txn(APP, plan.run_id),
-        drop_zero=True,
-    )
-    if not merged:
-        return
-    metrics = catalog.last_commit_metrics(STATE)
-    log.info(
-        "run %d: HLL counters of %d tables merged (%s counter rows inserted, %s updated, %s deleted)",
-        plan.run_id,
-        len(plan.batches),
-        metrics.get("numTargetRowsInserted", 0),
-        metrics.get("numTargetRowsUpdated", 0),
-        metrics.get("numTargetRowsDeleted", 0),
-    )
+        For full batches it is the table's complete counters (the MERGE replaces the stored ones).
+        """
+        p = self.config.sketches.precision
+        frames = [
+            _partial_deltas(changes(self.catalog.spark, self.lake, batch), batch.table_name, p)
+            for batch in plan.batches
+            if batch.kind != "drop"
+        ]
+        rows = _summed(union_all(frames)) if frames else self.catalog.spark.createDataFrame([], SCHEMA)
+        return StateDelta(rows, plan.replaced_tables)
+
+    def merge(self, plan: Plan, delta: StateDelta) -> bool:
+        """The shared MERGE of counts, then what it changed in the log."""
+        merged = super().merge(plan, delta)
+        if merged:
+            metrics = self.catalog.last_commit_metrics(self.state_table())
+            log.info(
+                "run %d: HLL counters of %d tables merged (%s counter rows inserted, %s updated, %s deleted)",
+                plan.run_id,
+                len(plan.batches),
+                metrics.get("numTargetRowsInserted", 0),
+                metrics.get("numTargetRowsUpdated", 0),
+                metrics.get("numTargetRowsDeleted", 0),
+            )
+        return merged
+
+    def derive(self) -> pa.Table:
+        """``n_distinct_estimate`` of every column of the profile (:func:`distinct_estimates`)."""
+        registers = column_registers(self.catalog, self.config.sketches.precision)
+        return distinct_estimates(registers, self.catalog.read_small(ColumnProfile.state_table()))
 
 
 @dataclass(frozen=True)
@@ -184,22 +194,22 @@ class ColumnRegisters:
         """HLL distinct-count estimates at precision p (BML §2.2), one per column."""
         if not self.table_names:
             return np.zeros(0)
-        return estimate_cardinality(self.registers)
+        return hll.estimate_cardinality(self.registers)
 
 
 def column_registers(catalog: Catalog, p: int) -> ColumnRegisters:
     """Registers of every column in the state: per bucket the largest rho held (all stored counts are > 0)."""
     catalog.spark.sparkContext.setJobDescription("HLL registers of every column")
     sparse = (
-        catalog.read(STATE)
+        catalog.read(HllCounters.state_table())
         .groupBy("table_name", "column_name", "bucket")
         .agg(F.max("rho").alias("register"))
         .toArrow()
     )
     if len(sparse) and pc.max(sparse["bucket"]).as_py() >= 1 << p:
         raise ValueError(
-            f"{STATE} holds buckets beyond precision p={p}: the state was built at a higher precision; "
-            "run `lakemeta rebuild` after changing sketches.precision"
+            f"{HllCounters.state_table()} holds buckets beyond precision p={p}: the state was built at a "
+            "higher precision; run `lakemeta rebuild` after changing sketches.precision"
         )
     column_key = pc.binary_join_element_wise(sparse["table_name"], sparse["column_name"], "\x00")
     names, index = np.unique(column_key.to_numpy(zero_copy_only=False), return_inverse=True)
@@ -245,7 +255,8 @@ def _partition_tuple_registers(
     for batch in batches:
         for i, combination in enumerate(combinations):
             hashes, valid = hash_tuples([batch.column(c) for c in combination])
-            np.maximum(registers_of[i], registers(counter_delta(hashes[valid], p=p)), out=registers_of[i])
+            tuple_registers = hll.registers(hll.counter_delta(hashes[valid], p=p))
+            np.maximum(registers_of[i], tuple_registers, out=registers_of[i])
     combination, bucket = np.nonzero(registers_of)
     yield pa.RecordBatch.from_arrays(
         [

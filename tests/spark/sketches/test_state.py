@@ -6,7 +6,6 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-import deltalake
 import numpy as np
 import pyarrow as pa
 import pyspark.sql.functions as F
@@ -14,11 +13,12 @@ import pytest
 
 from lakemeta.config import Config, SketchConfig
 from lakemeta.hashing import hash_strings, hash_tuples
+from lakemeta.lake.snapshots import read_table
 from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, registers
-from lakemeta.sketches.hll_state import STATE, column_registers, combination_registers
+from lakemeta.sketches.state import HllCounters, column_registers, combination_registers
 
-from .lake_changes import create_spark_table, process, random_change, random_rows
+from ..lake_changes import create_spark_table, process, random_change, random_rows
 
 pytestmark = pytest.mark.spark
 
@@ -26,7 +26,7 @@ COMPONENTS = ("column_profile", "hll_counters")  # what the counters and estimat
 
 
 def stored_counters(pipeline: Pipeline, table: str) -> dict[str, set[tuple[int, int, int]]]:
-    rows = pipeline.catalog.read(STATE).where(F.col("table_name") == table).collect()
+    rows = pipeline.catalog.read(HllCounters.state_table()).where(F.col("table_name") == table).collect()
     out: dict[str, set[tuple[int, int, int]]] = {}
     for row in rows:
         out.setdefault(row.column_name, set()).add((row.bucket, row.rho, row["count"]))
@@ -35,7 +35,7 @@ def stored_counters(pipeline: Pipeline, table: str) -> dict[str, set[tuple[int, 
 
 def library_counters(path: Path) -> dict[str, set[tuple[int, int, int]]]:
     """Brute force from the snapshot: the library's counters of every column's non-null values."""
-    snapshot = deltalake.DeltaTable(str(path)).to_pyarrow_table()
+    snapshot = read_table(str(path))
     out = {}
     for name in snapshot.column_names:
         hashes, valid = hash_strings(snapshot[name])
