@@ -25,7 +25,7 @@ Figures, in one run:
    generated tables (plus the samples) with 1-3, 5-10, 10-30 and 1-30 noise columns per table: Bloom's H
    follows the mean row width, which the paper's corpora have at 5 (web tables) and 26 (open data).
 3. maintenance: itemising the whole corpus and building the index in process; and through Spark on a lake
-   of Delta tables (a subset of the corpus), ``update_posting_lists`` for a batch changing a few tables
+   of Delta tables (a subset of the corpus), ``PostingLists.update`` for a batch changing a few tables
    beside a rebuild of the posting lists from the final snapshots (both compared for equality).
 
     .venv/bin/python bench/mate_search.py [--quick] [--tables 5000] [--queries 20] [--lake-tables 200]
@@ -47,13 +47,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 
 from lakemeta.config import Config, JoinSearchConfig
-from lakemeta.joinsearch.bloom_key import BloomHasher
 from lakemeta.joinsearch.index import PostingIndex, table_postings
 from lakemeta.joinsearch.normalise import normalise_values
-from lakemeta.joinsearch.posting_state import STATE, posting_hasher, update_posting_lists
-from lakemeta.joinsearch.search import mate_search, scr_search
+from lakemeta.joinsearch.search import mate_search
+from lakemeta.joinsearch.state import STATE, PostingLists, posting_hasher
 from lakemeta.joinsearch.superkey import SuperKeyHasher, super_keys_from_binary
 from lakemeta.joinsearch.xash import HASH_SIZES, XashHasher
+from lakemeta.reference.bloom_superkey import BloomHasher
+from lakemeta.reference.scr_search import scr_search
 
 BENCH = Path(__file__).resolve().parent
 SAMPLES = BENCH.parents[1] / "shared" / "data" / "webtables" / "mate"
@@ -282,7 +283,7 @@ def precision_by_row_width(samples: list[pa.Table], n_generated: int, n_queries:
 
 
 def spark_maintenance(tables: list[pa.Table], rng: np.random.Generator, n_changed: int) -> dict:
-    """update_posting_lists on a Delta lake: the first build, a batch changing ``n_changed`` tables, and a
+    """PostingLists.update on a Delta lake: the first build, a batch changing ``n_changed`` tables, and a
     rebuild from the final snapshots (which must equal the incrementally maintained state)."""
     from lakemeta.pipeline import Pipeline
     from lakemeta.spark import get_session
@@ -295,11 +296,14 @@ def spark_maintenance(tables: list[pa.Table], rng: np.random.Generator, n_change
 
     def run(catalog: Path) -> tuple[float, int, object]:
         pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
-        plan = pipeline.detect()
+        plan = pipeline.detect_batches()
         start = time.perf_counter()
-        changed = update_posting_lists(pipeline.catalog, lake, plan, JoinSearchConfig())
+        PostingLists(pipeline.catalog, lake, pipeline.config).update(plan)
         seconds = time.perf_counter() - start
-        pipeline.commit(plan)
+        # Items inserted plus items removed, as the MERGE's commit recorded them.
+        metrics = pipeline.catalog.last_commit_metrics(STATE)
+        changed = int(metrics["numTargetRowsInserted"]) + int(metrics["numTargetRowsDeleted"])
+        pipeline.commit_batches(plan)
         return seconds, changed, pipeline
 
     build_s, built_items, pipeline = run(SCRATCH / "catalog")

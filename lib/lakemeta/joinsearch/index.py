@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakemeta.arrays import run_starts
 from lakemeta.joinsearch.normalise import normalise_values
 from lakemeta.joinsearch.superkey import SuperKeyHasher, row_super_keys, super_keys_to_binary
 
@@ -111,9 +112,7 @@ class PostingIndex:
         order = np.lexsort((column_ids, row_ids, table_ids, strings))
         table_ids, column_ids, row_ids = table_ids[order], column_ids[order], row_ids[order]
         by_row = np.lexsort((column_ids, row_ids, table_ids))
-        row_starts = np.ones(n, dtype=bool)
-        if n:
-            row_starts[1:] = (np.diff(table_ids[by_row]) != 0) | (np.diff(row_ids[by_row]) != 0)
+        row_starts = run_starts(table_ids[by_row]) | run_starts(row_ids[by_row])
         row_numbers = np.cumsum(row_starts) - 1
         row_of_item = np.empty(n, np.int64)
         row_of_item[by_row] = row_numbers
@@ -146,8 +145,7 @@ class PostingIndex:
         ``searchsorted`` with ``StringDType`` needles returns wrong positions for strings longer than 15
         bytes (those kept outside the array's inline slots); element-wise comparisons are right.
         """
-        starts = np.flatnonzero(np.r_[True, self.values[1:] != self.values[:-1]]) if self.n_items else []
-        starts = np.asarray(starts, np.int64)
+        starts = np.flatnonzero(run_starts(self.values))
         return self.values[starts].astype(object), np.append(starts, self.n_items)
 
     def value_ranges(self, distinct_values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

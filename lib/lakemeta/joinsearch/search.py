@@ -1,4 +1,4 @@
-"""Top-k n-ary joinable-table search: MATE (Algorithm 1, §6) and the SCR baseline (§7.1.1).
+"""Top-k n-ary joinable-table search: MATE's Algorithm 1 (§6), also run as the SCR baseline (§7.1.1).
 
 Given the key columns Q of a query table d and k, return the k tables of the index with the highest
 joinability J (Eq. 2): the number of distinct query key tuples π_Q(d) that occur in the table under the
@@ -16,9 +16,12 @@ The search follows Algorithm 1:
    no more items; rule 2 (line 14) skips the current table as soon as L_t - r_checked + r_match <= J_k,
    r_checked being the items examined so far and r_match those that passed the row filter.
 3. row filtering (§6.3, lines 16-20): an item passes with a query tuple of its value when the tuple's super
-   key is a subset of the item's row super key (``query | row == row``). SCR does no super-key test: it
+   key is a subset of the item's row super key (``query | row == row``; :func:`row_filter`, which the
+   Delta search of ``discover`` applies to the items it fetches too). SCR does no super-key test: it
    checks each candidate row exactly against the tuple (§7.1.1, "validates them through exact value
-   comparisons"). Both bounds above stay valid because a truly joinable item always passes.
+   comparisons"); :func:`algorithm_1` without a hasher does that, so that SCR
+   (``lakemeta.reference.scr_search``) runs the same table rules and only the row filter differs. Both
+   bounds above stay valid because a truly joinable item always passes.
 4. calculateJ (line 21): for each passing (item, tuple) pair, every injective mapping with q' -> the item's
    column and each other key column -> a column of the same row holding the tuple's value is enumerated;
    J is the largest number of distinct tuples one mapping collects (ties: the lexicographically smallest
@@ -113,6 +116,62 @@ def encode_query(key_columns: Sequence[pa.Array | pa.ChunkedArray]) -> EncodedQu
     tuples = np.unique(complete, axis=0) if len(complete) else complete.reshape(0, len(normalised))
     cardinalities = [len(np.unique(tuples[:, j])) for j in range(tuples.shape[1])]
     return EncodedQuery(tuples, distinct, int(np.argmin(cardinalities)))
+
+
+@dataclass(frozen=True)
+class TupleSuperKeys:
+    """Alg. 1 line 6: the super key of each distinct key tuple (its values' hashes OR-ed), and the tuples
+    of each initial-column value: those of value code v are ``order[start[v]:start[v + 1]]``."""
+
+    keys: np.ndarray  # uint64, (n_tuples, n_words); one zero word each without a hasher (SCR)
+    order: np.ndarray  # int64 tuple numbers, sorted by their initial-column value code
+    start: np.ndarray  # int64, n_distinct_values + 1
+
+
+def tuple_super_keys(query: EncodedQuery, hasher: SuperKeyHasher | None) -> TupleSuperKeys:
+    """The query's tuple super keys made with ``hasher`` (the one the items' super keys were made with)."""
+    tuples, initial, n_values = query.tuples, query.initial_column, len(query.distinct_values)
+    if hasher is None:
+        keys = np.zeros((len(tuples), 1), np.uint64)
+    else:
+        keys = np.bitwise_or.reduce(hasher.hash_values(query.distinct_values)[tuples], axis=1)
+    start = np.zeros(n_values + 1, np.int64)
+    np.cumsum(np.bincount(tuples[:, initial], minlength=n_values), out=start[1:])
+    return TupleSuperKeys(keys, np.argsort(tuples[:, initial], kind="stable"), start)
+
+
+@numba.njit(cache=True, inline="always")
+def _covered(tuple_keys: np.ndarray, t: int, item_keys: np.ndarray, item: int) -> bool:
+    """Alg. 1 line 18: is tuple ``t``'s super key a subset of item ``item``'s row super key
+    (``query | row == row``, word by word)?"""
+    for w in range(item_keys.shape[1]):  # noqa: SIM110 - an explicit loop compiles to a tight numba loop
+        if (tuple_keys[t, w] | item_keys[item, w]) != item_keys[item, w]:
+            return False
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _passing_items(
+    codes: np.ndarray,
+    item_keys: np.ndarray,
+    tuple_start: np.ndarray,
+    tuple_order: np.ndarray,
+    tuple_keys: np.ndarray,
+) -> np.ndarray:
+    passing = np.zeros(codes.shape[0], np.bool_)
+    for i in range(codes.shape[0]):
+        for p in range(tuple_start[codes[i]], tuple_start[codes[i] + 1]):
+            if _covered(tuple_keys, tuple_order[p], item_keys, i):
+                passing[i] = True
+                break
+    return passing
+
+
+def row_filter(codes: np.ndarray, item_keys: np.ndarray, tuples: TupleSuperKeys) -> np.ndarray:
+    """Alg. 1 lines 16-18 per item: does some query tuple of the item's value (its code in the query's
+    distinct values, an initial-column value) have a super key covered by the item's row super key
+    (``item_keys``, uint64 of shape (n, n_words))? Stops at the first tuple that passes."""
+    return _passing_items(codes, item_keys, tuples.start, tuples.order, tuples.keys)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -229,7 +288,6 @@ def _scan_table(
     Returns (items checked, passing pairs written, items passed, pairs compared, skipped by rule 2)."""
     candidates, n_candidates, choice, scratch = _pair_mappings_workspace(tuples.shape[1], max_width)
     n_items = items.shape[0]
-    n_words = item_keys.shape[1]
     n_pairs = 0
     passed_items = 0
     compared = 0
@@ -243,11 +301,7 @@ def _scan_table(
             t = tuple_order[p]
             compared += 1
             if use_super_key:
-                ok = True
-                for w in range(n_words):
-                    if (tuple_keys[t, w] | item_keys[item, w]) != item_keys[item, w]:
-                        ok = False
-                        break
+                ok = _covered(tuple_keys, t, item_keys, item)
             else:
                 ok = (
                     _pair_mappings(
@@ -350,12 +404,14 @@ def _best_mapping(mappings: np.ndarray, mapping_tuples: np.ndarray) -> tuple[int
     return int(n_tuples[best]), tuple(int(c) for c in unique_mappings[best])
 
 
-def _search(
+def algorithm_1(
     index: PostingIndex,
     key_columns: Sequence[pa.Array | pa.ChunkedArray],
     k: int,
     hasher: SuperKeyHasher | None,
 ) -> SearchResult:
+    """Alg. 1 with both table rules (module docstring). Candidate rows pass the row filter of super keys
+    made with ``hasher`` (MATE) or, with None, an exact check against the tuple (SCR, §7.1.1)."""
     if k < 1:
         raise ValueError("k must be at least 1")
     if hasher is not None and hasher.n_words != index.n_words:
@@ -382,16 +438,8 @@ def _search(
     fetched_at = time.perf_counter()
     counters.fetch_seconds = fetched_at - started
 
-    # Line 6: super keys of the distinct key tuples, and the tuples of each initial-column value.
-    if hasher is None:
-        tuple_keys = np.zeros((len(tuples), 1), np.uint64)
-    else:
-        value_keys = hasher.hash_values(query.distinct_values)
-        tuple_keys = np.bitwise_or.reduce(value_keys[tuples], axis=1)
-    tuple_order = np.argsort(tuples[:, initial], kind="stable")
-    tuple_start = np.zeros(len(query.distinct_values) + 1, np.int64)
-    np.cumsum(np.bincount(tuples[:, initial], minlength=len(query.distinct_values)), out=tuple_start[1:])
-
+    query_keys = tuple_super_keys(query, hasher)  # line 6
+    tuple_start = query_keys.start
     max_width = index.max_row_width()
     pairs_per_item = tuple_start[item_code[fetched] + 1] - tuple_start[item_code[fetched]]
     top: list[tuple[int, int, int, tuple[int, ...]]] = []  # min-heap of (J, -visit position, table, mapping)
@@ -410,8 +458,8 @@ def _search(
             item_code,
             index.super_keys,
             tuple_start,
-            tuple_order,
-            tuple_keys,
+            query_keys.order,
+            query_keys.keys,
             tuples,
             initial,
             hasher is not None,
@@ -467,13 +515,6 @@ def mate_search(
     """MATE (Alg. 1): top-k joinable tables for the query key columns, rows filtered by super keys.
 
     ``hasher`` must be the one the index's super keys were made with (XASH, or a Bloom hasher for the BF
-    variant of §7.1.2).
+    variant of §7.1.2, ``lakemeta.reference.bloom_superkey``).
     """
-    return _search(index, key_columns, k, hasher)
-
-
-def scr_search(
-    index: PostingIndex, key_columns: Sequence[pa.Array | pa.ChunkedArray], k: int
-) -> SearchResult:
-    """SCR baseline (§7.1.1): Alg. 1 with the same table rules, candidate rows checked by exact values."""
-    return _search(index, key_columns, k, None)
+    return algorithm_1(index, key_columns, k, hasher)

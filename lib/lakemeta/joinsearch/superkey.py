@@ -7,7 +7,8 @@ the same deterministic hash of the same value is OR-ed into both, a joinable row
 Lemma): the filter has false positives, never false negatives.
 
 Super keys are uint64 arrays of shape (n, n_words). Bit p counted from the left of the bit array is bit
-``63 - p % 64`` of word ``p // 64`` (most significant bit first), for every hasher of this package.
+``63 - p % 64`` of word ``p // 64`` (most significant bit first), for every hasher: XASH (``xash``) and the
+Bloom baseline (``lakemeta.reference.bloom_superkey``).
 """
 
 from __future__ import annotations

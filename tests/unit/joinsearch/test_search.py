@@ -1,5 +1,6 @@
 """MATE search (search.py): exact top-k against brute force over every table and every column mapping;
-MATE with XASH (three sizes), MATE with the Bloom key and SCR agree; the two table rules and the counters."""
+MATE with XASH (three sizes), MATE with the Bloom key and SCR (``lakemeta.reference``) agree; the two table
+rules and the counters."""
 
 import numpy as np
 import pyarrow as pa
@@ -7,10 +8,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakemeta.joinsearch.bloom_key import BloomHasher
 from lakemeta.joinsearch.index import PostingIndex
-from lakemeta.joinsearch.search import SearchResult, mate_search, scr_search
+from lakemeta.joinsearch.search import SearchResult, mate_search
 from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher
+from lakemeta.reference.bloom_superkey import BloomHasher
+from lakemeta.reference.scr_search import scr_search
 
 from .corpus import Table, brute_force, build_index, columns_of, joinability, normalised_rows, top_k_scores
 

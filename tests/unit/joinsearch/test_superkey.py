@@ -6,7 +6,6 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakemeta.joinsearch.bloom_key import BloomHasher
 from lakemeta.joinsearch.superkey import (
     covers,
     group_super_keys,
@@ -15,6 +14,7 @@ from lakemeta.joinsearch.superkey import (
     super_keys_to_binary,
 )
 from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher
+from lakemeta.reference.bloom_superkey import BloomHasher
 
 _cell = st.one_of(st.none(), st.text(max_size=10), st.sampled_from(["a", "ab", "ba", "lee", "us", "3", ""]))
 

@@ -17,11 +17,11 @@ import pytest
 
 from lakemeta.cli import main
 from lakemeta.config import Config, JoinSearchConfig
-from lakemeta.joinsearch.joinable import find_joinable, load_query_table
+from lakemeta.joinsearch.discover import find_joinable, load_query_table
 from lakemeta.joinsearch.normalise import normalise_values
 from lakemeta.pipeline import Pipeline
 
-from .lake_changes import process
+from ..lake_changes import process
 
 pytestmark = pytest.mark.spark
 

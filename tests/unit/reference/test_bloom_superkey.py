@@ -1,4 +1,4 @@
-"""Bloom super key (bloom_key.py): bits equal a plain double-hashing computation over xxHash64."""
+"""Bloom super key (bloom_superkey.py): bits equal a plain double-hashing computation over xxHash64."""
 
 import math
 
@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 import xxhash
 
-from lakemeta.joinsearch.bloom_key import BloomHasher
+from lakemeta.reference.bloom_superkey import BloomHasher
 
 
 def plain_bloom_bits(value: str, hash_bits: int, n_hashes: int) -> set[int]:

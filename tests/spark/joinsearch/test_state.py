@@ -5,6 +5,7 @@ retried update applies once; another hasher is refused while items exist."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from datetime import date
 from decimal import Decimal
@@ -14,15 +15,14 @@ import deltalake
 import numpy as np
 import pytest
 
-from lakemeta.catalog import ALL_SCHEMAS
 from lakemeta.config import Config, JoinSearchConfig
 from lakemeta.joinsearch.index import table_postings
-from lakemeta.joinsearch.posting_state import STATE, posting_hasher, recorded_hasher, update_posting_lists
+from lakemeta.joinsearch.state import SCHEMA, STATE, PostingLists, posting_hasher, recorded_hasher
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.lake.ingest import TABLE_PROPERTIES
 from lakemeta.pipeline import Pipeline
 
-from .lake_changes import create_foreign_table, create_spark_table, drop_table, random_change, random_rows
+from ..lake_changes import create_foreign_table, create_spark_table, drop_table, random_change, random_rows
 
 pytestmark = pytest.mark.spark
 
@@ -41,7 +41,7 @@ def typed_rows() -> list[tuple]:
 
 
 def posting_rows(pipeline: Pipeline) -> list[tuple]:
-    columns = ALL_SCHEMAS[STATE].fieldNames()
+    columns = SCHEMA.fieldNames()
     return sorted(tuple(r) for r in pipeline.catalog.read(STATE).select(*columns).collect())
 
 
@@ -80,12 +80,13 @@ def library_rows(lake: Path, tables: list[str]) -> dict[str, Counter]:
 
 def process(pipeline: Pipeline) -> None:
     """One run of the posting lists: detect, update (and a retry that must apply nothing), commit."""
-    plan = pipeline.detect()
-    update_posting_lists(pipeline.catalog, pipeline.lake, plan, JoinSearchConfig())
+    plan = pipeline.detect_batches()
+    posting_lists = PostingLists(pipeline.catalog, pipeline.lake, pipeline.config)
+    posting_lists.update(plan)
     version = deltalake.DeltaTable(pipeline.catalog.path(STATE)).version()
-    assert update_posting_lists(pipeline.catalog, pipeline.lake, plan, JoinSearchConfig()) == 0
+    posting_lists.update(plan)
     assert deltalake.DeltaTable(pipeline.catalog.path(STATE)).version() == version
-    pipeline.commit(plan)
+    pipeline.commit_batches(plan)
 
 
 def test_random_batches_equal_the_posting_lists_of_the_final_snapshot(spark, tmp_path: Path):
@@ -130,5 +131,6 @@ def test_random_batches_equal_the_posting_lists_of_the_final_snapshot(spark, tmp
     assert recorded_hasher(pipeline.catalog) == posting_hasher(JoinSearchConfig())
 
     spark.sql(f"INSERT INTO delta.`{lake / 'a'}` VALUES (99, 'new', 1.0)")
+    wider = dataclasses.replace(pipeline.config, joinsearch=JoinSearchConfig(hash_bits=256))
     with pytest.raises(ValueError, match="rebuild"):
-        update_posting_lists(pipeline.catalog, lake, pipeline.detect(), JoinSearchConfig(hash_bits=256))
+        PostingLists(pipeline.catalog, lake, wider).update(pipeline.detect_batches())

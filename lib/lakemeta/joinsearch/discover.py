@@ -4,9 +4,10 @@ A search reads from ``state/posting_lists`` only what Algorithm 1 looks at, neve
 
 1. lines 3-4: the posting lists of the initial column's values (the key column with the fewest distinct
    values, §6.1): the state joined with those values;
-2. lines 16-20, on the driver: the row filter of §6.3. A fetched item passes with a query key tuple of
-   its value when the tuple's super key is covered by the item's row super key; the filter never drops a
-   joinable row (§6.3, Lemma), and a row none of whose items pass is not looked at again;
+2. lines 16-20, on the driver: the row filter of §6.3 (``search.row_filter``). A fetched item passes
+   with a query key tuple of its value when the tuple's super key is covered by the item's row super key;
+   the filter never drops a joinable row (§6.3, Lemma), and a row none of whose items pass is not looked
+   at again;
 3. line 21 ("MATE retrieves the exact values", §6): the cells of the passing rows that hold a value of
    another key column, the state joined with those rows and those values.
 
@@ -14,7 +15,7 @@ A mapping of Eq. 2 sends each key column to a column of the row that holds the t
 steps 1 and 3 fetch every cell a mapping can use. They form a posting-list index (:class:`PostingIndex`)
 on which :func:`~lakemeta.joinsearch.search.mate_search` runs Algorithm 1 with both table filters and
 computes the exact joinability J (Eq. 2) and its best column mapping. The query is hashed with the
-hasher recorded with the posting lists (``posting_state``), as the index was.
+hasher recorded with the posting lists (``state``), as the index was.
 
 Results go to the catalog table ``joinable_tables`` (query_id, rank, table_name, joinability,
 column_mapping as a JSON object from query key column to table column), replacing the rows of the same
@@ -30,8 +31,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import deltalake
-import numba
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,11 +42,12 @@ from pyspark.sql import DataFrame
 from lakemeta.catalog import Catalog
 from lakemeta.config import IngestConfig
 from lakemeta.joinsearch.index import PostingIndex
-from lakemeta.joinsearch.posting_state import STATE, recorded_hasher
-from lakemeta.joinsearch.search import EncodedQuery, encode_query, mate_search
+from lakemeta.joinsearch.search import EncodedQuery, encode_query, mate_search, row_filter, tuple_super_keys
+from lakemeta.joinsearch.state import STATE, recorded_hasher
 from lakemeta.joinsearch.xash import XashHasher
 from lakemeta.lake.batches import plan_batches, watermarks
 from lakemeta.lake.ingest import CSV_SUFFIXES, PARQUET_SUFFIXES
+from lakemeta.lake.snapshots import read_table
 
 log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def _candidate_index(
         state = state.where(~F.col("table_name").isin(list(exclude_tables)))
     initial_codes = np.unique(tuples[:, initial])
     fetched = _items_with_values(catalog, state, distinct.take(pa.array(initial_codes)))
-    passing_rows = _row_filter(fetched, encoded, hasher)
+    passing_rows = _passing_rows(fetched, encoded, hasher)
     parts = [fetched]
     other_codes = np.unique(np.delete(tuples, initial, axis=1))
     if len(passing_rows) and len(other_codes):
@@ -209,44 +209,13 @@ def _super_keys(keys: pa.ChunkedArray, n_words: int) -> np.ndarray:
     return flat.flatten().to_numpy().astype(np.int64).view(np.uint64).reshape(len(flat), n_words)
 
 
-@numba.njit(cache=True, nogil=True)
-def _passing_items(
-    codes: np.ndarray,
-    item_keys: np.ndarray,
-    tuple_start: np.ndarray,
-    tuple_order: np.ndarray,
-    tuple_keys: np.ndarray,
-) -> np.ndarray:
-    """Alg. 1 lines 16-18 per item: does some query tuple of the item's value have a super key covered by
-    the item's row super key (``query | row == row``)? Stops at the first tuple that passes."""
-    passing = np.zeros(codes.shape[0], np.bool_)
-    for i in range(codes.shape[0]):
-        for p in range(tuple_start[codes[i]], tuple_start[codes[i] + 1]):
-            t = tuple_order[p]
-            covered = True
-            for w in range(item_keys.shape[1]):
-                if (tuple_keys[t, w] | item_keys[i, w]) != item_keys[i, w]:
-                    covered = False
-                    break
-            if covered:
-                passing[i] = True
-                break
-    return passing
-
-
-def _row_filter(fetched: pa.Table, encoded: EncodedQuery, hasher: XashHasher) -> pa.Table:
+def _passing_rows(fetched: pa.Table, encoded: EncodedQuery, hasher: XashHasher) -> pa.Table:
     """``table_name, row_id`` of the rows with an item passing the row filter (Alg. 1, line 18)."""
-    tuples, distinct, initial = encoded.tuples, encoded.distinct_values, encoded.initial_column
-    tuple_keys = np.bitwise_or.reduce(hasher.hash_values(distinct)[tuples], axis=1)
-    tuple_start = np.zeros(len(distinct) + 1, np.int64)
-    np.cumsum(np.bincount(tuples[:, initial], minlength=len(distinct)), out=tuple_start[1:])
-    codes = pc.index_in(fetched["value"], value_set=distinct).to_numpy(zero_copy_only=False).astype(np.int64)
-    passing = _passing_items(
-        codes,
+    codes = pc.index_in(fetched["value"], value_set=encoded.distinct_values)
+    passing = row_filter(
+        codes.to_numpy(zero_copy_only=False).astype(np.int64),
         _super_keys(fetched["super_key"], hasher.n_words),
-        tuple_start,
-        np.argsort(tuples[:, initial], kind="stable"),
-        tuple_keys,
+        tuple_super_keys(encoded, hasher),
     )
     rows = fetched.select(["table_name", "row_id"]).filter(pa.array(passing))
     return rows.group_by(["table_name", "row_id"]).aggregate([])
@@ -286,9 +255,7 @@ def load_query_table(lake: Path, source: str | Path, csv: IngestConfig | None = 
     if path == root or root not in path.parents:
         raise ValueError(f"query {str(source)!r} is not inside the lake {root}: put the query file there")
     if (path / "_delta_log").is_dir():
-        return QueryTable(
-            deltalake.DeltaTable(str(path)).to_pyarrow_table(), path.relative_to(root).as_posix()
-        )
+        return QueryTable(read_table(str(path)), path.relative_to(root).as_posix())
     if not path.is_file():
         raise FileNotFoundError(f"query {str(source)!r}: no lake table or file at {path}")
     suffix = path.suffix.lower()

@@ -47,8 +47,9 @@ Frozen XASH inputs
     recorded), and searches hash their queries with the recorded hasher.
 
 Exactly once
-    All changes of a run go into the posting lists in one MERGE tagged with ``Txn(APP, run_id)``; a retry
-    of a run that committed finds the transaction in the table's log and writes nothing. The MERGE is
+    All changes of a run go into the posting lists in one MERGE tagged with the component's transaction
+    (``lakemeta.posting_lists``, run id; docs/architecture.md, "The state component contract"); a retry of
+    a run that committed finds the transaction in the table's log and writes nothing. The MERGE is
     idempotent besides: row ids depend only on the versions the plan names, items are inserted only where
     absent and removed by id, so even a repeated MERGE would leave the same state.
 """
@@ -58,7 +59,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
+from dataclasses import dataclass
 
 import deltalake
 import numpy as np
@@ -77,18 +78,19 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from lakemeta.catalog import ALL_SCHEMAS, Catalog, Txn
+from lakemeta.catalog import Catalog
+from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import JoinSearchConfig
 from lakemeta.joinsearch.index import table_postings
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher, ones_per_value
-from lakemeta.lake.batches import SIGN, Batch, Plan, changes, snapshot, union_all
+from lakemeta.lake.batches import SIGN, Batch, Plan, changes, union_all
+from lakemeta.lake.snapshots import snapshot
 from lakemeta.lake.tables import holds_plain_values, source_column, table_path
 
 log = logging.getLogger(__name__)
 
 STATE = "state/posting_lists"
-APP = "lakemeta.posting_lists"
 HASHER_PROPERTY = "lakemeta.posting_lists.hasher"
 
 # Shares per million of the 37 character classes (xash: '0'-'9', 'a'-'z', other) over the distinct
@@ -100,6 +102,17 @@ DEFAULT_CHAR_FREQUENCIES: tuple[int, ...] = (
     12023, 2515, 4506, 692, 4047, 2318,  # u-z
     127758,  # space and every other character
 )  # fmt: skip
+
+# The state table: one item per cell (module docstring), ``super_key`` as signed 64-bit words.
+SCHEMA = StructType(
+    [
+        StructField("value", StringType()),
+        StructField("table_name", StringType()),
+        StructField("column_name", StringType()),
+        StructField("row_id", LongType()),
+        StructField("super_key", ArrayType(LongType())),
+    ]
+)
 
 _ITEM_SCHEMA = StructType(
     [
@@ -128,67 +141,81 @@ def recorded_hasher(catalog: Catalog) -> XashHasher | None:
     return None if recorded is None else XashHasher.from_dict(json.loads(recorded))
 
 
-def update_posting_lists(catalog: Catalog, lake: Path, plan: Plan, config: JoinSearchConfig) -> int:
-    """Apply the plan's batches to ``state/posting_lists`` exactly once (MATE §5.4).
+@dataclass(frozen=True)
+class PostingDelta(StateDelta):
+    """The posting lists' delta: ``rows`` are the items to insert and the row ids to remove, told apart by
+    ``_lm_delete`` (:func:`_merge_source`), their super keys made with ``hasher``; ``indexed_batches``
+    counts the batches with a column that can hold items."""
 
-    Returns the number of items inserted plus the number removed by this call (0 when the run had
-    already been applied, or changed nothing).
-    """
-    txn = Txn(APP, plan.run_id)
-    if catalog.already_applied(STATE, txn):
-        log.info("%s: run %d already applied, skipping", STATE, plan.run_id)
-        return 0
-    hasher = posting_hasher(config)
-    _record_hasher(catalog, hasher)
-    spark = catalog.spark
-    spark.sparkContext.setJobDescription(f"run {plan.run_id}: posting lists of {len(plan.batches)} tables")
-    signed_items: list[DataFrame] = []
-    final_copies: list[DataFrame] = []
-    for batch in plan.batches:
-        if batch.kind == "drop":
-            continue
-        rows = changes(spark, lake, batch)
-        fields = [field for field in rows.schema.fields if field.name != SIGN]
-        indexed = [field.name for field in fields if _indexed(field.dataType)]
-        if not indexed:  # no cell of this table can ever be an item
-            continue
-        signed_items.append(_signed_items(rows, batch, fields, indexed, hasher))
-        if batch.kind == "incremental":
-            after = snapshot(spark, table_path(lake, batch.table_name), batch.to_version)
-            final_copies.append(
-                after.select(
-                    F.lit(batch.table_name).alias("table_name"), _content_hash(fields).alias("row_hash")
+    hasher: XashHasher
+    indexed_batches: int
+
+
+class PostingLists(StateComponent):
+    """MATE's posting lists (§5.1) maintained under insertions and deletions (§5.4): the module docstring."""
+
+    name = "posting_lists"
+    schema = SCHEMA
+    config_section = "joinsearch"
+
+    def delta(self, plan: Plan) -> PostingDelta:
+        """The items of the plan's changed rows, signed, and the row ids they remove (module docstring,
+        "Row ids"); normalising and XASH run in the executors when the MERGE executes."""
+        hasher = posting_hasher(self.config.joinsearch)
+        spark = self.catalog.spark
+        signed_items: list[DataFrame] = []
+        final_copies: list[DataFrame] = []
+        for batch in plan.batches:
+            if batch.kind == "drop":
+                continue
+            rows = changes(spark, self.lake, batch)
+            fields = [field for field in rows.schema.fields if field.name != SIGN]
+            indexed = [field.name for field in fields if _indexed(field.dataType)]
+            if not indexed:  # no cell of this table can ever be an item
+                continue
+            signed_items.append(_signed_items(rows, batch, fields, indexed, hasher))
+            if batch.kind == "incremental":
+                after = snapshot(spark, table_path(self.lake, batch.table_name), batch.to_version)
+                final_copies.append(
+                    after.select(
+                        F.lit(batch.table_name).alias("table_name"), _content_hash(fields).alias("row_hash")
+                    )
                 )
+        source = _merge_source(self.catalog, signed_items, final_copies)
+        return PostingDelta(source, plan.replaced_tables, hasher, len(signed_items))
+
+    def merge(self, plan: Plan, delta: PostingDelta) -> bool:  # type: ignore[override]
+        """Record the delta's hasher (refused while items of another one exist), then insert the new items
+        and remove items by row id in one MERGE tagged with the run; a plan with no indexed batch and no
+        replaced table writes nothing."""
+        _record_hasher(self.catalog, delta.hasher)
+        replaced = list(delta.replaced_tables)
+        if not delta.indexed_batches and not replaced:
+            return True
+        merge = (
+            self.catalog.delta_table(STATE)
+            .alias("t")
+            .merge(
+                delta.rows.alias("s"),
+                "t.table_name = s.table_name AND t.row_id = s.row_id "
+                f"AND (s.{_DELETE} OR t.column_name = s.column_name)",
             )
-    replaced = plan.replaced_tables
-    if not signed_items and not replaced:
-        return 0
-    source = _merge_source(catalog, signed_items, final_copies)
-    merge = (
-        catalog.delta_table(STATE)
-        .alias("t")
-        .merge(
-            source.alias("s"),
-            "t.table_name = s.table_name AND t.row_id = s.row_id "
-            f"AND (s.{_DELETE} OR t.column_name = s.column_name)",
+            .whenMatchedDelete(condition=f"s.{_DELETE}")
+            .whenNotMatchedInsert(
+                condition=f"NOT s.{_DELETE}", values={c: f"s.`{c}`" for c in SCHEMA.fieldNames()}
+            )
         )
-        .whenMatchedDelete(condition=f"s.{_DELETE}")
-        .whenNotMatchedInsert(
-            condition=f"NOT s.{_DELETE}", values={c: f"s.`{c}`" for c in ALL_SCHEMAS[STATE].fieldNames()}
+        if replaced:
+            merge = merge.whenNotMatchedBySourceDelete(condition=F.col("t.table_name").isin(replaced))
+        with self.catalog.transaction(self.txn(plan)), self.catalog.committing("merge", STATE):
+            metrics = merge.execute().first()
+        log.info(
+            "run %d: posting lists: %d items inserted, %d removed",
+            plan.run_id,
+            metrics["num_inserted_rows"],
+            metrics["num_deleted_rows"],
         )
-    )
-    if replaced:
-        merge = merge.whenNotMatchedBySourceDelete(condition=F.col("t.table_name").isin(replaced))
-    with catalog.transaction(txn), catalog.committing("merge", STATE):
-        metrics = merge.execute().first()
-    changed = int(metrics["num_inserted_rows"]) + int(metrics["num_deleted_rows"])
-    log.info(
-        "run %d: posting lists: %d items inserted, %d removed",
-        plan.run_id,
-        metrics["num_inserted_rows"],
-        metrics["num_deleted_rows"],
-    )
-    return changed
+        return True
 
 
 def _record_hasher(catalog: Catalog, hasher: XashHasher) -> None:
@@ -294,7 +321,7 @@ def _merge_source(
     after the batch (c') are ``net`` itself for a replaced table and counted in the snapshot otherwise.
     """
     if not signed_items:
-        empty = StructType([*ALL_SCHEMAS[STATE].fields, StructField(_DELETE, BooleanType())])
+        empty = StructType([*SCHEMA.fields, StructField(_DELETE, BooleanType())])
         return catalog.spark.createDataFrame([], empty)
     rows = ["table_name", "row_hash"]
     per_item = (

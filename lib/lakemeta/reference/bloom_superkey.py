@@ -1,7 +1,8 @@
 """Bloom-filter super keys, the BF baseline MATE compares XASH with (§7.1.2).
 
 Each value sets H bits of an |a|-bit array, the row's super key ORs them, exactly as XASH super keys do,
-so the search and its row filter are unchanged. The paper picks H from the Bloom optimum
+so the search and its row filter are unchanged (a :class:`~lakemeta.joinsearch.superkey.SuperKeyHasher`
+for ``joinsearch.index`` and ``joinsearch.search``). The paper picks H from the Bloom optimum
 H = (|a| / V)·ln 2, V being the mean number of values per row (the mean column count of the corpus);
 :meth:`BloomHasher.for_row_width` does that.
 
@@ -9,8 +10,8 @@ Hash functions: the paper uses Murmur3; we use xxHash64 (seed 0) of the value's 
 rest of lakemeta uses (``lakemeta.hashing``), and derive the H functions by double hashing
 (Kirsch & Mitzenmacher, the paper's [19]): with h1 = low 32 bits, h2 = (high 32 bits) | 1, function t
 sets bit ``(h1 + t·h2) mod |a|``. |a| is a power of two and h2 odd, so the H bits of a value are distinct.
-Bits are laid out as in ``superkey`` (bit p from the left is bit ``63 - p % 64`` of word ``p // 64``);
-nulls hash to zero rows.
+Bits are laid out as in ``joinsearch.superkey`` (bit p from the left is bit ``63 - p % 64`` of word
+``p // 64``); nulls hash to zero rows.
 """
 
 from __future__ import annotations
