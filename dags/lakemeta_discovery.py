@@ -1,12 +1,13 @@
 """lakemeta_discovery: the discovery results from the committed state, each time lakemeta_incremental
 commits (the asset `lakemeta_state`), or triggered by hand with other thresholds.
 
-Wiring only: keys and FDs from the agree-sets, BML inclusion estimates, Many's INDs, then the FK
-candidates (whose phase 1 reads the estimates and whose keys come from the agree-sets); then the quality
-gate audits the catalog as written (Great Expectations; the results' path is in its log), and only when it
-passes are the audited versions published to the Spark SQL database `lakemeta`. Each param is handed to
-every discovery step as a configuration setting (`--set section.key=value`); the defaults are the
-configuration's.
+Wiring only: the discovery steps of the registry (`lakemeta.registry.DISCOVERY_STEPS`), each after the
+steps whose results it reads: keys and FDs from the agree-sets, BML inclusion estimates, Many's INDs,
+then the FK candidates (whose phase 1 reads the estimates and whose keys come from the agree-sets); then
+the quality gate audits the catalog as written (Great Expectations; the results' path is in its log),
+and only when it passes are the audited versions published to the Spark SQL database `lakemeta`. Each
+param is handed to every discovery step as a configuration setting (`--set section.key=value`); the
+defaults are the configuration's.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from airflow.sdk import Param, dag, task
 
 from lakemeta.config import load_config
 from lakemeta.quality.tasks import quality_gate
+from lakemeta.registry import DISCOVERY_STEPS
 from lakemeta.spark.submit import DEFAULT_ARGS, PUBLISH_ARGS, spark_step, state_asset
 
 CONFIG = load_config()
@@ -84,14 +86,14 @@ def lakemeta_discovery() -> None:
         for param, setting in SETTINGS.items()
         for argument in ("--set", f"{setting}={{{{ params.{param} }}}}")
     ]
-    keys = spark_step("keys_and_dependencies", "keys_and_dependencies.py", settings)
-    estimates = spark_step("inclusion_estimates", "inclusion_estimates.py", settings)
-    inds = spark_step("inclusion_dependencies", "inclusion_dependencies.py", settings)
-    fks = spark_step("fk_candidates", "fk_candidates.py", settings)
+    steps = {s.name: spark_step(s.name, "discover.py", [s.name, *settings]) for s in DISCOVERY_STEPS}
+    for step in DISCOVERY_STEPS:
+        [steps[before] for before in step.after] >> steps[step.name]  # e.g. the FK search reads the keys
+    read_by_others = {name for step in DISCOVERY_STEPS for name in step.after}
     gate = task(task_id="quality_gate")(quality_gate)()
     publish = spark_step("publish", "publish_catalog.py", PUBLISH_ARGS)
-    [keys, estimates] >> fks  # the FK search takes its keys and its phase 1 from these
-    [fks, inds] >> gate >> publish  # write, audit, publish
+    last = [steps[name] for name in steps if name not in read_by_others]
+    last >> gate >> publish  # write, audit, publish
 
 
 lakemeta_discovery()

@@ -1,8 +1,8 @@
-"""spark-submit entry point: the pipeline step `commit` (see lakemeta.pipeline)."""
+"""spark-submit entry point: commit the run's batches (lakemeta.steps.commit_batches)."""
 
 import sys
 
-from lakemeta.steps import main
+from lakemeta.steps import commit_batches
 
 if __name__ == "__main__":
-    main("commit", sys.argv[1:])
+    commit_batches(sys.argv[1:])

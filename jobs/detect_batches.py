@@ -1,8 +1,8 @@
-"""spark-submit entry point: the pipeline step `detect` (see lakemeta.pipeline)."""
+"""spark-submit entry point: plan a run's batches (lakemeta.steps.detect_batches)."""
 
 import sys
 
-from lakemeta.steps import main
+from lakemeta.steps import detect_batches
 
 if __name__ == "__main__":
-    main("detect", sys.argv[1:])
+    detect_batches(sys.argv[1:])

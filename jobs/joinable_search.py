@@ -1,4 +1,4 @@
-"""spark-submit entry point: a joinable-table search (see lakemeta.steps.joinable_search)."""
+"""spark-submit entry point: a joinable-table search (lakemeta.steps.joinable_search)."""
 
 import sys
 

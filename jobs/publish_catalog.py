@@ -1,8 +1,8 @@
-"""spark-submit entry point: publish the audited catalog (see lakemeta.catalog.database)."""
+"""spark-submit entry point: publish the audited catalog (lakemeta.steps.publish_catalog)."""
 
 import sys
 
-from lakemeta.steps import publish
+from lakemeta.steps import publish_catalog
 
 if __name__ == "__main__":
-    publish(sys.argv[1:])
+    publish_catalog(sys.argv[1:])

@@ -1,8 +1,8 @@
-"""spark-submit entry point: the pipeline step `rebuild` (see lakemeta.pipeline)."""
+"""spark-submit entry point: drop the state and recompute it (lakemeta.steps.rebuild_state)."""
 
 import sys
 
-from lakemeta.steps import main
+from lakemeta.steps import rebuild_state
 
 if __name__ == "__main__":
-    main("rebuild", sys.argv[1:])
+    rebuild_state(sys.argv[1:])

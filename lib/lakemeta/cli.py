@@ -1,4 +1,4 @@
-"""The `lakemeta` command (DESIGN.md, command line contract)."""
+"""The `lakemeta` command (docs/architecture.md, "The command line")."""
 
 from __future__ import annotations
 
@@ -10,7 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from lakemeta.config import Config, load_config, parse_settings
+from lakemeta.config import (
+    Config,
+    add_location_arguments,
+    add_settings_argument,
+    load_config,
+    parse_settings,
+)
 from lakemeta.logs import configure_logging
 
 if TYPE_CHECKING:  # the pipeline imports pyspark: only commands that run Spark load it
@@ -19,27 +25,14 @@ if TYPE_CHECKING:  # the pipeline imports pyspark: only commands that run Spark 
 log = logging.getLogger("lakemeta")
 
 
-def _paths(parser: argparse.ArgumentParser, lake: bool = True) -> None:
-    if lake:
-        parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
-    parser.add_argument("--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakemeta", description="Metadata of a data lake, kept current.")
     parser.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
-    parser.add_argument(
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a configuration value, e.g. fks.inclusion_threshold=0.95 (repeatable)",
-    )
+    add_settings_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True)
 
     ingest = commands.add_parser("ingest", help="CSV / Parquet files or folders -> Delta tables in the lake")
-    ingest.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
+    add_location_arguments(ingest, catalog=False)
     ingest.add_argument("sources", type=Path, nargs="+", help="files or folders")
     ingest.add_argument("--prefix", default="", help="put the tables under this folder of the lake")
     ingest.add_argument("--mode", choices=["error", "overwrite", "append"], default="error")
@@ -50,12 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--encoding", help="CSV encoding (default UTF-8)")
 
     run = commands.add_parser("run", help="process pending batches, then refresh discovery results")
-    _paths(run)
+    add_location_arguments(run)
     rebuild = commands.add_parser("rebuild", help="drop state, recompute from the current snapshots")
-    _paths(rebuild)
+    add_location_arguments(rebuild)
 
     joinable = commands.add_parser("joinable", help="top-k tables joinable with a query table (MATE)")
-    _paths(joinable)
+    add_location_arguments(joinable)
     joinable.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
     joinable.add_argument("--key", required=True, help="key columns of the query, comma-separated")
     joinable.add_argument("--k", type=int, help="tables to return (default: joinsearch.k, 10)")
@@ -68,12 +61,12 @@ def build_parser() -> argparse.ArgumentParser:
     joinable.add_argument("--query-id", default="cli", help="results go to joinable_tables under this id")
 
     graph = commands.add_parser("graph", help="draw the IND and FK graph of tables (no JVM)")
-    _paths(graph, lake=False)
+    add_location_arguments(graph, lake=False)
     graph.add_argument("--out", type=Path, default=Path("ind-graph.html"), help=".html or .png")
     graph.add_argument("--component", type=int, default=0, help="the component drawn in detail (0: largest)")
 
     show = commands.add_parser("show", help="print a catalog table (no JVM)")
-    _paths(show, lake=False)
+    add_location_arguments(show, lake=False)
     show.add_argument("table", help="catalog table, e.g. columns or state/hll_counters")
     show.add_argument("--limit", type=int, default=50, help="rows to print (0: all)")
     time_travel = show.add_mutually_exclusive_group()
@@ -164,7 +157,7 @@ def _rebuild(args: argparse.Namespace, config: Config) -> int:
 
 
 def _joinable(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.joinsearch.joinable import format_matches, parse_key_columns
+    from lakemeta.joinsearch.discover import format_matches, parse_key_columns
 
     keys = parse_key_columns(args.key)
     k = config.joinsearch.k if args.k is None else args.k

@@ -7,6 +7,7 @@ Precedence, lowest first: the defaults below (the papers' defaults), the YAML fi
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
@@ -72,7 +73,7 @@ class JoinSearchConfig:
     # keys keep covering the keys of the same values hashed later (§6.3); changing it needs a rebuild.
     unique_values: int = 700_000_000
     # Shares of the 37 character classes (§5.3.2) ranking the characters XASH encodes; None: the shares
-    # measured on the MATE paper's sample tables (posting_state.DEFAULT_CHAR_FREQUENCIES).
+    # measured on the MATE paper's sample tables (joinsearch.state.DEFAULT_CHAR_FREQUENCIES).
     char_frequencies: tuple[int, ...] | None = None
     # Tables a search returns when the request names no k.
     k: int = 10
@@ -218,6 +219,29 @@ def parse_settings(settings: Sequence[str]) -> dict[str, Any]:
         else:
             overrides[section] = value
     return overrides
+
+
+def add_settings_argument(parser: argparse.ArgumentParser) -> None:
+    """The ``--set SECTION.KEY=VALUE`` option (repeatable) of the CLI and of every job, read by
+    :func:`parse_settings`."""
+    parser.add_argument(
+        "--set",
+        dest="settings",
+        action="append",
+        default=[],
+        metavar="SECTION.KEY=VALUE",
+        help="override a configuration value, e.g. fks.inclusion_threshold=0.95 (repeatable)",
+    )
+
+
+def add_location_arguments(parser: argparse.ArgumentParser, lake: bool = True, catalog: bool = True) -> None:
+    """The ``--lake`` and ``--catalog`` options, which override the configured locations."""
+    if lake:
+        parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
+    if catalog:
+        parser.add_argument(
+            "--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)"
+        )
 
 
 def _build(values: dict[str, Any]) -> Config:

@@ -1,40 +1,30 @@
 """The pipeline's steps, shared by `lakemeta run`, the spark-submit jobs and so the DAGs.
 
-A run: plan the batches (or resume the unfinished plan) -> update every state component (independent of
-each other, so the DAG runs them in parallel) -> commit: derive the changed tables' keys and FDs, advance
-the watermarks, refresh the catalog tables derived from state -> discovery over the state and tables
-(inclusion estimates, inclusion dependencies). Each step is idempotent, so a run that died at any point
-is finished by running it again. Every step holds the catalog's state lock shared and a rebuild holds it
+A run: plan the batches (or resume the unfinished plan) -> update every state component of the registry
+(independent of each other, so the DAG runs them in parallel) -> commit: derive the changed tables' keys
+and FDs, advance the watermarks, refresh the catalog tables derived from state -> the registry's discovery
+steps over the state and tables. Each step is idempotent, so a run that died at any point is finished by
+running it again. Every step holds the catalog's state lock shared and a rebuild holds it
 alone (``Catalog.using_state``, ``Catalog.replacing_state``), so a rebuild never interleaves with a step.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from tqdm import tqdm
 
-from lakemeta.agreesets.agree_set_state import (
-    refresh_keys_and_dependencies,
-    unique_column_flags,
-    update_agree_sets,
-)
-from lakemeta.catalog import STATE_SCHEMAS, Catalog
-from lakemeta.catalog.database import publish_catalog
+from lakemeta.agreesets.discover import refresh_keys_and_dependencies
 from lakemeta.catalog.refresh import refresh_tables_and_columns
+from lakemeta.component import StateComponent
 from lakemeta.config import Config
-from lakemeta.fks.fk_candidates import refresh_fk_candidates
-from lakemeta.inds.lake_inds import refresh_inclusion_dependencies
-from lakemeta.joinsearch.joinable import JoinableMatch, search_lake
-from lakemeta.joinsearch.posting_state import update_posting_lists
+from lakemeta.joinsearch.discover import JoinableMatch, search_lake
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
-from lakemeta.profile.column_profile import update_column_profile
+from lakemeta.publish import publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
-from lakemeta.sketches.hll_state import column_registers, distinct_estimates, update_hll_counters
-from lakemeta.sketches.inclusion import refresh_inclusion_estimates
+from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +36,10 @@ class Pipeline:
             raise FileNotFoundError(f"lake folder {lake} does not exist")
         self.config = config
         self.lake: Path = lake
-        self.catalog = Catalog(spark, catalog_root)
+        self.catalog = open_catalog(spark, catalog_root)
         self.catalog.ensure_tables()
 
-    def detect(self) -> Plan:
+    def detect_batches(self) -> Plan:
         with self.catalog.using_state("planning a run"):
             return open_plan(self.catalog, self.lake)
 
@@ -60,29 +50,20 @@ class Pipeline:
             log.info("no run in progress")
         return plan
 
-    def state_components(self) -> dict[str, Callable[[Plan], object]]:
-        """Each state component's update of a plan's batches, by name (DAG tasks and jobs use the names)."""
-        return {
-            "column_profile": lambda plan: update_column_profile(self.catalog, self.lake, plan),
-            "hll_counters": lambda plan: update_hll_counters(
-                self.catalog, self.lake, plan, self.config.sketches.precision
-            ),
-            "agree_sets": lambda plan: update_agree_sets(
-                self.catalog, self.lake, plan, self.config.agree_sets
-            ),
-            "posting_lists": lambda plan: update_posting_lists(
-                self.catalog, self.lake, plan, self.config.joinsearch
-            ),
-        }
+    def components(self) -> list[StateComponent]:
+        """The registered state components (``lakemeta.registry.STATE_COMPONENTS``), in run order."""
+        return [component(self.catalog, self.lake, self.config) for component in state_components()]
 
     def update_state(self, plan: Plan, component: str | None = None) -> None:
-        """Apply the plan to one state component, or to all of them when ``component`` is None."""
-        components = self.state_components()
+        """Apply the plan to one state component (by name), or to all of them when ``component`` is None."""
+        components = [c for c in self.components() if component is None or c.name == component]
+        if not components:
+            raise KeyError(f"no state component named {component!r}")
         with self.catalog.using_state(f"updating the state for run {plan.run_id}"):
             if not self._in_progress(plan):
                 return
-            for name in [component] if component else components:
-                components[name](plan)
+            for each in components:
+                each.update(plan)
 
     def _in_progress(self, plan: Plan) -> bool:
         """Whether ``plan`` is still the run in progress: a rebuild abandons it, and then its steps that
@@ -95,7 +76,7 @@ class Pipeline:
         )
         return False
 
-    def commit(self, plan: Plan | None) -> None:
+    def commit_batches(self, plan: Plan | None) -> None:
         """Derive the plan's keys and FDs, commit its watermarks, refresh ``tables`` and ``columns``.
 
         The derivation comes first: once the watermarks are committed the plan is no longer resumed, so a
@@ -108,67 +89,45 @@ class Pipeline:
                     self.catalog, self.config.agree_sets, sorted({batch.table_name for batch in plan.batches})
                 )
                 commit_plan(self.catalog, plan)
-            registers = column_registers(self.catalog, self.config.sketches.precision)
-            profile = self.catalog.read_small("state/column_profile")
-            metrics = [
-                distinct_estimates(registers, profile),
-                unique_column_flags(self.catalog, self.config.agree_sets),
-            ]
-            refresh_tables_and_columns(self.catalog, metrics)
+            derived = [component.derive() for component in self.components()]
+            refresh_tables_and_columns(self.catalog, [metrics for metrics in derived if metrics is not None])
 
-    def discoveries(self) -> dict[str, Callable[[], object]]:
-        """Each discovery over the committed state and tables, by name (DAG tasks and jobs use the names),
-        in an order that runs them all: each is a deterministic function of the state, the tables and the
-        configuration, and ``fk_candidates`` also of ``inclusion_estimates`` (its phase 1)."""
-        return {
-            "inclusion_estimates": lambda: refresh_inclusion_estimates(self.catalog, self.config.sketches),
-            "inclusion_dependencies": lambda: refresh_inclusion_dependencies(
-                self.catalog, self.lake, self.config.inds
-            ),
-            "fk_candidates": lambda: refresh_fk_candidates(
-                self.catalog, self.lake, self.config.fks, self.config.sketches
-            ),
-        }
-
-    def derive_keys_and_dependencies(self) -> None:
-        """Keys and FDs of every table from the agree-set state, with this configuration's thresholds: the
-        discovery DAG's first step, for runs triggered with another ``max_fd_error`` (the commit derives
-        them for the changed tables already, so ``run`` does not repeat it)."""
-        with self.catalog.using_state("deriving keys and dependencies"):
-            refresh_keys_and_dependencies(self.catalog, self.config.agree_sets)
-
-    def discover(self, discovery: str | None = None) -> None:
-        """Run one discovery, or all of them when ``discovery`` is None."""
-        discoveries = self.discoveries()
-        with self.catalog.using_state(discovery or "discovery"):
-            for name in [discovery] if discovery else discoveries:
-                discoveries[name]()
+    def discover(self, step: str | None = None) -> None:
+        """Run one discovery step of the registry (by name), or every one that the commit has not done
+        already (``DiscoveryStep.done_by_commit``), in the registry's order. Each is a deterministic function
+        of the state, the tables and the configuration, and of the results of the steps it comes after."""
+        steps = [s for s in DISCOVERY_STEPS if s.name == step or (step is None and not s.done_by_commit)]
+        if not steps:
+            raise KeyError(f"no discovery step named {step!r}")
+        with self.catalog.using_state(step or "discovery"):
+            for each in steps:
+                discovery_step(each)(self.catalog, self.lake, self.config)
 
     def run(self) -> Plan:
         """All steps in this process, with a progress bar on a terminal; a rebuild started meanwhile waits
         for the whole run."""
-        components, discoveries = self.state_components(), self.discoveries()
-        total = len(components) + len(discoveries) + 3
+        components = self.components()
+        steps = [step.name for step in DISCOVERY_STEPS if not step.done_by_commit]
         with (
             self.catalog.using_state("a run"),
-            tqdm(total=total, desc="run", unit="step", disable=None) as progress,
+            tqdm(total=len(components) + len(steps) + 3, desc="run", unit="step", disable=None) as progress,
         ):
             progress.set_postfix_str("detect batches")
-            plan = self.detect()
+            plan = self.detect_batches()
             progress.update()
             progress.set_postfix_str("audit batches for schema drift")
             audit_batches(self.catalog.root, self.lake)
             progress.update()
-            for name in components:
-                progress.set_postfix_str(f"update {name} of {len(plan.batches)} tables")
-                self.update_state(plan, name)
+            for component in components:
+                progress.set_postfix_str(f"update {component.name} of {len(plan.batches)} tables")
+                self.update_state(plan, component.name)
                 progress.update()
             progress.set_postfix_str("commit")
-            self.commit(plan)
+            self.commit_batches(plan)
             progress.update()
-            for name in discoveries:
-                progress.set_postfix_str(name.replace("_", " "))
-                self.discover(name)
+            for step in steps:
+                progress.set_postfix_str(step.replace("_", " "))
+                self.discover(step)
                 progress.update()
         return plan
 
@@ -197,7 +156,7 @@ class Pipeline:
         remaining steps find that and skip)."""
         with self.catalog.replacing_state():
             abandon_open_runs(self.catalog)
-            for name in STATE_SCHEMAS:
+            for name in self.catalog.state_tables:
                 self.catalog.truncate(name)
-            log.info("state dropped: %d state tables truncated", len(STATE_SCHEMAS))
+            log.info("state dropped: %d state tables truncated", len(self.catalog.state_tables))
             return self.run()

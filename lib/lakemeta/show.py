@@ -8,7 +8,7 @@ from pathlib import Path
 import deltalake
 import pandas as pd
 
-from lakemeta.catalog.schemas import ALL_SCHEMAS
+from lakemeta.registry import all_schemas
 
 SORT_KEYS = {
     "runs": ["run_id"],
@@ -36,8 +36,9 @@ def read_catalog_table(
 ) -> pd.DataFrame:
     """A catalog table as pandas: its latest version, or as it was at ``version`` or at time ``as_of``, or
     (``published``) the version published last when there is one."""
-    if name not in ALL_SCHEMAS:
-        raise KeyError(f"unknown catalog table {name!r}; known: {', '.join(sorted(ALL_SCHEMAS))}")
+    known = all_schemas()
+    if name not in known:
+        raise KeyError(f"unknown catalog table {name!r}; known: {', '.join(sorted(known))}")
     path = catalog / name
     if not deltalake.DeltaTable.is_deltatable(str(path)):
         raise FileNotFoundError(f"{path} is not a Delta table: has `lakemeta run` been run on this catalog?")

@@ -1,64 +1,30 @@
-"""Entry point shared by the spark-submit jobs under jobs/: parse arguments, open a session, run a step."""
+"""Entry points of the spark-submit jobs under jobs/: parse arguments, open a session, run one step.
+
+A step has one name everywhere: the DAG task, the job and the logs (``detect_batches``,
+``update_<component>``, ``commit_batches``, a discovery step's name, ``rebuild_state``); state components
+and discovery steps are the registry's (``lakemeta.registry``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
-from lakemeta.config import load_config, parse_settings
-from lakemeta.joinsearch.joinable import format_matches, parse_key_columns
-from lakemeta.lake.batches import Plan
+from lakemeta.config import add_location_arguments, add_settings_argument, load_config, parse_settings
+from lakemeta.joinsearch.discover import format_matches, parse_key_columns
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
 from lakemeta.quality.gate import Audit
+from lakemeta.registry import DISCOVERY_STEPS, STATE_COMPONENTS
 from lakemeta.spark import get_session, metastore_conf
-
-
-def _continue_run(step: Callable[[Pipeline, Plan], None]) -> Callable[[Pipeline], None]:
-    """A step after detect works on the run detect planned; a retry after that run committed does
-    nothing (planning anew here would commit batches whose state was never updated)."""
-
-    def run(pipeline: Pipeline) -> None:
-        plan = pipeline.running()
-        if plan is not None:
-            step(pipeline, plan)
-
-    return run
-
-
-def _update(component: str) -> Callable[[Pipeline], None]:
-    return _continue_run(lambda pipeline, plan: pipeline.update_state(plan, component))
-
-
-STEPS: dict[str, Callable[[Pipeline], object]] = {
-    "detect": Pipeline.detect,
-    "update_column_profile": _update("column_profile"),
-    "update_hll_counters": _update("hll_counters"),
-    "update_agree_sets": _update("agree_sets"),
-    "update_posting_lists": _update("posting_lists"),
-    "commit": lambda pipeline: pipeline.commit(pipeline.running()),
-    "keys_and_dependencies": Pipeline.derive_keys_and_dependencies,
-    "inclusion_estimates": lambda pipeline: pipeline.discover("inclusion_estimates"),
-    "inclusion_dependencies": lambda pipeline: pipeline.discover("inclusion_dependencies"),
-    "fk_candidates": lambda pipeline: pipeline.discover("fk_candidates"),
-    "rebuild": Pipeline.rebuild,
-}
 
 
 def _parser(description: str) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
-    parser.add_argument("--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)")
-    parser.add_argument(
-        "--set",
-        dest="settings",
-        action="append",
-        default=[],
-        metavar="SECTION.KEY=VALUE",
-        help="override a configuration value, e.g. fks.inclusion_threshold=0.95 (repeatable)",
-    )
+    add_location_arguments(parser)
+    add_settings_argument(parser)
     return parser
 
 
@@ -74,9 +40,43 @@ def _open(name: str, args: argparse.Namespace, metastore: bool = False) -> Pipel
     return Pipeline(spark, config)
 
 
-def main(step: str, argv: Sequence[str] | None = None) -> None:
-    args = _parser(f"lakemeta pipeline step: {step}").parse_args(argv)
-    STEPS[step](_open(step, args))
+def detect_batches(argv: Sequence[str] | None = None) -> None:
+    """Plan a run: the batches of every changed table (or resume the unfinished plan)."""
+    args = _parser("lakemeta step detect_batches: plan a run").parse_args(argv)
+    _open("detect_batches", args).detect_batches()
+
+
+def update_state(argv: Sequence[str] | None = None) -> None:
+    """Apply the running run's batches to one registered state component. A retry after the run committed
+    does nothing: planning anew here would commit batches whose state was never updated."""
+    parser = _parser("lakemeta step update_<component>: apply the run's batches to one state component")
+    parser.add_argument("component", choices=[entry.name for entry in STATE_COMPONENTS])
+    args = parser.parse_args(argv)
+    pipeline = _open(f"update_{args.component}", args)
+    plan = pipeline.running()
+    if plan is not None:
+        pipeline.update_state(plan, args.component)
+
+
+def commit_batches(argv: Sequence[str] | None = None) -> None:
+    """Commit the running run: keys and FDs of its tables, watermarks, ``tables`` and ``columns``."""
+    args = _parser("lakemeta step commit_batches: commit the run's batches").parse_args(argv)
+    pipeline = _open("commit_batches", args)
+    pipeline.commit_batches(pipeline.running())
+
+
+def discover(argv: Sequence[str] | None = None) -> None:
+    """Run one registered discovery step over the committed state and tables."""
+    parser = _parser("lakemeta discovery step")
+    parser.add_argument("step", choices=[step.name for step in DISCOVERY_STEPS])
+    args = parser.parse_args(argv)
+    _open(args.step, args).discover(args.step)
+
+
+def rebuild_state(argv: Sequence[str] | None = None) -> None:
+    """Drop all state and recompute it from the lake's current snapshots."""
+    args = _parser("lakemeta step rebuild_state: drop the state and recompute it").parse_args(argv)
+    _open("rebuild_state", args).rebuild()
 
 
 def joinable_search(argv: Sequence[str] | None = None) -> None:
@@ -94,7 +94,7 @@ def joinable_search(argv: Sequence[str] | None = None) -> None:
     logging.getLogger("lakemeta").info("joinable search %s:\n%s", args.query_id, format_matches(matches))
 
 
-def publish(argv: Sequence[str] | None = None) -> None:
+def publish_catalog(argv: Sequence[str] | None = None) -> None:
     """Publish the catalog versions that the audit ``--audit`` (the quality gate's results) passed."""
     parser = _parser("lakemeta publish")
     parser.add_argument("--audit", type=Path, required=True, help="the quality gate's results (JSON)")

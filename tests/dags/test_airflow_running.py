@@ -30,9 +30,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta import crash_points
-from lakemeta.catalog import ALL_SCHEMAS
 from lakemeta.config import load_config
 from lakemeta.pipeline import Pipeline
+from lakemeta.registry import all_schemas
 from lakemeta.show import read_catalog_table
 
 from .cluster import free_port, standalone_cluster
@@ -61,7 +61,8 @@ sketches:
 KILLED_AT = "after merge state/hll_counters"
 # The task whose Airflow task process (the task runner that launched spark-submit) is SIGKILLed while its
 # Spark driver works, which orphans the driver, as an out-of-memory kill of the worker's task would.
-ORPHANED = "update_posting_lists"
+ORPHANED = "posting_lists"  # the state component whose task process is killed
+ORPHANED_TASK = f"update_{ORPHANED}"
 
 SPARK_DEFAULTS = """\
 spark.cores.max 1
@@ -197,7 +198,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> Iterator[
         start_new_session=True,  # its own process group: the teardown stops every component
     )
     running = Airflow(f"http://127.0.0.1:{port}", home, log_path, root / "lakemeta.yaml")
-    killer = running.task_runner_killer = TaskRunnerKiller(ORPHANED)
+    killer = running.task_runner_killer = TaskRunnerKiller("update_state", ORPHANED)
     try:
         running.wait(lambda: process.poll() is None and healthy(running.url), "healthy Airflow")
         running.unpause("lakemeta_discovery")  # first, so that it is there when the asset is updated
@@ -216,13 +217,14 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> Iterator[
 
 
 class TaskRunnerKiller(threading.Thread):
-    """SIGKILLs, once, the Airflow task process whose spark-submit runs ``jobs/<task_id>.py``, as soon as
-    that application's Python driver has started; records the killed task process and the orphaned
-    driver."""
+    """SIGKILLs, once, the Airflow task process whose spark-submit runs ``jobs/<job>.py`` with the first
+    argument ``argument``, as soon as that application's Python driver has started; records the killed task
+    process and the orphaned driver."""
 
-    def __init__(self, task_id: str) -> None:
+    def __init__(self, job: str, argument: str) -> None:
         super().__init__(daemon=True)
-        self.application = str(REPO / "jobs" / f"{task_id}.py")
+        self.application = str(REPO / "jobs" / f"{job}.py")
+        self.argument = argument
         self.stopped = threading.Event()
         self.killed: psutil.Process | None = None
         self.killed_command: list[str] = []
@@ -233,6 +235,8 @@ class TaskRunnerKiller(threading.Thread):
             for submit in psutil.process_iter(["cmdline"]):
                 command = submit.info["cmdline"] or []
                 if "org.apache.spark.deploy.SparkSubmit" not in command or self.application not in command:
+                    continue
+                if command[command.index(self.application) + 1 :][:1] != [self.argument]:
                     continue
                 with contextlib.suppress(psutil.Error):
                     drivers = [c for c in submit.children() if "python" in c.name()]
@@ -288,10 +292,10 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     assert "airflow" in " ".join(killer.killed_command), killer.killed_command
     instance = airflow.request(
         "GET",
-        f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{ORPHANED}",
+        f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{ORPHANED_TASK}",
     )
     assert instance["state"] == "success" and instance["try_number"] >= 2, instance
-    first_attempt = next((airflow.home / "logs").rglob(f"task_id={ORPHANED}/attempt=1.log")).read_text()
+    first_attempt = next((airflow.home / "logs").rglob(f"task_id={ORPHANED_TASK}/attempt=1.log")).read_text()
     assert "Process terminated by signal" in first_attempt, first_attempt[-3000:]
     # Sign-in is required: the API refuses a call without a token, and a wrong password gets none.
     for method, path, body in (
@@ -433,7 +437,7 @@ NOT_COMPARED = {"published", "joinable_tables"}
 def catalog_rows(catalog: Path) -> dict[str, list]:
     """Every catalog and state table's rows, without volatile columns, in a canonical order."""
     contents = {}
-    for name in sorted(set(ALL_SCHEMAS) - NOT_COMPARED):
+    for name in sorted(set(all_schemas()) - NOT_COMPARED):
         rows = DeltaTable(str(catalog / name)).to_pyarrow_table().to_pylist()
         contents[name] = sorted(repr({k: v for k, v in row.items() if k not in VOLATILE}) for row in rows)
     return contents

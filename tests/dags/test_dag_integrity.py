@@ -52,14 +52,21 @@ def test_every_task_but_the_audits_is_a_retried_spark_submit_of_a_job(dagbag):
 
 
 def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on(dagbag):
+    from lakemeta.registry import STATE_COMPONENTS
+
     dag = dagbag.dags["lakemeta_incremental"]
     assert dag.max_active_runs == 1
-    state_updates = [
-        "update_agree_sets",
+    state_updates = [entry.task_id for entry in STATE_COMPONENTS]
+    assert state_updates == [
         "update_column_profile",
         "update_hll_counters",
+        "update_agree_sets",
         "update_posting_lists",
     ]
+    for entry in STATE_COMPONENTS:  # one job for every component, which it names
+        task = dag.get_task(entry.task_id)
+        assert Path(task.application) == REPO / "jobs" / "update_state.py"
+        assert task.application_args == [entry.name]
     assert upstream(dag) == {
         "detect_batches": [],
         **{task: ["detect_batches"] for task in [*state_updates, "batch_audit"]},
@@ -71,11 +78,33 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
     assert [a.name for a in discovery.timetable.asset_condition.objects] == ["lakemeta_state"]
 
 
+def test_a_registered_state_component_gets_its_task(dagbag, monkeypatch: pytest.MonkeyPatch):
+    """A new component is a module and a registry entry: the incremental DAG then runs it like the others
+    (the toy component of tests/spark/test_registry.py)."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    from lakemeta import registry
+
+    entry = registry.ComponentEntry("row_counts", "tests.spark.test_registry:RowCounts")
+    monkeypatch.setattr(registry, "STATE_COMPONENTS", (*registry.STATE_COMPONENTS, entry))
+    dag = DagBag(dag_folder=str(REPO / "dags" / "lakemeta_incremental.py")).dags["lakemeta_incremental"]
+    assert dag.get_task("update_row_counts").application_args == ["row_counts"]
+    assert upstream(dag)["update_row_counts"] == ["detect_batches"]
+    assert "update_row_counts" in dag.get_task("commit_batches").upstream_task_ids
+
+
 def test_discovery_dag_wiring_and_params(dagbag):
     from airflow.exceptions import ParamValidationError
 
+    from lakemeta.registry import DISCOVERY_STEPS
+
     dag = dagbag.dags["lakemeta_discovery"]
     assert dag.max_active_runs == 1
+    for step in DISCOVERY_STEPS:  # the registry's steps, each after the steps it reads
+        task = dag.get_task(step.name)
+        assert Path(task.application) == REPO / "jobs" / "discover.py"
+        assert task.application_args[0] == step.name
+        assert set(step.after) <= task.upstream_task_ids
     assert upstream(dag) == {
         "keys_and_dependencies": [],
         "inclusion_estimates": [],

@@ -10,10 +10,10 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
-from lakemeta.catalog import ALL_SCHEMAS
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.ingest import TABLE_PROPERTIES
 from lakemeta.pipeline import Pipeline
+from lakemeta.registry import all_schemas
 
 SCHEMA = "id long, name string, score double"
 WORDS = ["alpha", "beta", "gamma", None, "delta", "alpha"]
@@ -88,14 +88,14 @@ def drop_table(path: Path) -> None:
 def process(pipeline: Pipeline, *components: str) -> Plan:
     """One run updating only the named state components (the others stay empty): detect, update, commit.
     Component tests use it so that each run does only the work they check."""
-    plan = pipeline.detect()
+    plan = pipeline.detect_batches()
     for component in components:
         pipeline.update_state(plan, component)
-    pipeline.commit(plan)
+    pipeline.commit_batches(plan)
     return plan
 
 
 def state_rows(pipeline: Pipeline, name: str) -> list[tuple]:
     """A catalog table's rows, sorted, for comparing two catalogs."""
-    columns = ALL_SCHEMAS[name].fieldNames()
+    columns = all_schemas()[name].fieldNames()
     return sorted(tuple(r) for r in pipeline.catalog.read(name).select(*columns).collect())

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 
 from lakemeta import crash_points
-from lakemeta.catalog import STATE_SCHEMAS
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
+from lakemeta.registry import state_schemas
 
 from .lake_changes import create_spark_table, drop_table, process, random_change, random_rows
 from .test_crash_recovery import catalog_rows
@@ -41,10 +41,10 @@ def test_a_rebuild_waits_for_the_step_writing_and_the_run_it_abandons_writes_not
         create_spark_table(spark, lake / name, random_rows(rng, 8))
     config = Config(lake=lake, catalog=tmp_path / "catalog")
     incremental = Pipeline(spark, config)
-    process(incremental, *incremental.state_components())
+    process(incremental, *(c.name for c in incremental.components()))
     random_change(spark, rng, lake / "a", foreign=False)
     random_change(spark, rng, lake / "b", foreign=False)
-    plan = incremental.detect()
+    plan = incremental.detect_batches()
 
     # The incremental run's HLL step has its counts and is about to MERGE them when table b leaves the lake
     # and a rebuild starts. Were the rebuild not to wait, the MERGE could land on the truncated state and
@@ -73,11 +73,11 @@ def test_a_rebuild_waits_for_the_step_writing_and_the_run_it_abandons_writes_not
         later_step = threads.submit(incremental.update_state, plan, "agree_sets")
         rebuilt = rebuild.result(timeout=600)
         later_step.result(timeout=300)
-    incremental.commit(plan)  # the run's last step: commits nothing, refreshes the derived tables
+    incremental.commit_batches(plan)  # the run's last step: commits nothing, refreshes the derived tables
 
     assert _statuses(incremental) == ["succeeded", "abandoned", "succeeded"]
     assert rebuilt.run_id == 3 and {batch.table_name for batch in rebuilt.batches} == {"a", "c"}
     reference = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "reference"))
-    process(reference, *reference.state_components())
-    state = sorted(set(STATE_SCHEMAS) - {"state/batches"})
+    process(reference, *(c.name for c in reference.components()))
+    state = sorted(state_schemas())
     assert catalog_rows(config.catalog, state) == catalog_rows(tmp_path / "reference", state)

@@ -26,11 +26,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta import crash_points
-from lakemeta.catalog import ALL_SCHEMAS, STATE_SCHEMAS
 from lakemeta.config import Config
 from lakemeta.lake.batches import BatchUnreadableError
 from lakemeta.pipeline import Pipeline
 from lakemeta.quality.gate import Audit
+from lakemeta.registry import all_schemas, state_schemas
 
 from .lake_changes import (
     SCHEMA,
@@ -47,7 +47,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 # Columns that differ between two runs doing the same work: times, and the audit file a publication names.
 _RUN_DEPENDENT = {"updated_at", "started_at", "finished_at", "published_at", "audit"}
 # Every table of the catalog but ``published`` (its publication is checked on its own, against the audit).
-_COMPARED = sorted(set(ALL_SCHEMAS) - {"published"})
+_COMPARED = sorted(set(all_schemas()) - {"published"})
 # The crash point where a real driver process is SIGKILLed (a separate JVM costs half a minute, so once).
 _SIGKILLED = ("after merge state/hll_counters", 1)
 # A table whose folder name has a space and a non-ASCII letter, and whose columns need quoting.
@@ -67,7 +67,7 @@ def catalog_rows(catalog: Path, names: list[str] = _COMPARED) -> dict[str, list[
         table = DeltaTable(str(catalog / name)).to_pyarrow_table()
         if name == "runs":
             table = table.filter(pc.greater(table["tables_changed"], 0))
-        columns = [c for c in ALL_SCHEMAS[name].fieldNames() if c not in _RUN_DEPENDENT]
+        columns = [c for c in all_schemas()[name].fieldNames() if c not in _RUN_DEPENDENT]
         rows[name] = sorted((tuple(row.values()) for row in table.select(columns).to_pylist()), key=repr)
     return rows
 
@@ -119,8 +119,8 @@ def vacuum(path: Path) -> None:
 PUBLISH_AND_LIST_VIEWS = """
 import json, sys
 from pyspark.sql import SparkSession
-from lakemeta.steps import publish
-publish(sys.argv[1:])
+from lakemeta.steps import publish_catalog
+publish_catalog(sys.argv[1:])
 spark = SparkSession.getActiveSession()
 views = [row.viewName for row in spark.sql("SHOW VIEWS IN lakemeta").collect()]
 print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[0] for name in views}))
@@ -170,7 +170,7 @@ def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted
     create_foreign_table(lake / "foreign", random_rows(rng, 6))
     write_awkward_table(lake / _AWKWARD, 7, rng)
     first = Pipeline(spark, Config(lake=lake, catalog=catalog))
-    process(first, *first.state_components())
+    process(first, *(c.name for c in first.components()))
 
     # One batch of every kind: change feed, snapshot diff, a new table, a dropped one, names to quote.
     random_change(spark, rng, lake / "a", foreign=False)
@@ -239,12 +239,12 @@ def test_a_planned_batch_whose_rows_vanished_is_planned_again(spark, tmp_path: P
     for name in ("vacuumed", "deleted", "flipped", "steady", "vacuumed early"):
         create_spark_table(spark, lake / name, random_rows(rng, 8))
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    process(pipeline, *pipeline.state_components())
+    process(pipeline, *(c.name for c in pipeline.components()))
 
     spark.sql(f"UPDATE delta.`{lake / 'vacuumed'}` SET score = 9 WHERE id < 8")
     spark.sql(f"DELETE FROM delta.`{lake / 'deleted'}` WHERE id < 3")
     spark.sql(f"INSERT INTO delta.`{lake / 'steady'}` VALUES (20, 'new', 1.0)")
-    plan = pipeline.detect()
+    plan = pipeline.detect_batches()
     assert {b.table_name: b.kind for b in plan.batches} == {
         "vacuumed": "incremental",
         "deleted": "incremental",
@@ -266,7 +266,7 @@ def test_a_planned_batch_whose_rows_vanished_is_planned_again(spark, tmp_path: P
     spark.sql(f"UPDATE delta.`{lake / 'vacuumed early'}` SET score = 7")
     vacuum(lake / "vacuumed early")
 
-    replanned = pipeline.detect()
+    replanned = pipeline.detect_batches()
     assert replanned.run_id == plan.run_id + 1
     assert {b.table_name: (b.kind, b.source) for b in replanned.batches} == {
         "vacuumed": ("full", "snapshot"),  # the abandoned run's tables are planned again whole
@@ -277,11 +277,11 @@ def test_a_planned_batch_whose_rows_vanished_is_planned_again(spark, tmp_path: P
     }
     runs = pipeline.catalog.read_small("runs").sort_by("run_id")
     assert runs["status"].to_pylist() == ["succeeded", "abandoned", "running"]
-    assert process(pipeline, *pipeline.state_components()) == replanned
+    assert process(pipeline, *(c.name for c in pipeline.components())) == replanned
 
     reference = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "reference"))
-    process(reference, *reference.state_components())
-    snapshot_state = sorted(set(STATE_SCHEMAS) - {"state/batches"})
+    process(reference, *(c.name for c in reference.components()))
+    snapshot_state = sorted(state_schemas())
     assert catalog_rows(tmp_path / "catalog", snapshot_state) == catalog_rows(
         tmp_path / "reference", snapshot_state
     )

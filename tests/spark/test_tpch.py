@@ -12,9 +12,9 @@ from lakemeta.config import AgreeSetConfig, Config, IndConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
 from lakemeta.pipeline import Pipeline
 
+from .fks.test_discover import candidates
+from .inds.test_discover import brute_force, discovered
 from .lake_changes import process
-from .test_fk_candidates import candidates
-from .test_lake_inds import brute_force, discovered
 
 pytestmark = pytest.mark.spark
 

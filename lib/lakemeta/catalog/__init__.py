@@ -1,6 +1,8 @@
-"""The metadata catalog: Delta schemas of state and results, readers and writers."""
+"""The metadata catalog: the schemas of its own tables (results and bookkeeping), its reader and writer
+(Spark for state, delta-rs for small tables), the idempotent MERGE of counts, the locks that order runs and
+rebuilds, and the tables derived from state (``tables``, ``columns``)."""
 
-from lakemeta.catalog.schemas import ALL_SCHEMAS, CATALOG_SCHEMAS, STATE_SCHEMAS
+from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.catalog.store import Catalog, NegativeCountError, Txn
 
-__all__ = ["ALL_SCHEMAS", "CATALOG_SCHEMAS", "STATE_SCHEMAS", "Catalog", "NegativeCountError", "Txn"]
+__all__ = ["CATALOG_SCHEMAS", "OWN_SCHEMAS", "Catalog", "NegativeCountError", "Txn"]

@@ -1,6 +1,8 @@
-"""Delta schemas of the catalog (DESIGN.md's catalog contract) and of the pipeline's state.
+"""Delta schemas of the catalog's own tables: the results analysts query, and the batches (watermarks).
 
-Names and the listed columns are a contract that tests, DAGs and analysts rely on: add columns, rename none.
+Names and the listed columns are a contract that tests, DAGs and analysts rely on: add columns, rename none
+(docs/architecture.md, "The catalog contract"). The state tables' schemas belong to their state components
+(``lakemeta.component``), each declared beside the code that maintains it.
 """
 
 from __future__ import annotations
@@ -108,32 +110,8 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
     ),
 }
 
-STATE_SCHEMAS: dict[str, StructType] = {
-    "state/hll_counters": _schema(
-        ("table_name", StringType()),
-        ("column_name", StringType()),
-        ("bucket", IntegerType()),
-        ("rho", IntegerType()),
-        ("count", LongType()),
-    ),
-    "state/agree_sets": _schema(("table_name", StringType()), ("agree_set", STRINGS), ("count", LongType())),
-    "state/posting_lists": _schema(
-        ("value", StringType()),
-        ("table_name", StringType()),
-        ("column_name", StringType()),
-        ("row_id", LongType()),
-        ("super_key", ArrayType(LongType())),
-    ),
-    # Per column, the row and null counts of the table's current snapshot (a state that sums under
-    # batches); `columns` derives from it.
-    "state/column_profile": _schema(
-        ("table_name", StringType()),
-        ("column_name", StringType()),
-        ("ordinal", IntegerType()),
-        ("data_type", StringType()),
-        ("n_rows", LongType()),
-        ("n_nulls", LongType()),
-    ),
+# The catalog's bookkeeping: the runs' plans, whose committed rows are the watermarks.
+BOOKKEEPING_SCHEMAS: dict[str, StructType] = {
     # One row per table and run: which versions the run's batch covers; `committed` turns true only
     # when every state update of the batch has committed, and the committed rows are the watermarks.
     "state/batches": _schema(
@@ -150,4 +128,6 @@ STATE_SCHEMAS: dict[str, StructType] = {
     ),
 }
 
-ALL_SCHEMAS: dict[str, StructType] = {**CATALOG_SCHEMAS, **STATE_SCHEMAS}
+
+# The tables every catalog holds, whatever state components are registered.
+OWN_SCHEMAS: dict[str, StructType] = {**CATALOG_SCHEMAS, **BOOKKEEPING_SCHEMAS}

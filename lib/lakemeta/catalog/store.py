@@ -3,7 +3,7 @@
 Every write that adds to state is tagged with its run (Delta's transaction identifiers: ``txnAppId`` is
 the component, ``txnVersion`` the run id). Delta records the highest version per application id in the
 table's log and skips a write whose version is not higher, so a retried run re-executes its writes
-harmlessly (DESIGN.md, "Batches are processed exactly once").
+harmlessly (docs/architecture.md, "A run's data flow").
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,8 +21,9 @@ import pyspark.sql.functions as F
 from delta.tables import DeltaTable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
-from lakemeta.catalog.schemas import ALL_SCHEMAS
+from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
 
 log = logging.getLogger(__name__)
@@ -45,15 +46,14 @@ class NegativeCountError(RuntimeError):
 
 
 def arrow_schema(name: str) -> pa.Schema:
-    """The Arrow form of a catalog table's schema (for delta-rs reads and writes)."""
-    return to_arrow_schema(ALL_SCHEMAS[name], timezone="UTC")
+    """The Arrow form of the schema of one of the catalog's own tables (results and bookkeeping; a state
+    component's table: ``Catalog.arrow_schema``), for delta-rs reads and writes."""
+    return to_arrow_schema(OWN_SCHEMAS[name], timezone="UTC")
 
 
 def read_small(root: Path, name: str) -> pa.Table:
     """A table of the catalog at ``root`` that is small by construction, read with delta-rs: no Spark job,
     and no JVM for the tasks that need none (the audits)."""
-    if name not in ALL_SCHEMAS:
-        raise KeyError(f"not a catalog table: {name}")
     return deltalake.DeltaTable(str(root / name)).to_pyarrow_table()
 
 
@@ -84,21 +84,35 @@ class Catalog:
     where a Spark job would cost seconds of overhead for a few rows.
     """
 
-    def __init__(self, spark: SparkSession, root: Path) -> None:
+    def __init__(
+        self, spark: SparkSession, root: Path, state_schemas: Mapping[str, StructType] | None = None
+    ) -> None:
+        """``state_schemas``: the state tables of the state components (``lakemeta.registry.open_catalog``
+        gives those of every registered component); the result and bookkeeping tables are always there."""
         self.spark = spark
         self.root = root
+        self.schemas: dict[str, StructType] = {**OWN_SCHEMAS, **(state_schemas or {})}
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
 
+    @property
+    def state_tables(self) -> list[str]:
+        """The state tables: the state components' and the batches (the watermarks)."""
+        return [name for name in self.schemas if name not in CATALOG_SCHEMAS]
+
     def path(self, name: str) -> str:
-        if name not in ALL_SCHEMAS:
+        if name not in self.schemas:
             raise KeyError(f"not a catalog table: {name}")
         return str(self.root / name)
+
+    def arrow_schema(self, name: str) -> pa.Schema:
+        """The Arrow form of a table's schema (for delta-rs reads and writes)."""
+        return to_arrow_schema(self.schemas[name], timezone="UTC")
 
     def ensure_tables(self) -> None:
         """Create every table of the contract that does not exist yet (empty, with its schema), and add
         to an existing one the columns its schema has gained since it was created (null in old rows)."""
-        for name in ALL_SCHEMAS:
-            schema = arrow_schema(name)
+        for name in self.schemas:
+            schema = self.arrow_schema(name)
             if not (Path(self.path(name)) / "_delta_log").is_dir():
                 deltalake.DeltaTable.create(self.path(name), schema=schema, mode="ignore")
                 continue
@@ -170,6 +184,7 @@ class Catalog:
 
     def read_small(self, name: str) -> pa.Table:
         """A table small by construction, read on the driver without a Spark job (``read_small``)."""
+        self.path(name)  # refuses a name that is not one of the catalog's tables
         return read_small(self.root, name)
 
     def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:
@@ -179,7 +194,7 @@ class Catalog:
         commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
         with self.committing("append", name):
             deltalake.write_deltalake(
-                self.path(name), rows.cast(arrow_schema(name)), mode="append", commit_properties=commit
+                self.path(name), rows.cast(self.arrow_schema(name)), mode="append", commit_properties=commit
             )
 
     def replace_small(self, name: str, rows: pa.Table, predicate: str | None = None) -> None:
@@ -187,7 +202,7 @@ class Catalog:
         pipeline's own values) - in one commit (idempotent by nature)."""
         with self.committing("replace", name):
             deltalake.write_deltalake(
-                self.path(name), rows.cast(arrow_schema(name)), mode="overwrite", predicate=predicate
+                self.path(name), rows.cast(self.arrow_schema(name)), mode="overwrite", predicate=predicate
             )
 
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
@@ -207,7 +222,7 @@ class Catalog:
         return dict(history[0].get("operationMetrics", {})) if history else {}
 
     def truncate(self, name: str) -> None:
-        self.replace_small(name, arrow_schema(name).empty_table())
+        self.replace_small(name, self.arrow_schema(name).empty_table())
 
     @contextlib.contextmanager
     def transaction(self, txn: Txn) -> Iterator[None]:

@@ -1,5 +1,5 @@
-"""What each batch of a run is checked for before its state is committed: schema drift (DESIGN.md's
-quality gate, per batch).
+"""What each batch of a run is checked for before its state is committed: schema drift (the quality gate
+of docs/architecture.md, "A run's data flow", applied per batch).
 
 A batch's table is compared, at the batch's version, with the columns the catalog describes for it (the
 ``columns`` table, written from the state that the last commit left): a column added or retyped appears as

@@ -1,5 +1,5 @@
 """What the catalog must satisfy before analysts see it: one Great Expectations suite per catalog table,
-plus suites over frames that relate two tables (DESIGN.md's catalog contract).
+plus suites over frames that relate two tables (docs/architecture.md, "The catalog contract").
 
 * Ranges: estimates, coverages, FD errors and EMD_n in [0, 1] (EMD_n is normalised by the dimension, so a
   cell's corner distance is at most 1), counts non-negative, ranks from 1.

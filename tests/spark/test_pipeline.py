@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lakemeta.catalog import ALL_SCHEMAS, STATE_SCHEMAS
 from lakemeta.config import Config
 from lakemeta.lake.batches import Plan
 from lakemeta.pipeline import Pipeline
+from lakemeta.registry import all_schemas, state_schemas
 
 from .lake_changes import (
     create_foreign_table,
@@ -26,13 +26,13 @@ from .lake_changes import (
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 # State tables whose content is a function of the lake's snapshot (state/batches records history).
-SNAPSHOT_STATE = sorted(set(STATE_SCHEMAS) - {"state/batches"})
+SNAPSHOT_STATE = sorted(state_schemas())
 
 
 def run_state(pipeline: Pipeline) -> Plan:
     """A run of every state component and the commit; the discoveries, which read the state but never
     change it, are left out."""
-    return process(pipeline, *pipeline.state_components())
+    return process(pipeline, *(c.name for c in pipeline.components()))
 
 
 def rebuilt(spark, lake: Path, tmp_path: Path) -> Pipeline:
@@ -64,7 +64,7 @@ def test_random_batches_incremental_equals_rebuild(spark, tmp_path: Path, seed: 
     for name in SNAPSHOT_STATE:
         assert state_rows(pipeline, name) == state_rows(reference, name), (name, applied)
     for name in ("tables", "columns"):
-        columns = [c for c in ALL_SCHEMAS[name].fieldNames() if c != "updated_at"]
+        columns = [c for c in all_schemas()[name].fieldNames() if c != "updated_at"]
         ours = sorted(tuple(r) for r in pipeline.catalog.read(name).select(*columns).collect())
         assert ours == sorted(tuple(r) for r in reference.catalog.read(name).select(*columns).collect())
     assert {b.source for b in _all_batches(pipeline)} >= {"cdf", "diff", "snapshot", "dropped"}
@@ -72,51 +72,6 @@ def test_random_batches_incremental_equals_rebuild(spark, tmp_path: Path, seed: 
 
 def _all_batches(pipeline: Pipeline) -> list:
     return pipeline.catalog.read("state/batches").collect()
-
-
-def test_profile_counts_match_the_snapshot(spark, tmp_path: Path):
-    lake = tmp_path / "lake"
-    rows = [(1, "x", None), (1, "x", None), (None, None, 2.0), (3, "y", 1.0)]
-    create_spark_table(spark, lake / "t", rows)
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    process(pipeline, "column_profile")
-    spark.sql(f"UPDATE delta.`{lake / 't'}` SET name = NULL WHERE id = 3")
-    spark.sql(f"DELETE FROM delta.`{lake / 't'}` WHERE id IS NULL")
-    plan = process(pipeline, "column_profile")
-    assert [(b.kind, b.source) for b in plan.batches] == [("incremental", "cdf")]
-    profile = state_rows(pipeline, "state/column_profile")
-    assert profile == [
-        ("t", "id", 0, "bigint", 3, 0),
-        ("t", "name", 1, "string", 3, 1),
-        ("t", "score", 2, "double", 3, 2),
-    ]
-    run = pipeline.catalog.read("runs").where("run_id = 2").first()
-    # the update is a delete plus an insert; the delete removes one row
-    assert (run.status, run.tables_changed, run.rows_inserted, run.rows_deleted) == ("succeeded", 1, 1, 2)
-    table = pipeline.catalog.read("tables").first()
-    assert (table.table_name, table.n_rows, table.n_columns, table.last_version) == ("t", 3, 3, 2)
-
-
-def test_schema_change_rebuilds_the_table_and_rebuild_command_resets(spark, tmp_path: Path):
-    lake = tmp_path / "lake"
-    create_spark_table(spark, lake / "t", [(1, "a", 1.0)])
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    process(pipeline, "column_profile")
-    spark.createDataFrame([(5, "z")], "id long, other string").write.format("delta").mode("overwrite").option(
-        "overwriteSchema", "true"
-    ).save(str(lake / "t"))
-    plan = process(pipeline, "column_profile")
-    assert [(b.kind, b.source) for b in plan.batches] == [("full", "snapshot")]
-    assert state_rows(pipeline, "state/column_profile") == [
-        ("t", "id", 0, "bigint", 1, 0),
-        ("t", "other", 1, "string", 1, 0),
-    ]
-    rebuilt_plan = pipeline.rebuild()
-    assert [b.kind for b in rebuilt_plan.batches] == ["full"]
-    assert state_rows(pipeline, "state/column_profile") == [
-        ("t", "id", 0, "bigint", 1, 0),
-        ("t", "other", 1, "string", 1, 0),
-    ]
 
 
 def test_renamed_and_dropped_columns_replace_the_table_s_state(spark, tmp_path: Path):

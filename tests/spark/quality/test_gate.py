@@ -13,13 +13,13 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta.catalog.database import publish_catalog
 from lakemeta.catalog.store import Txn, arrow_schema
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
+from lakemeta.publish import publish_catalog
 from lakemeta.quality.gate import QualityGateError, audit_batches
 
-from .lake_changes import process
+from ..lake_changes import process
 
 pytestmark = pytest.mark.spark
 
@@ -88,7 +88,7 @@ def test_a_batch_whose_schema_drifted_is_reported_by_column(spark, tmp_path: Pat
     )
     write_deltalake(str(lake / "items"), pa.table({"order_id": [2]}), mode="append")
     write_deltalake(str(lake / "regions"), pa.table({"region": ["north"]}))
-    plan = pipeline.detect()
+    plan = pipeline.detect_batches()
     for _retry in range(2):  # a retried audit writes the same results
         audit = audit_batches(catalog, lake)
         assert audit.path == catalog / "_quality" / f"batches-run-{plan.run_id}.json"

@@ -10,6 +10,7 @@ import pytest
 
 from lakemeta.catalog import Catalog, NegativeCountError, Txn
 from lakemeta.catalog.store import arrow_schema
+from lakemeta.registry import open_catalog
 
 pytestmark = pytest.mark.spark
 
@@ -29,7 +30,7 @@ def merge(catalog: Catalog, rows: list[tuple], run: int, replaced: list[str] = (
 
 
 def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path):
-    catalog = Catalog(spark, tmp_path)
+    catalog = open_catalog(spark, tmp_path)
     catalog.ensure_tables()
     merge(catalog, [("t", ["a"], 2), ("t", ["a", "b"], 1), ("u", ["x"], 4)], run=1)
     merge(catalog, [("t", ["a"], -2), ("t", ["a", "b"], 3), ("t", ["b"], 1)], run=2)
@@ -41,7 +42,7 @@ def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path):
 
 @pytest.mark.parametrize("rows", [[("t", ["a"], -2)], [("t", ["new"], -1)]], ids=["below-zero", "absent"])
 def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
-    catalog = Catalog(spark, tmp_path)
+    catalog = open_catalog(spark, tmp_path)
     catalog.ensure_tables()
     merge(catalog, [("t", ["a"], 1)], run=1)
     with pytest.raises(
@@ -56,7 +57,7 @@ def test_a_catalog_made_before_a_column_was_added_gains_it(spark, tmp_path: Path
     current = arrow_schema("fk_candidates")
     older = current.remove(len(current) - 1)  # columns are added at the end, as Delta's schema evolution does
     deltalake.DeltaTable.create(str(tmp_path / "fk_candidates"), schema=older)
-    catalog = Catalog(spark, tmp_path)
+    catalog = open_catalog(spark, tmp_path)
     catalog.ensure_tables()
     catalog.replace_small("fk_candidates", arrow_schema("fk_candidates").empty_table())
     assert catalog.read_small("fk_candidates").schema.names == current.names

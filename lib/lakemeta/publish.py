@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from lakemeta.catalog.store import Catalog, Txn
+from lakemeta.catalog import Catalog, Txn
 from lakemeta.crash_points import crash_point
 from lakemeta.quality.gate import Audit, require_success
 

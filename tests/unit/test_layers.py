@@ -1,0 +1,97 @@
+"""The layers of docs/architecture.md hold: imports run downward only, the papers' cores are free of Spark,
+and nothing on a production path imports the references and baselines."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[2] / "lib"
+PACKAGES = {"profile", "sketches", "agreesets", "joinsearch", "inds", "fks"}
+# Lowest first; a module may import from its own layer and the ones below it.
+LAYERS = [
+    {"hashing", "arrays", "config", "logs", "crash_points"},
+    {"spark"},
+    {"catalog"},
+    {"lake"},
+    {"component", "quality"},
+    PACKAGES,
+    {"reference"},
+    {"registry", "publish"},
+    {"pipeline"},
+    {"steps", "cli", "demo", "show"},
+]
+
+
+def modules() -> dict[str, ast.Module]:
+    found = {}
+    for path in sorted((LIB / "lakemeta").rglob("*.py")):
+        name = ".".join(path.relative_to(LIB).with_suffix("").parts).removesuffix(".__init__")
+        found[name] = ast.parse(path.read_text(encoding="utf-8"))
+    return found
+
+
+def imported(tree: ast.Module) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module)
+    return names
+
+
+def layer(module: str) -> int:
+    top = module.split(".")[1] if "." in module else ""
+    return next(i for i, members in enumerate(LAYERS) if top in members) if top else len(LAYERS)
+
+
+MODULES = modules()
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "lakemeta"))
+def test_imports_run_downward(module: str):
+    upward = sorted(
+        target
+        for target in imported(MODULES[module])
+        if target.startswith("lakemeta.") and layer(target) > layer(module)
+    )
+    assert upward == [], f"{module} (layer {layer(module)}) imports from above: {upward}"
+
+
+def is_core(module: str) -> bool:
+    """A package's paper-core module: not its Spark adapters (state.py, discover.py, and the modules
+    those read tables with), not its package file."""
+    parts = module.split(".")
+    return len(parts) == 3 and parts[1] in PACKAGES and parts[2] not in SPARK_ADAPTERS.get(parts[1], set())
+
+
+SPARK_ADAPTERS = {
+    package: {"state", "discover"} | extra
+    for package, extra in {
+        "profile": set(),
+        "sketches": set(),
+        "agreesets": set(),
+        "joinsearch": set(),
+        "inds": set(),
+        "fks": {"keys"},
+    }.items()
+}
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if is_core(m)))
+def test_the_papers_cores_are_free_of_spark(module: str):
+    spark = sorted(name for name in imported(MODULES[module]) if name.split(".")[0] in {"pyspark", "delta"})
+    assert spark == [], f"{module} is a paper's core but imports {spark}"
+
+
+def test_production_code_does_not_import_the_references():
+    importers = sorted(
+        module
+        for module, tree in MODULES.items()
+        if not module.startswith("lakemeta.reference")
+        and any(name.startswith("lakemeta.reference") for name in imported(tree))
+    )
+    assert importers == []
