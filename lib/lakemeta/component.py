@@ -107,7 +107,11 @@ class StateComponent(ABC):
         return None
 
     def update(self, plan: Plan) -> None:
-        """Apply the plan's batches to this component's state exactly once."""
+        """Apply the plan's batches to this component's state exactly once; a plan without batches changes
+        nothing and writes no commit."""
+        if not plan.batches:
+            log.info("run %d: no batches, nothing to apply to %s", plan.run_id, self.state_table())
+            return
         if self.catalog.already_applied(self.state_table(), self.txn(plan)):
             log.info("run %d: %s already applied, skipping", plan.run_id, self.state_table())
             return

@@ -169,14 +169,6 @@ class AgreeSets(StateComponent):
     count_columns = ("count",)
     drop_zero = True
 
-    def update(self, plan: Plan) -> None:
-        """Apply the plan's batches to ``state/agree_sets`` exactly once; a plan without batches writes no
-        commit."""
-        if not plan.batches:
-            log.info("run %d: no batches, nothing to apply to the agree-sets", plan.run_id)
-            return
-        super().update(plan)
-
     def delta(self, plan: Plan) -> _AgreeSetRows:
         settings = self.config.agree_sets
         spark = self.catalog.spark
