@@ -208,8 +208,13 @@ class Catalog:
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
         """Set ``new_values`` on the rows matching ``predicate`` (built from the pipeline's own values,
         never from identifiers a user supplied)."""
+        # delta-rs puts a string value between single quotes as it is: a quote inside must be doubled.
+        literal = {
+            key: value.replace("'", "''") if isinstance(value, str) else value
+            for key, value in new_values.items()
+        }
         with self.committing("update", name):
-            deltalake.DeltaTable(self.path(name)).update(new_values=new_values, predicate=predicate)
+            deltalake.DeltaTable(self.path(name)).update(new_values=literal, predicate=predicate)
 
     def already_applied(self, name: str, txn: Txn) -> bool:
         """Whether ``txn`` (or a later run of the same component) has committed to table ``name``."""
