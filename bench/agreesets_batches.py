@@ -46,8 +46,9 @@ import pyarrow.csv as pcsv
 
 from lakemeta.agreesets import from_scratch
 from lakemeta.agreesets.batch_delta import agree_set_delta
-from lakemeta.agreesets.values import read_snapshot
+from lakemeta.agreesets.values import comparable_table
 from lakemeta.config import AgreeSetConfig, Config
+from lakemeta.lake.snapshots import read_table
 from lakemeta.pipeline import Pipeline
 from lakemeta.reference.dynast import DynASt
 from lakemeta.spark import get_session
@@ -266,8 +267,8 @@ def bench_spark_step(name: str, seed: int, work: Path) -> dict[str, Any]:
         _, commit_wall, _ = timed(lambda: pipeline.commit_batches(plan))
         record = {"kind": batch.kind, "step_seconds": wall, "commit_seconds": commit_wall}
         if batch.kind == "incremental":
-            before = read_snapshot(str(path), batch.from_version)
-            after = read_snapshot(str(path), batch.to_version)
+            before = comparable_table(read_table(str(path), batch.from_version))
+            after = comparable_table(read_table(str(path), batch.to_version))
             _, kernel_wall, _ = timed(lambda: agree_set_delta(before, after, config.null_equals_null))
             record["kernel_seconds"] = kernel_wall
             record["added_by_the_job_seconds"] = wall - kernel_wall

@@ -2,11 +2,11 @@
 
 Both run on the same local[2] session over the same Parquet data, in one process:
 * baseline: ``approx_count_distinct`` of every column (Spark's HLL++, one aggregation);
-* lakemeta: the counter delta of every column (``sketches.state.counter_delta_rows``: canonical form, XXH64
-  and the per-(bucket, rho) tally in numba inside executors, then Spark's sum per (column, bucket, rho)),
+* lakemeta: the counter delta of every column (``sketches.state.tally``: canonical form, XXH64 and the
+  per-(bucket, rho) tally in numba inside executors, then Spark's sum per (column, bucket, rho)),
   materialised with the ``noop`` sink, so both sides compute and discard their result;
-* and, for the whole step, ``HllCounters.update`` into an empty state (the MERGE included), from the
-  table ingested as Delta.
+* and, for the whole step, the scan and the update of ``hll_counters`` into an empty state (the MERGE
+  included), from the table ingested as Delta.
 
 Two floors, measured in the same runs, bound what any design that tallies in Python workers can reach:
 * ``arrow_transfer``: the same columns shipped to the Python workers by ``mapInArrow`` and dropped there;
@@ -31,7 +31,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import deltalake
@@ -43,10 +43,10 @@ from pyspark.sql import Column
 from pyspark.sql.types import DateType, DecimalType, IntegralType, StringType, StructField
 
 from lakemeta.config import Config, SketchConfig
-from lakemeta.lake.batches import SIGN, open_plan
-from lakemeta.registry import open_catalog
+from lakemeta.lake.table_changes import SIGN
+from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.hll import add_counters, counter_delta, empty_counters
-from lakemeta.sketches.state import HllCounters, counter_delta_rows
+from lakemeta.sketches.state import KEYS, SCHEMA, HllCounters, tally
 from lakemeta.spark import get_session
 
 BENCH = Path(__file__).resolve().parent
@@ -100,6 +100,25 @@ def _tally_hashes(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     yield pa.RecordBatch.from_pydict({"rows": [sum(len(c) for c in running)]})
 
 
+def _tally_columns(columns: list[str]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        running = {column: empty_counters(PRECISION) for column in columns}
+        for batch in batches:
+            tally(running, pa.Table.from_batches([batch]), PRECISION)
+        for column, counters in running.items():
+            yield pa.RecordBatch.from_pydict(
+                {
+                    "table_name": ["lineitem"] * len(counters),
+                    "column_name": [column] * len(counters),
+                    "bucket": counters.bucket.astype(np.int32),
+                    "rho": counters.rho.astype(np.int32),
+                    "count": counters.count,
+                }
+            )
+
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", type=float, default=1.0)
@@ -117,7 +136,8 @@ def main() -> None:
         source.agg(*[F.approx_count_distinct(F.col(c)) for c in columns]).collect()
 
     def counters() -> None:
-        delta = counter_delta_rows(source.withColumn(SIGN, F.lit(1)), "lineitem", PRECISION)
+        tallied = source.withColumn(SIGN, F.lit(1)).mapInArrow(_tally_columns(columns), SCHEMA)
+        delta = tallied.groupBy(*KEYS).agg(F.sum("count").alias("count"))
         delta.write.format("noop").mode("overwrite").save()
 
     def arrow_transfer() -> None:
@@ -155,11 +175,10 @@ def main() -> None:
     # The whole step on a Delta lake: plan, tally, MERGE into the empty state.
     lake = work / "lake"
     source.write.format("delta").save(str(lake / "lineitem"))
-    catalog = open_catalog(spark, work / "catalog")
-    catalog.ensure_tables()
-    plan = open_plan(catalog, lake)
-    component = HllCounters(catalog, lake, Config(lake=lake, catalog=work / "catalog"))
-    step_s = timed(lambda: component.update(plan))
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=work / "catalog"))
+    catalog = pipeline.catalog
+    plan = pipeline.detect_batches()
+    step_s = timed(lambda: pipeline.update_state(plan, HllCounters.name))
 
     state = deltalake.DeltaTable(catalog.path(HllCounters.state_table()))
     state_bytes = sum(pa.table(state.get_add_actions(flatten=True))["size_bytes"].to_pylist())

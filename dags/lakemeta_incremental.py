@@ -1,12 +1,12 @@
 """lakemeta_incremental: on a schedule, bring the state up to date with the lake's changes.
 
 Wiring only: each task is a pipeline step under jobs/, launched by spark-submit through the
-`spark_default` connection. Detect the batches, apply them to every state component of the registry
-(`lakemeta.registry.STATE_COMPONENTS`, one task `update_<component>` each) in parallel while
-the batches are audited for schema drift (reported in the log and the results; no JVM), then commit the
-watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`.
-The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG / LAKEMETA_CONFIG in the task's
-environment; the steps are idempotent, so retries are safe.
+`spark_default` connection. Detect the batches, read them once for every state component (`scan_batches`),
+apply them to every state component of the registry (`lakemeta.registry.STATE_COMPONENTS`, one task
+`update_<component>` each) in parallel, while the batches are audited for schema drift (reported in the
+log and the results; no JVM), then commit the watermarks, which publishes the asset `lakemeta_state`
+that schedules `lakemeta_discovery`. The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG /
+LAKEMETA_CONFIG in the task's environment; the steps are idempotent, so retries are safe.
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ from lakemeta.spark.submit import DEFAULT_ARGS, spark_step, state_asset
 )
 def lakemeta_incremental() -> None:
     detect = spark_step("detect_batches", "detect_batches.py")
+    scan = spark_step("scan_batches", "scan_batches.py")
     state_updates = [spark_step(entry.task_id, "update_state.py", [entry.name]) for entry in STATE_COMPONENTS]
     audit = task(task_id="batch_audit")(batch_audit)()
     commit = spark_step("commit_batches", "commit_batches.py", outlets=[state_asset()])
-    detect >> [*state_updates, audit] >> commit  # the audit compares with the catalog before the commit
+    detect >> scan >> state_updates >> commit
+    detect >> audit >> commit  # the audit compares with the catalog before the commit
 
 
 lakemeta_incremental()

@@ -7,6 +7,10 @@ subtracts; the three parts are:
 
 * :meth:`StateComponent.delta`: the plan's batches -> the rows to merge. For a batch that replaces the
   table's state (a new, rebuilt or dropped table) they are the table's complete rows instead of a change.
+  It has two halves, as Deequ's scan-shareable analyzers do: :meth:`StateComponent.partial` works inside
+  the executor tasks of the run's one scan (``lakemeta.scan``), on each table's change read once for all
+  components, and returns the component's partial rows for that table; :meth:`StateComponent.delta`
+  turns the partial rows of all tables (a DataFrame) into the rows to merge.
 * :meth:`StateComponent.merge`: the delta into the stored state, in one idempotent Delta commit tagged with
   the run (Delta's ``txnAppId`` / ``txnVersion``), so a retried run never applies a batch twice. The default
   is the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, rows whose counts reach
@@ -25,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
@@ -37,6 +41,8 @@ from pyspark.sql.types import StructType
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.config import Config
 from lakemeta.lake.batches import Plan
+from lakemeta.lake.table_changes import TableChange, TablePartial
+from lakemeta.scan import BatchScan
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +71,9 @@ class StateComponent(ABC):
     count_columns: ClassVar[Sequence[str]] = ()
     drop_zero: ClassVar[bool] = True
     replace_columns: ClassVar[Sequence[str]] = ()
+    #: The schema of the rows ``partial`` emits per table in the scan's tasks; its first column is
+    #: ``table_name``.
+    partial_schema: ClassVar[StructType]
 
     def __init__(self, catalog: Catalog, lake: Path, config: Config) -> None:
         self.catalog = catalog
@@ -84,8 +93,14 @@ class StateComponent(ABC):
         return Txn(f"lakemeta.{self.name}", plan.run_id)
 
     @abstractmethod
-    def delta(self, plan: Plan) -> StateDelta:
-        """The rows ``merge`` applies for the plan's batches (computed lazily where Spark allows)."""
+    def partial(self) -> Callable[[TableChange], TablePartial]:
+        """What the scan's tasks run for this component on each table's change: a picklable factory (it is
+        shipped to the executors, so it holds settings, never the catalog or the session)."""
+
+    @abstractmethod
+    def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
+        """The rows ``merge`` applies for the plan's batches, from the partial rows the scan staged for
+        them (computed lazily where Spark allows)."""
 
     def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """Apply ``delta`` to the stored state in one commit tagged with the run; False when the run had
@@ -106,16 +121,27 @@ class StateComponent(ABC):
         columns of the catalog table ``columns``), or None."""
         return None
 
-    def update(self, plan: Plan) -> None:
-        """Apply the plan's batches to this component's state exactly once; a plan without batches changes
-        nothing and writes no commit."""
+    def applied(self, plan: Plan) -> bool:
+        """Whether the plan needs nothing more of this component: no batches, or its commit is in the log."""
         if not plan.batches:
             log.info("run %d: no batches, nothing to apply to %s", plan.run_id, self.state_table())
-            return
+            return True
         if self.catalog.already_applied(self.state_table(), self.txn(plan)):
             log.info("run %d: %s already applied, skipping", plan.run_id, self.state_table())
+            return True
+        return False
+
+    def update(self, plan: Plan) -> None:
+        """Apply the plan's batches to this component's state exactly once, from the partial rows of the
+        run's scan (``lakemeta.scan``; run now when no recorded scan covers this component). The batches of
+        tables the scan could not read are left out: they stay pending."""
+        if self.applied(plan):
             return
+        scan = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows)
+        if self.name not in scan.covered():
+            scan.run([self])
+        readable = plan.without(set(scan.failed()))
         self.catalog.spark.sparkContext.setJobDescription(
-            f"run {plan.run_id}: {self.name} of {len(plan.batches)} tables"
+            f"run {plan.run_id}: {self.name} of {len(readable.batches)} tables"
         )
-        self.merge(plan, self.delta(plan))
+        self.merge(readable, self.delta(readable, scan.partials(self)))

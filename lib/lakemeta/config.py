@@ -146,6 +146,19 @@ class FkConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ScanConfig:
+    """The one read of a run's batches that every state component shares (``lakemeta.scan``)."""
+
+    # Rows a task reads at most: small tables are packed into a task up to this many rows, and a table
+    # read in slices of this many rows at a time.
+    max_task_rows: int = 1_000_000
+
+    def __post_init__(self) -> None:
+        if self.max_task_rows < 1:
+            raise ValueError(f"scan.max_task_rows must be positive, got {self.max_task_rows}")
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     lake: Path | None = None
     catalog: Path | None = None
@@ -156,6 +169,7 @@ class Config:
     # How often lakemeta_incremental runs (a cron expression or preset); DAG files read it at parse time.
     incremental_schedule: str = "@hourly"
     ingest: IngestConfig = dataclasses.field(default_factory=IngestConfig)
+    scan: ScanConfig = dataclasses.field(default_factory=ScanConfig)
     sketches: SketchConfig = dataclasses.field(default_factory=SketchConfig)
     agree_sets: AgreeSetConfig = dataclasses.field(default_factory=AgreeSetConfig)
     joinsearch: JoinSearchConfig = dataclasses.field(default_factory=JoinSearchConfig)
@@ -261,6 +275,7 @@ def _build(values: dict[str, Any]) -> Config:
 
 _SECTIONS: dict[str, type] = {
     "ingest": IngestConfig,
+    "scan": ScanConfig,
     "sketches": SketchConfig,
     "agree_sets": AgreeSetConfig,
     "joinsearch": JoinSearchConfig,

@@ -149,6 +149,9 @@ def canonical(arr: pa.Array) -> pa.Array:
         return arr
     if pa.types.is_dictionary(arr.type):
         return canonical(arr.dictionary_decode())
+    if pa.types.is_timestamp(arr.type) and arr.type.tz not in (None, "UTC"):
+        # an instant is one value whichever zone a reader attached: written as UTC
+        return canonical(arr.cast(pa.timestamp(arr.type.unit, "UTC")))
     text = arr.cast(pa.large_string())
     if pa.types.is_decimal(arr.type) and arr.type.scale > 0:
         # every value holds a point: strip the fraction's trailing zeros, then a bare point

@@ -1,7 +1,8 @@
 """The pipeline's steps, shared by `lakemeta run`, the spark-submit jobs and so the DAGs.
 
-A run: plan the batches (or resume the unfinished plan) -> update every state component of the registry
-(independent of each other, so the DAG runs them in parallel) -> commit: derive the changed tables' keys
+A run: plan the batches (or resume the unfinished plan) -> read the batches once for every state component
+(``lakemeta.scan``) -> update every state component of the registry from that read (independent of each
+other, so the DAG runs them in parallel) -> commit: derive the changed tables' keys
 and FDs, advance the watermarks, refresh the catalog tables derived from state -> the registry's discovery
 steps over the state and tables. Each step is idempotent, so a run that died at any point is finished by
 running it again. Every step holds the catalog's state lock shared and a rebuild holds it
@@ -25,6 +26,7 @@ from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_pla
 from lakemeta.publish import publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
+from lakemeta.scan import BatchScan, remove_staging
 
 log = logging.getLogger(__name__)
 
@@ -54,15 +56,37 @@ class Pipeline:
         """The registered state components (``lakemeta.registry.STATE_COMPONENTS``), in run order."""
         return [component(self.catalog, self.lake, self.config) for component in state_components()]
 
-    def update_state(self, plan: Plan, component: str | None = None) -> None:
-        """Apply the plan to one state component (by name), or to all of them when ``component`` is None."""
+    def _named(self, component: str | None) -> list[StateComponent]:
         components = [c for c in self.components() if component is None or c.name == component]
         if not components:
             raise KeyError(f"no state component named {component!r}")
+        return components
+
+    def _scan(self, plan: Plan, pending: list[StateComponent]) -> None:
+        """The run's scan, run now for those of ``pending`` that no recorded scan covers."""
+        scan = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows)
+        covered = scan.covered()
+        uncovered = [c for c in pending if c.name not in covered]
+        if uncovered:
+            scan.run(uncovered)
+
+    def scan_batches(self, plan: Plan) -> None:
+        """Read the plan's batches once for every state component that has not applied them yet."""
+        with self.catalog.using_state(f"scanning the batches of run {plan.run_id}"):
+            if self._in_progress(plan):
+                self._scan(plan, [c for c in self.components() if not c.applied(plan)])
+
+    def update_state(self, plan: Plan, component: str | None = None) -> None:
+        """Apply the plan to one state component (by name), or to all of them when ``component`` is None,
+        from the run's scan (run first for the components no recorded scan covers)."""
+        components = self._named(component)
         with self.catalog.using_state(f"updating the state for run {plan.run_id}"):
             if not self._in_progress(plan):
                 return
-            for each in components:
+            pending = [c for c in components if not c.applied(plan)]
+            if pending:
+                self._scan(plan, pending)  # one scan for all of them; each then finds it
+            for each in pending:
                 each.update(plan)
 
     def _in_progress(self, plan: Plan) -> bool:
@@ -85,10 +109,15 @@ class Pipeline:
         """
         with self.catalog.using_state("committing a run"):
             if plan is not None and self._in_progress(plan):
+                failed = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows).failed()
                 refresh_keys_and_dependencies(
-                    self.catalog, self.config.agree_sets, sorted({batch.table_name for batch in plan.batches})
+                    self.catalog,
+                    self.config.agree_sets,
+                    sorted({b.table_name for b in plan.without(set(failed)).batches}),
                 )
-                commit_plan(self.catalog, plan)
+                commit_plan(self.catalog, plan, failed)
+            running = running_plan(self.catalog.root)
+            remove_staging(self.catalog, keep_run=running.run_id if running else None)
             derived = [component.derive() for component in self.components()]
             refresh_tables_and_columns(self.catalog, [metrics for metrics in derived if metrics is not None])
 
@@ -110,13 +139,16 @@ class Pipeline:
         steps = [step.name for step in DISCOVERY_STEPS if not step.done_by_commit]
         with (
             self.catalog.using_state("a run"),
-            tqdm(total=len(components) + len(steps) + 3, desc="run", unit="step", disable=None) as progress,
+            tqdm(total=len(components) + len(steps) + 4, desc="run", unit="step", disable=None) as progress,
         ):
             progress.set_postfix_str("detect batches")
             plan = self.detect_batches()
             progress.update()
             progress.set_postfix_str("audit batches for schema drift")
             audit_batches(self.catalog.root, self.lake)
+            progress.update()
+            progress.set_postfix_str(f"scan {len(plan.batches)} tables")
+            self.scan_batches(plan)
             progress.update()
             for component in components:
                 progress.set_postfix_str(f"update {component.name} of {len(plan.batches)} tables")

@@ -1,6 +1,6 @@
 """Entry points of the spark-submit jobs under jobs/: parse arguments, open a session, run one step.
 
-A step has one name everywhere: the DAG task, the job and the logs (``detect_batches``,
+A step has one name everywhere: the DAG task, the job and the logs (``detect_batches``, ``scan_batches``,
 ``update_<component>``, ``commit_batches``, a discovery step's name, ``rebuild_state``); state components
 and discovery steps are the registry's (``lakemeta.registry``).
 """
@@ -44,6 +44,17 @@ def detect_batches(argv: Sequence[str] | None = None) -> None:
     """Plan a run: the batches of every changed table (or resume the unfinished plan)."""
     args = _parser("lakemeta step detect_batches: plan a run").parse_args(argv)
     _open("detect_batches", args).detect_batches()
+
+
+def scan_batches(argv: Sequence[str] | None = None) -> None:
+    """Read the running run's batches once for every state component (``lakemeta.scan``)."""
+    args = _parser("lakemeta step scan_batches: read the run's batches once for every component").parse_args(
+        argv
+    )
+    pipeline = _open("scan_batches", args)
+    plan = pipeline.running()
+    if plan is not None:
+        pipeline.scan_batches(plan)
 
 
 def update_state(argv: Sequence[str] | None = None) -> None:

@@ -69,7 +69,9 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
         assert task.application_args == [entry.name]
     assert upstream(dag) == {
         "detect_batches": [],
-        **{task: ["detect_batches"] for task in [*state_updates, "batch_audit"]},
+        "scan_batches": ["detect_batches"],
+        "batch_audit": ["detect_batches"],
+        **{task: ["scan_batches"] for task in state_updates},
         "commit_batches": sorted(["batch_audit", *state_updates]),
     }
     (asset,) = dag.get_task("commit_batches").outlets
@@ -89,7 +91,7 @@ def test_a_registered_state_component_gets_its_task(dagbag, monkeypatch: pytest.
     monkeypatch.setattr(registry, "STATE_COMPONENTS", (*registry.STATE_COMPONENTS, entry))
     dag = DagBag(dag_folder=str(REPO / "dags" / "lakemeta_incremental.py")).dags["lakemeta_incremental"]
     assert dag.get_task("update_row_counts").application_args == ["row_counts"]
-    assert upstream(dag)["update_row_counts"] == ["detect_batches"]
+    assert upstream(dag)["update_row_counts"] == ["scan_batches"]
     assert "update_row_counts" in dag.get_task("commit_batches").upstream_task_ids
 
 

@@ -6,14 +6,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyspark.sql.functions as F
 import pytest
+from pyspark.sql import DataFrame
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakemeta import registry
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import Config
-from lakemeta.lake.batches import SIGN, Plan, changes, union_all
+from lakemeta.lake.batches import Plan
+from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.pipeline import Pipeline
 
 from .lake_changes import create_foreign_table, create_spark_table, drop_table, random_change, random_rows
@@ -29,17 +32,26 @@ class RowCounts(StateComponent):
     merge_keys = ("table_name",)
     count_columns = ("count",)
 
-    def delta(self, plan: Plan) -> StateDelta:
-        spark = self.catalog.spark
-        frames = [
-            changes(spark, self.lake, batch).select(F.lit(batch.table_name).alias("table_name"), SIGN)
-            for batch in plan.batches
-            if batch.kind != "drop"
-        ]
-        if not frames:
-            return StateDelta(spark.createDataFrame([], self.schema), plan.replaced_tables)
-        summed = union_all(frames).groupBy("table_name").agg(F.sum(SIGN).cast("long").alias("count"))
-        return StateDelta(summed, plan.replaced_tables)
+    partial_schema = schema
+
+    def partial(self) -> type[TablePartial]:
+        # Defined here, so that the scan's tasks receive the class by value (this module is not on the
+        # executors' path).
+        class SignedRows(TablePartial):
+            def __init__(self, change: TableChange) -> None:
+                super().__init__(change)
+                self.count = 0
+
+            def add(self, rows: pa.Table) -> None:
+                self.count += int(rows[SIGN].to_numpy().sum())
+
+            def finish(self) -> pa.Table:
+                return pa.table({"table_name": [self.change.table_name], "count": [self.count]})
+
+        return SignedRows
+
+    def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
+        return StateDelta(partials.where(F.col("count") != 0), plan.replaced_tables)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ LAYERS = [
     {"spark"},
     {"catalog"},
     {"lake"},
+    {"scan"},
     {"component", "quality"},
     PACKAGES,
     {"reference"},

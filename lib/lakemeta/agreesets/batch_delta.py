@@ -43,6 +43,7 @@ import pyarrow as pa
 from lakemeta.agreesets.evidence import delta_minus, delta_plus
 from lakemeta.agreesets.multiset import AgreeSetMultiset
 from lakemeta.agreesets.relation import CompressedRelation
+from lakemeta.lake.rows import copy_differences, row_ids
 
 
 @dataclass(frozen=True)
@@ -68,34 +69,6 @@ def _load(relation: CompressedRelation, table: pa.Table) -> np.ndarray:
     return cells
 
 
-def _first_of_each_group(groups: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Indices of the rows to take: for each group g, its first ``wanted[g]`` rows, in row order."""
-    order = np.argsort(groups, kind="stable")
-    ordered = groups[order]
-    rank = np.arange(len(order)) - np.searchsorted(ordered, ordered, side="left")
-    return np.sort(order[rank < wanted[ordered]])
-
-
-_KEY_LIMIT = 1 << 62
-
-
-def row_ids(cells: np.ndarray) -> np.ndarray:
-    """A dense id per distinct row of the cell matrix (exact): the columns are folded into one integer key,
-    which is re-densified whenever the next column could overflow it - one 1-D sort per few columns instead
-    of a lexicographic sort of whole rows."""
-    key = np.zeros(len(cells), dtype=np.int64)
-    span = 1
-    for column in cells.T:
-        low = int(column.min())
-        width = int(column.max()) - low + 1
-        if span * width >= _KEY_LIMIT:
-            distinct, key = np.unique(key, return_inverse=True)
-            span = len(distinct)
-        key = key * width + (column - low)
-        span *= width
-    return np.unique(key, return_inverse=True)[1].reshape(-1)
-
-
 def net_change(
     relation: CompressedRelation, before_cells: np.ndarray, after: pa.Table
 ) -> tuple[np.ndarray, pa.Table]:
@@ -107,12 +80,7 @@ def net_change(
     if len(both) == 0:
         return np.zeros(0, dtype=np.int64), after.slice(0, 0)
     group = row_ids(both)
-    n_groups = int(group.max()) + 1
-    before_group, after_group = group[: len(before_cells)], group[len(before_cells) :]
-    before_copies = np.bincount(before_group, minlength=n_groups)
-    after_copies = np.bincount(after_group, minlength=n_groups)
-    deleted = _first_of_each_group(before_group, np.maximum(before_copies - after_copies, 0))
-    inserted = _first_of_each_group(after_group, np.maximum(after_copies - before_copies, 0))
+    deleted, inserted = copy_differences(group[: len(before_cells)], group[len(before_cells) :])
     return deleted, after.take(inserted)
 
 

@@ -2,14 +2,14 @@
 
 The three parts of a state component (docs/architecture.md, "The state component contract"):
 
-* Delta from a batch (:meth:`AgreeSets.delta`; DynASt Fig. 1, first step). Per changed table, in one Spark
-  task that keeps the table's work together: the executor reads the table's snapshots at the batch's
-  ``from_version`` (r^curr) and ``to_version`` with delta-rs (``lakemeta.agreesets.values``) and computes
-  their change of ES^m (``lakemeta.agreesets.batch_delta``): the deleted tuples are removed with Algorithm 2
-  (Δ-, §5.2) and the inserted tuples added with Algorithm 1 (Δ+, over r^next, §5.1) - deletions first, as
-  §3 prescribes. The emitted rows are Δ+ ⊖ Δ- as signed counts per agree-set. A ``full`` batch (new or
-  replaced table) emits the complete ES^m of its snapshot (Alg. 1 into an empty relation); a ``drop`` batch
-  emits nothing.
+* Delta from a batch (:meth:`AgreeSets.delta`; DynASt Fig. 1, first step). Per changed table, in the task
+  of the run's one scan (``lakemeta.scan``) that reads the table: it takes the table's snapshots at the
+  batch's ``from_version`` (r^curr) and ``to_version`` (read with delta-rs, as canonical strings:
+  ``lakemeta.agreesets.values``) and computes their change of ES^m (``lakemeta.agreesets.batch_delta``):
+  the deleted tuples are removed with Algorithm 2 (Δ-, §5.2) and the inserted tuples added with
+  Algorithm 1 (Δ+, over r^next, §5.1) - deletions first, as §3 prescribes. The emitted rows are Δ+ ⊖ Δ-
+  as signed counts per agree-set. A ``full`` batch (new or replaced table) emits the complete ES^m of its
+  snapshot (Alg. 1 into an empty relation); a ``drop`` batch emits nothing.
 * Merge (the contract's shared MERGE of counts). One idempotent MERGE adds the signed counts (Property 1:
   ES^m(r^next) = ES^m(r^curr) ⊖ Δ- ⊕ Δ+), replaces the rows of new, replaced and dropped tables, and
   deletes agree-sets whose count reaches zero, so the state holds exactly the support of ES^m(r) with its
@@ -31,25 +31,21 @@ exponential in the width in the worst case, only for those with at most ``max_co
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 
-import deltalake
 import pyarrow as pa
-import pyarrow.compute as pc
+import pyspark.sql.functions as F
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
-from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
+from pyspark.sql import DataFrame
+from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
 
 from lakemeta.agreesets.batch_delta import AgreeSetDelta, agree_set_delta, name_lists
 from lakemeta.agreesets.discover import unique_column_flags
-from lakemeta.agreesets.values import read_snapshot
+from lakemeta.agreesets.values import comparable_table
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.lake.batches import Plan
-from lakemeta.lake.tables import table_path
-from lakemeta.spark.placement import balanced_frame
+from lakemeta.lake.table_changes import TableChange, TablePartial
 
 log = logging.getLogger(__name__)
 
@@ -63,100 +59,59 @@ SCHEMA = StructType(
     ]
 )
 
-_DESCRIPTOR_SCHEMA = "table_name string, path string, kind string, from_version long, to_version long"
+# Per table, whether the partial rows replace its stored ones; a row with a null agree-set only says so
+# (a table over ``max_rows``, whose stored rows are replaced by nothing).
+PARTIAL_SCHEMA = StructType([*SCHEMA.fields, StructField("replaces", BooleanType(), True)])
 _NAMES = pa.list_(pa.string())
 
 
-def _delta_rows(table_name: str, delta: AgreeSetDelta, full: bool) -> pa.RecordBatch:
+def _delta_rows(table_name: str, delta: AgreeSetDelta, full: bool) -> pa.Table:
     """The delta's rows; a full build also emits the table's marker (the empty agree-set, count 1)."""
     names = name_lists(delta.masks, delta.column_names)
     counts = pa.array(delta.counts, pa.int64())
     if full:
         names = pa.concat_arrays([names, pa.array([[]], _NAMES)])
         counts = pa.concat_arrays([counts, pa.array([1], pa.int64())])
-    return pa.RecordBatch.from_arrays(
-        [pa.array([table_name] * len(counts), pa.string()), names, counts],
-        names=["table_name", "agree_set", "count"],
+    n = len(counts)
+    return pa.table(
+        {
+            "table_name": pa.array([table_name] * n, pa.string()),
+            "agree_set": names,
+            "count": counts,
+            "replaces": pa.array([full] * n, pa.bool_()),
+        }
     )
 
 
-@dataclass(frozen=True)
-class _Counters:
-    """Spark accumulators for the log line (a retried task may count twice; logs only)."""
+class _AgreeSetPartial(TablePartial):
+    """A tracked table's change of ES^m from its two snapshots (``batch_delta.agree_set_delta``)."""
 
-    tables: object
-    rows_deleted: object
-    rows_inserted: object
+    def __init__(self, change: TableChange, max_rows: int, null_equals_null: bool) -> None:
+        super().__init__(change)
+        self.max_rows = max_rows
+        self.null_equals_null = null_equals_null
 
-    @classmethod
-    def create(cls, spark: SparkSession) -> _Counters:
-        context = spark.sparkContext
-        return cls(context.accumulator(0), context.accumulator(0), context.accumulator(0))
-
-
-def _batch_deltas(
-    null_equals_null: bool, counters: _Counters
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for record_batch in descriptors:
-            for batch in record_batch.to_pylist():
-                full = batch["kind"] == "full"
-                after = read_snapshot(batch["path"], batch["to_version"])
-                before = None
-                if not full:
-                    before = read_snapshot(batch["path"], batch["from_version"])
-                    if before.column_names != after.column_names:
-                        raise ValueError(f"{batch['table_name']}: schema changed in an incremental batch")
-                delta = agree_set_delta(before, after, null_equals_null)
-                counters.tables.add(1)
-                counters.rows_deleted.add(delta.rows_deleted)
-                counters.rows_inserted.add(delta.rows_inserted)
-                yield _delta_rows(batch["table_name"], delta, full)
-
-    return run
-
-
-def _snapshot_rows_and_bytes(path: Path, version: int) -> tuple[int, int]:
-    """Rows and bytes of a snapshot's data files, from the Delta log's file statistics (no data read)."""
-    actions = pa.table(deltalake.DeltaTable(str(path), version=version).get_add_actions(flatten=True))
-    return int(pc.sum(actions["num_records"]).as_py() or 0), int(pc.sum(actions["size_bytes"]).as_py() or 0)
-
-
-@dataclass(frozen=True)
-class _Work:
-    """What the executors compute for a plan: one descriptor per table to process, and the tables whose
-    stored rows the delta replaces (new, replaced and dropped tables, and tables crossing ``max_rows``)."""
-
-    descriptors: list[tuple[int, tuple]]  # (bytes, descriptor), the bytes for balancing
-    replaced_tables: list[str]
-
-
-def _plan_work(lake: Path, plan: Plan, max_rows: int) -> _Work:
-    descriptors = []
-    replaced = set(plan.replaced_tables)
-    for batch in plan.batches:
-        if batch.kind == "drop":
-            continue
-        path = table_path(lake, batch.table_name)
-        rows, size = _snapshot_rows_and_bytes(path, batch.to_version)
-        kind = batch.kind
-        if rows > max_rows:
-            replaced.add(batch.table_name)  # untracked now: its rows, if any, are replaced by nothing
-            continue
-        if kind == "incremental" and _snapshot_rows_and_bytes(path, batch.from_version)[0] > max_rows:
-            kind = "full"  # untracked until now: built from its snapshot
-            replaced.add(batch.table_name)
-        descriptors.append((size, (batch.table_name, str(path), kind, batch.from_version, batch.to_version)))
-    return _Work(descriptors, sorted(replaced))
-
-
-@dataclass(frozen=True)
-class _AgreeSetRows(StateDelta):
-    """The delta, with what the merge's log line reports: the executors' counters, filled as the rows are
-    computed, and the number of tables left untracked (over ``max_rows``)."""
-
-    counters: _Counters
-    untracked: int
+    def finish(self) -> pa.Table:
+        change = self.change
+        if change.snapshot_rows > self.max_rows:  # untracked now: its rows, if any, are replaced by nothing
+            return pa.table(
+                {
+                    "table_name": [change.table_name],
+                    "agree_set": pa.nulls(1, _NAMES),
+                    "count": pa.array([0], pa.int64()),
+                    "replaces": [True],
+                }
+            )
+        full = change.replaces_state or change.before_rows > self.max_rows  # untracked until now: built
+        after = comparable_table(change.after)
+        before = None if full else comparable_table(change.before)
+        if before is not None and before.column_names != after.column_names:
+            raise ValueError(f"{change.table_name}: schema changed in an incremental batch")
+        delta = agree_set_delta(before, after, self.null_equals_null)
+        log.debug(
+            "%s: %d rows deleted, %d inserted", change.table_name, delta.rows_deleted, delta.rows_inserted
+        )
+        return _delta_rows(change.table_name, delta, full)
 
 
 class AgreeSets(StateComponent):
@@ -164,26 +119,27 @@ class AgreeSets(StateComponent):
 
     name = "agree_sets"
     schema = SCHEMA
+    partial_schema = PARTIAL_SCHEMA
     config_section = "agree_sets"
     merge_keys = ("table_name", "agree_set")
     count_columns = ("count",)
     drop_zero = True
 
-    def delta(self, plan: Plan) -> _AgreeSetRows:
+    def partial(self) -> functools.partial[_AgreeSetPartial]:
         settings = self.config.agree_sets
-        spark = self.catalog.spark
-        counters = _Counters.create(spark)
-        work = _plan_work(self.lake, plan, settings.max_rows)
-        if work.descriptors:
-            rows = balanced_frame(spark, work.descriptors, _DESCRIPTOR_SCHEMA).mapInArrow(
-                _batch_deltas(settings.null_equals_null, counters), SCHEMA
-            )
-        else:
-            rows = spark.createDataFrame([], SCHEMA)
-        untracked = sum(batch.kind != "drop" for batch in plan.batches) - len(work.descriptors)
-        return _AgreeSetRows(rows, work.replaced_tables, counters, untracked)
+        return functools.partial(
+            _AgreeSetPartial, max_rows=settings.max_rows, null_equals_null=settings.null_equals_null
+        )
 
-    def merge(self, plan: Plan, delta: _AgreeSetRows) -> bool:
+    def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
+        """The tracked tables' signed agree-set counts; the tables whose rows they replace are the plan's
+        new, replaced and dropped tables and those crossing ``max_rows`` (few: collected)."""
+        crossing = partials.where(F.col("replaces")).select("table_name").distinct().toArrow()
+        replaced = sorted(set(plan.replaced_tables) | set(crossing["table_name"].to_pylist()))
+        rows = partials.where(F.col("agree_set").isNotNull()).select(*SCHEMA.fieldNames())
+        return StateDelta(rows, replaced)
+
+    def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """The shared MERGE of counts, with the number of agree-set rows merged in the log."""
         # Computed once, for the count and the MERGE (which reads it for its negative-count check and
         # twice more).
@@ -194,14 +150,11 @@ class AgreeSets(StateComponent):
         finally:
             rows.unpersist()
         log.info(
-            "run %d: agree-sets of %d tables updated (%d rows deleted, %d inserted; %d dropped tables, "
-            "%d over %d rows untracked): %d agree-set rows merged",
+            "run %d: agree-sets of %d tables updated (%d replaced, new, dropped or crossing %d rows): "
+            "%d agree-set rows merged",
             plan.run_id,
-            delta.counters.tables.value,
-            delta.counters.rows_deleted.value,
-            delta.counters.rows_inserted.value,
-            sum(batch.kind == "drop" for batch in plan.batches),
-            delta.untracked,
+            len(plan.batches),
+            len(delta.replaced_tables),
             self.config.agree_sets.max_rows,
             merged,
         )

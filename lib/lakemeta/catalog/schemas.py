@@ -125,6 +125,13 @@ BOOKKEEPING_SCHEMAS: dict[str, StructType] = {
         ("rows_inserted", LongType()),
         ("rows_deleted", LongType()),
         ("committed", BooleanType()),
+        # Rows and bytes of the snapshot at to_version, from the log's file statistics: what the scan
+        # packs tasks by, without opening the table again.
+        ("snapshot_rows", LongType()),
+        ("snapshot_bytes", LongType()),
+        # Why the batch could not be read: it stays uncommitted (the table keeps its watermark and is
+        # planned again by the next run) while the run's other batches commit.
+        ("error", StringType()),
     ),
 }
 

@@ -4,23 +4,25 @@ One item per non-null cell: the normalised value (``normalise``), the table, the
 the row's XASH super key (§5.1; ``super_key`` holds the ``superkey`` words, most significant bit first,
 as signed 64-bit integers). Inserted rows add their items, deleted rows remove theirs, an update (a delete
 plus an insert) re-hashes the row (§5.4); a ``full`` batch replaces the table's items, a ``drop`` batch
-removes them. Per-value work (normalising, XASH, OR-ing super keys) runs in the executors (``mapInArrow``
-over ``index.table_postings``); the driver only plans.
+removes them. Per-value work (normalising, XASH, OR-ing super keys: ``index.table_postings``) runs in the
+tasks of the run's one scan (``lakemeta.scan``); the driver only plans.
 
 Row ids: content-addressed occurrences
     The row id of the j-th copy (j = 0, 1, ...) of a row content r in a table is ``xxhash64(h(r), j)``
-    (Spark's xxhash64), where h(r) is the xxhash64 of all the row's cells, each followed by its null flag
-    (so that (null, "a") and ("a", null) differ), in column order; array, map and struct cells enter as
-    their JSON form. Copies of one content have the same items up to the row id, so which physical copy
+    (Spark's xxhash64), where h(r) is ``lakemeta.lake.rows.content_hashes``: XXH64 over the hashes of the
+    row's cells' canonical forms and their null flags (so that (null, "a") and ("a", null) differ), in
+    column order; array, map and struct cells enter by their canonical strings. It does not depend on
+    which reader read the row, and the scheme is recorded beside the hasher (:data:`ROW_IDS_PROPERTY`).
+    Copies of one content have the same items up to the row id, so which physical copy
     holds which occurrence number does not matter: the posting lists are a function of the multiset of
     rows, and a rebuild from the final snapshot gives exactly the ids the incremental path gave.
 
     A batch changes the copies of a content r by ``net`` = inserted - deleted. With c' copies of r in
     the snapshot at the batch's ``to_version`` there were c = c' - net before, so a positive ``net`` adds
     occurrences c .. c'-1 and a negative one removes the highest, c' .. c-1: a delete removes exactly the
-    items of the copies it deleted. c' is counted in the table's snapshot at ``to_version``, hashed in the
-    JVM (no Python) and semi-joined with the batch's contents: a scan of the changed table, cheaper than
-    a scan of the posting lists, which hold a row per cell plus its super key.
+    items of the copies it deleted. c' is counted in the table's snapshot at ``to_version`` by the scan
+    task that reads the batch, for the batch's contents only: a scan of the changed table, cheaper than a
+    scan of the posting lists, which hold a row per cell plus its super key.
 
     Why not the alternatives: Delta's row tracking ids (``_metadata.row_id``) cannot be read together
     with the change feed, do not exist on tables other engines write, and are not what a rebuild sees (a
@@ -56,9 +58,9 @@ Exactly once
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
-from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import deltalake
@@ -66,7 +68,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import DataFrame
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -84,14 +86,16 @@ from lakemeta.config import JoinSearchConfig
 from lakemeta.joinsearch.index import table_postings
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher, ones_per_value
-from lakemeta.lake.batches import SIGN, Batch, Plan, changes, union_all
-from lakemeta.lake.snapshots import snapshot
-from lakemeta.lake.tables import holds_plain_values, source_column, table_path
+from lakemeta.lake.batches import Plan
+from lakemeta.lake.rows import content_hashes
+from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
+from lakemeta.lake.tables import holds_plain_values
 
 log = logging.getLogger(__name__)
 
 STATE = "state/posting_lists"
 HASHER_PROPERTY = "lakemeta.posting_lists.hasher"
+ROW_IDS_PROPERTY = "lakemeta.posting_lists.row_ids"
 
 # Shares per million of the 37 character classes (xash: '0'-'9', 'a'-'z', other) over the distinct
 # normalised values of the MATE paper's sample tables; only their order matters (§5.3.2).
@@ -114,16 +118,25 @@ SCHEMA = StructType(
     ]
 )
 
-_ITEM_SCHEMA = StructType(
+# Per table, from the run's scan: the signed items of its changed rows (``copies`` null), and for an
+# incremental batch the copies c' each changed content has in the snapshot at ``to_version`` (``copies``
+# set, the item columns null).
+PARTIAL_SCHEMA = StructType(
     [
-        StructField("value", StringType()),
-        StructField("column_name", StringType()),
+        StructField("table_name", StringType()),
         StructField("row_hash", LongType()),
         StructField("sign", LongType()),
+        StructField("column_name", StringType()),
+        StructField("value", StringType()),
         StructField("super_key", ArrayType(LongType())),
+        StructField("replaces", BooleanType()),
+        StructField("copies", LongType()),
     ]
 )
 _DELETE = "_lm_delete"
+# Row ids as the module docstring defines them (content hashes of ``lakemeta.lake.rows``); recorded with
+# the hasher, as ids of another scheme cannot be removed by the ids of this one.
+ROW_IDS = "content-xxh64-v2"
 
 
 def posting_hasher(config: JoinSearchConfig) -> XashHasher:
@@ -148,7 +161,6 @@ class PostingDelta(StateDelta):
     counts the batches with a column that can hold items."""
 
     hasher: XashHasher
-    indexed_batches: int
 
 
 class PostingLists(StateComponent):
@@ -158,40 +170,22 @@ class PostingLists(StateComponent):
     schema = SCHEMA
     config_section = "joinsearch"
 
-    def delta(self, plan: Plan) -> PostingDelta:
-        """The items of the plan's changed rows, signed, and the row ids they remove (module docstring,
-        "Row ids"); normalising and XASH run in the executors when the MERGE executes."""
-        hasher = posting_hasher(self.config.joinsearch)
-        spark = self.catalog.spark
-        signed_items: list[DataFrame] = []
-        final_copies: list[DataFrame] = []
-        for batch in plan.batches:
-            if batch.kind == "drop":
-                continue
-            rows = changes(spark, self.lake, batch)
-            fields = [field for field in rows.schema.fields if field.name != SIGN]
-            indexed = [field.name for field in fields if _indexed(field.dataType)]
-            if not indexed:  # no cell of this table can ever be an item
-                continue
-            signed_items.append(_signed_items(rows, batch, fields, indexed, hasher))
-            if batch.kind == "incremental":
-                after = snapshot(spark, table_path(self.lake, batch.table_name), batch.to_version)
-                final_copies.append(
-                    after.select(
-                        F.lit(batch.table_name).alias("table_name"), _content_hash(fields).alias("row_hash")
-                    )
-                )
-        source = _merge_source(self.catalog, signed_items, final_copies)
-        return PostingDelta(source, plan.replaced_tables, hasher, len(signed_items))
+    partial_schema = PARTIAL_SCHEMA
+
+    def partial(self) -> functools.partial[_PostingPartial]:
+        return functools.partial(_PostingPartial, hasher=posting_hasher(self.config.joinsearch))
+
+    def delta(self, plan: Plan, partials: DataFrame) -> PostingDelta:
+        """The items to insert and the row ids to remove (module docstring, "Row ids"), from the signed
+        items and copy counts of the run's scan; normalising and XASH ran in the scan's tasks."""
+        source = _merge_source(partials)
+        return PostingDelta(source, plan.replaced_tables, posting_hasher(self.config.joinsearch))
 
     def merge(self, plan: Plan, delta: PostingDelta) -> bool:  # type: ignore[override]
         """Record the delta's hasher (refused while items of another one exist), then insert the new items
-        and remove items by row id in one MERGE tagged with the run; a plan with no indexed batch and no
-        replaced table writes nothing."""
+        and remove items by row id in one MERGE tagged with the run."""
         _record_hasher(self.catalog, delta.hasher)
         replaced = list(delta.replaced_tables)
-        if not delta.indexed_batches and not replaced:
-            return True
         merge = (
             self.catalog.delta_table(STATE)
             .alias("t")
@@ -221,17 +215,20 @@ class PostingLists(StateComponent):
 def _record_hasher(catalog: Catalog, hasher: XashHasher) -> None:
     """Record ``hasher`` as the posting lists' hasher; refuse another one while items exist."""
     table = deltalake.DeltaTable(catalog.path(STATE))
-    wanted = json.dumps(hasher.to_dict(), sort_keys=True)
-    recorded = table.metadata().configuration.get(HASHER_PROPERTY)
+    configuration = table.metadata().configuration
+    wanted = {HASHER_PROPERTY: json.dumps(hasher.to_dict(), sort_keys=True), ROW_IDS_PROPERTY: ROW_IDS}
+    recorded = {name: configuration.get(name) for name in wanted}
     if recorded == wanted:
         return
-    if recorded is not None and _holds_items(table):
+    if _holds_items(table):
         raise ValueError(
-            f"{STATE} holds super keys made with XASH {recorded}, the configuration asks for {wanted}: "
-            "old super keys would not cover new query keys; run `lakemeta rebuild` to change the hasher"
+            f"{STATE} holds items made with XASH {recorded[HASHER_PROPERTY]} and row ids "
+            f"{recorded[ROW_IDS_PROPERTY]}, this version makes XASH {wanted[HASHER_PROPERTY]} and row ids "
+            f"{ROW_IDS}: old super keys would not cover new query keys, and old row ids would not be "
+            "removed by new ones; run `lakemeta rebuild` to rebuild the posting lists"
         )
     with catalog.committing("set properties of", STATE):
-        table.alter.set_table_properties({HASHER_PROPERTY: wanted}, raise_if_not_exists=False)
+        table.alter.set_table_properties(wanted, raise_if_not_exists=False)
 
 
 def _holds_items(table: deltalake.DeltaTable) -> bool:
@@ -244,88 +241,75 @@ def _indexed(kind: DataType) -> bool:
     return holds_plain_values(kind) and not isinstance(kind, BinaryType)
 
 
-def _content_hash(fields: Sequence[StructField]) -> Column:
-    """h(r) of the module docstring: xxhash64 over every cell and its null flag, nested cells as JSON."""
-    parts: list[Column] = []
-    for field in fields:
-        cell = source_column(field.name)
-        hashed = cell if holds_plain_values(field.dataType) else F.to_json(F.struct(cell))
-        parts += [hashed, cell.isNull()]
-    return F.xxhash64(*parts)
+class _PostingPartial(TablePartial):
+    """A table's signed items and, for an incremental batch, the copies of its changed contents."""
+
+    def __init__(self, change: TableChange, hasher: XashHasher) -> None:
+        super().__init__(change)
+        self.hasher = hasher
+        self.indexed = [field.name for field in change.schema.fields if _indexed(field.dataType)]
+        self.changed: list[np.ndarray] = []
+
+    def add(self, rows: pa.Table) -> pa.Table | None:
+        if not self.indexed:  # no cell of this table can ever be an item
+            return None
+        row_hashes = content_hashes(rows.drop_columns([SIGN]))
+        if not self.change.replaces_state:
+            self.changed.append(row_hashes)
+        postings = table_postings(
+            [rows[name] for name in self.indexed], np.arange(rows.num_rows), self.hasher
+        )
+        taken = postings.column("row_id")
+        words = super_keys_from_binary(postings.column("super_key")).view(np.int64).ravel()
+        offsets = np.arange(0, len(words) + 1, self.hasher.n_words, dtype=np.int32)
+        n = len(taken)
+        return pa.table(
+            {
+                "table_name": pa.array(np.full(n, self.change.table_name, dtype=object), pa.string()),
+                "row_hash": pa.array(row_hashes).take(taken),
+                "sign": rows[SIGN].take(taken),
+                "column_name": pa.array(self.indexed, pa.string()).take(postings.column("column_id")),
+                "value": postings.column("value").cast(pa.string()),
+                "super_key": pa.ListArray.from_arrays(pa.array(offsets), pa.array(words)),
+                "replaces": pa.array(np.full(n, self.change.replaces_state), pa.bool_()),
+                "copies": pa.nulls(n, pa.int64()),
+            }
+        )
+
+    def finish(self) -> pa.Table | None:
+        """c' of the module docstring: the copies each changed content has in the snapshot at
+        ``to_version``, counted in the executor (the task holds the snapshot)."""
+        if not self.changed:
+            return None
+        changed = np.unique(np.concatenate(self.changed))
+        after = self.change.after
+        final = content_hashes(after.select([field.name for field in self.change.schema.fields]))
+        contents, copies = np.unique(final[np.isin(final, changed)], return_counts=True)
+        n = len(contents)
+        return pa.table(
+            {
+                "table_name": pa.array(np.full(n, self.change.table_name, dtype=object), pa.string()),
+                "row_hash": pa.array(contents),
+                "sign": pa.nulls(n, pa.int64()),
+                "column_name": pa.nulls(n, pa.string()),
+                "value": pa.nulls(n, pa.string()),
+                "super_key": pa.nulls(n, pa.list_(pa.int64())),
+                "replaces": pa.nulls(n, pa.bool_()),
+                "copies": pa.array(copies.astype(np.int64)),
+            }
+        )
 
 
-def _signed_items(
-    rows: DataFrame, batch: Batch, fields: list[StructField], indexed: list[str], hasher: XashHasher
-) -> DataFrame:
-    """The items of every changed row, with the row's content hash and its sign (+1 inserted, -1 deleted):
-    normalising and XASH run in the executors, once per row copy."""
-    cells = [source_column(name).alias(f"c{i}") for i, name in enumerate(indexed)]
-    prepared = rows.select(
-        _content_hash(fields).alias("row_hash"), F.col(SIGN).cast("long").alias("sign"), *cells
-    )
-    return prepared.mapInArrow(_item_maker(indexed, hasher), _ITEM_SCHEMA).select(
-        F.lit(batch.table_name).alias("table_name"),
-        F.lit(batch.kind == "full").alias("replaces"),
-        "*",
-    )
-
-
-def _item_maker(
-    column_names: list[str], hasher: XashHasher
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The ``mapInArrow`` function: the items of each row (``index.table_postings``), with its hash and sign.
-
-    Input columns: row_hash, sign, then the indexed cells c0, c1, ... (Arrow types as Spark hands them
-    over; ``normalise`` turns them into strings).
-    """
-    names = pa.array(column_names, pa.string())
-    n_words = hasher.n_words
-    schema = pa.schema(
-        [
-            ("value", pa.string()),
-            ("column_name", pa.string()),
-            ("row_hash", pa.int64()),
-            ("sign", pa.int64()),
-            ("super_key", pa.list_(pa.int64())),
-        ]
-    )
-
-    def make_items(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            cells = [batch.column(2 + i) for i in range(len(column_names))]
-            postings = table_postings(cells, np.arange(batch.num_rows), hasher)
-            rows = postings.column("row_id")
-            words = super_keys_from_binary(postings.column("super_key")).view(np.int64).ravel()
-            offsets = np.arange(0, len(words) + 1, n_words, dtype=np.int32)
-            yield pa.RecordBatch.from_arrays(
-                [
-                    postings.column("value").cast(pa.string()),
-                    names.take(postings.column("column_id")),
-                    batch.column(0).take(rows),
-                    batch.column(1).take(rows),
-                    pa.ListArray.from_arrays(pa.array(offsets), pa.array(words)),
-                ],
-                schema=schema,
-            )
-
-    return make_items
-
-
-def _merge_source(
-    catalog: Catalog, signed_items: list[DataFrame], final_copies: list[DataFrame]
-) -> DataFrame:
+def _merge_source(partials: DataFrame) -> DataFrame:
     """Items to insert and row ids to remove (module docstring, "Row ids"), told apart by ``_lm_delete``.
 
     Copies of a row content have equal items, so the signed items grouped by (table, content, column,
     value) give each item's ``net`` change, the same for all items of a content. A content's copies
-    after the batch (c') are ``net`` itself for a replaced table and counted in the snapshot otherwise.
+    after the batch (c') are ``net`` itself for a replaced table and counted by the scan otherwise.
     """
-    if not signed_items:
-        empty = StructType([*SCHEMA.fields, StructField(_DELETE, BooleanType())])
-        return catalog.spark.createDataFrame([], empty)
     rows = ["table_name", "row_hash"]
     per_item = (
-        union_all(signed_items)
+        partials.where(F.col("copies").isNull())
         .groupBy(*rows, "column_name", "value")
         .agg(
             F.sum("sign").alias("net"),
@@ -334,16 +318,8 @@ def _merge_source(
         )
         .where(F.col("net") != 0)
     )
-    if final_copies:
-        counted = (
-            union_all(final_copies)
-            .join(per_item.where(~F.col("replaces")).select(*rows), rows, "left_semi")
-            .groupBy(*rows)
-            .agg(F.count(F.lit(1)).alias("counted"))
-        )
-        per_item = per_item.join(counted, rows, "left")
-    else:
-        per_item = per_item.withColumn("counted", F.lit(None).cast("long"))
+    counted = partials.where(F.col("copies").isNotNull()).select(*rows, F.col("copies").alias("counted"))
+    per_item = per_item.join(counted, rows, "left")
     final = F.when(F.col("replaces"), F.col("net")).otherwise(F.coalesce(F.col("counted"), F.lit(0)))
     per_item = per_item.withColumn("final", final.cast("long")).withColumn(
         "before", F.col("final") - F.col("net")

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -33,22 +34,20 @@ from urllib.parse import unquote
 import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyspark.sql.functions as F
-from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import read_small
-from lakemeta.lake.snapshots import data_files, snapshot
+from lakemeta.lake.snapshots import data_files
 from lakemeta.lake.tables import discover_tables, table_path
 
 log = logging.getLogger(__name__)
 
-SIGN = "_lm_sign"
 PLAN_APP = "lakemeta.plan"
 
 
 class BatchUnreadableError(RuntimeError):
-    """A planned batch's rows are gone (table deleted or replaced, versions vacuumed)."""
+    """A planned batch's rows are gone (table deleted or replaced, versions vacuumed) after part of its
+    run was applied: the run must be abandoned and its tables planned again."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,9 @@ class Batch:
     from_version: int | None
     to_version: int | None
     table_id: str | None
+    # Of the snapshot at to_version, from the log's file statistics (None in plans stored without them).
+    snapshot_rows: int | None = None
+    snapshot_bytes: int | None = None
 
     @property
     def replaces_state(self) -> bool:
@@ -74,6 +76,10 @@ class Plan:
     @property
     def replaced_tables(self) -> list[str]:
         return [b.table_name for b in self.batches if b.replaces_state]
+
+    def without(self, tables: AbstractSet[str]) -> Plan:
+        """The plan less the batches of ``tables`` (those a run could not read: they stay pending)."""
+        return Plan(self.run_id, tuple(b for b in self.batches if b.table_name not in tables))
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,9 @@ def _open_plan(catalog: Catalog, lake: Path) -> Plan:
             "rows_inserted": [None] * len(batches),
             "rows_deleted": [None] * len(batches),
             "committed": [False] * len(batches),
+            "snapshot_rows": [b.snapshot_rows for b in batches],
+            "snapshot_bytes": [b.snapshot_bytes for b in batches],
+            "error": [None] * len(batches),
         }
     )
     catalog.append_small("state/batches", planned, Txn(PLAN_APP, run_id))
@@ -150,12 +159,14 @@ def _open_plan(catalog: Catalog, lake: Path) -> Plan:
 
 
 _BATCH_FIELDS = ("table_name", "kind", "source", "from_version", "to_version", "table_id")
+_SIZE_FIELDS = ("snapshot_rows", "snapshot_bytes")
 
 
 def _stored_plan(catalog_root: Path, run_id: int) -> Plan:
     stored = read_small(catalog_root, "state/batches")
     rows = stored.filter(pc.equal(stored["run_id"], run_id)).sort_by("table_name").to_pylist()
-    return Plan(run_id, tuple(Batch(**{name: row[name] for name in _BATCH_FIELDS}) for row in rows))
+    fields = _BATCH_FIELDS + tuple(name for name in _SIZE_FIELDS if name in stored.column_names)
+    return Plan(run_id, tuple(Batch(**{name: row[name] for name in fields}) for row in rows))
 
 
 def watermarks(catalog: Catalog) -> dict[str, Watermark]:
@@ -182,18 +193,30 @@ def plan_batches(
         table = deltalake.DeltaTable(str(path))
         version, table_id = table.version(), table.metadata().id
         mark = marks.get(name)
+        if mark is not None and mark.table_id == table_id and version == mark.version:
+            continue
+        size = snapshot_size(table)
         if name in replanned or mark is None or mark.table_id != table_id or version < mark.version:
-            batches.append(Batch(name, "full", "snapshot", None, version, table_id))
-        elif version > mark.version:
+            batches.append(Batch(name, "full", "snapshot", None, version, table_id, *size))
+        else:
             source = incremental_source(path, mark.version, version)
             if source is None:
-                batches.append(Batch(name, "full", "snapshot", None, version, table_id))
+                batches.append(Batch(name, "full", "snapshot", None, version, table_id, *size))
             else:
-                batches.append(Batch(name, "incremental", source, mark.version, version, table_id))
+                batches.append(Batch(name, "incremental", source, mark.version, version, table_id, *size))
     for name in sorted((set(marks) | replanned) - set(present)):
         mark = marks.get(name)
         batches.append(Batch(name, "drop", "dropped", mark and mark.version, None, mark and mark.table_id))
     return batches
+
+
+def snapshot_size(table: deltalake.DeltaTable) -> tuple[int, int]:
+    """Rows and bytes of a snapshot's data files, from the log's file statistics (no data read); a file
+    written without statistics counts its bytes only."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if not len(actions):
+        return 0, 0
+    return int(pc.sum(actions["num_records"]).as_py() or 0), int(pc.sum(actions["size_bytes"]).as_py() or 0)
 
 
 def unreadable_reason(lake: Path, batch: Batch) -> str | None:
@@ -294,56 +317,6 @@ def _change_files_present(path: Path, before: deltalake.DeltaTable, to_version: 
     return True
 
 
-def union_all(frames: list[DataFrame]) -> DataFrame:
-    """Union frames of the same columns pairwise: Spark analyses each union eagerly, so a chain of n
-    unions costs O(n^2) analysis while a balanced tree costs O(n log n)."""
-    if not frames:
-        raise ValueError("nothing to union")
-    while len(frames) > 1:
-        paired = [a.unionByName(b) for a, b in zip(frames[::2], frames[1::2], strict=False)]
-        frames = paired + ([frames[-1]] if len(frames) % 2 else [])
-    return frames[0]
-
-
-def changes(spark: SparkSession, lake: Path, batch: Batch) -> DataFrame:
-    """The batch's rows with a ``_lm_sign`` column: +1 inserted, -1 deleted.
-
-    For a ``full`` batch, the whole snapshot with sign +1 (the state of the table is replaced).
-    """
-    if batch.kind == "drop":
-        raise ValueError(f"{batch.table_name}: a dropped table has no rows")
-    path = table_path(lake, batch.table_name)
-    # Only the cheap check here, as every component reads every batch: a vacuumed version fails in the
-    # Spark read instead, and the next detect (``unreadable_reason``) replans either case.
-    if not (path / "_delta_log").is_dir():
-        raise BatchUnreadableError(
-            f"{batch.table_name}: the batch of versions {batch.from_version}-{batch.to_version} cannot be "
-            "read: the table is gone from the lake. Run the pipeline again (`lakemeta run`, or a new "
-            "lakemeta_incremental run): it abandons this run and plans its tables again"
-        )
-    if batch.kind == "full":
-        return snapshot(spark, path, batch.to_version).withColumn(SIGN, F.lit(1))
-    if batch.source == "cdf":
-        feed = (
-            spark.read.format("delta")
-            .option("readChangeFeed", "true")
-            .option("startingVersion", batch.from_version + 1)
-            .option("endingVersion", batch.to_version)
-            .load(str(path))
-        )
-        inserted = F.col("_change_type").isin("insert", "update_postimage")
-        return feed.withColumn(SIGN, F.when(inserted, 1).otherwise(-1)).drop(
-            "_change_type", "_commit_version", "_commit_timestamp"
-        )
-    before = snapshot(spark, path, batch.from_version)
-    after = snapshot(spark, path, batch.to_version)
-    return (
-        after.exceptAll(before)
-        .withColumn(SIGN, F.lit(1))
-        .unionByName(before.exceptAll(after).withColumn(SIGN, F.lit(-1)))
-    )
-
-
 def record_batch_sizes(catalog: Catalog, run_id: int, sizes: list[BatchSize]) -> None:
     """Store each batch's inserted / deleted row counts, keeping counts an earlier attempt stored."""
     for size in sizes:
@@ -359,10 +332,18 @@ def _quoted(text: str) -> str:
     return text.replace("'", "''")
 
 
-def commit_plan(catalog: Catalog, plan: Plan) -> None:
-    """Advance the watermarks of the plan's tables and close its run (idempotent)."""
+def commit_plan(catalog: Catalog, plan: Plan, failed: Mapping[str, str]) -> None:
+    """Advance the watermarks of the plan's tables and close its run (idempotent). The batches of the
+    ``failed`` tables (table -> why it could not be read) stay uncommitted, with the error: those tables
+    keep their watermarks and the next run plans them again."""
     run = f"run_id = {int(plan.run_id)}"
-    catalog.update_small("state/batches", f"{run} AND NOT committed", {"committed": True})
+    for name, error in sorted(failed.items()):
+        catalog.update_small(
+            "state/batches", f"{run} AND table_name = '{_quoted(name)}' AND NOT committed", {"error": error}
+        )
+    pending = ", ".join(f"'{_quoted(name)}'" for name in sorted(failed))
+    readable = f" AND table_name NOT IN ({pending})" if failed else ""
+    catalog.update_small("state/batches", f"{run} AND NOT committed{readable}", {"committed": True})
     stored = catalog.read_small("state/batches")
     batches = stored.filter(pc.equal(stored["run_id"], plan.run_id))
     inserted = pc.sum(batches["rows_inserted"]).as_py() or 0
@@ -379,11 +360,12 @@ def commit_plan(catalog: Catalog, plan: Plan) -> None:
         },
     )
     log.info(
-        "run %d committed: %d tables, %d rows inserted, %d deleted",
+        "run %d committed: %d tables, %d rows inserted, %d deleted; %d tables not read, left pending",
         plan.run_id,
-        len(batches),
+        len(batches) - len(failed),
         inserted,
         deleted,
+        len(failed),
     )
 
 

@@ -2,28 +2,26 @@
 
 The state is a sum: a batch adds, per column, its signed row count and signed null count; a table
 rebuilt from its snapshot (``full`` batch) or dropped gets its rows replaced. The catalog's ``columns``
-and ``tables`` are derived from it (see :mod:`lakemeta.catalog.refresh`). All tables of a run are
-unpivoted into one long frame and aggregated in a single Spark job, so a lake of many small tables
-costs one job, not one per table. The component follows the contract of :mod:`lakemeta.component`
-(``docs/architecture.md``, "The state component contract").
+and ``tables`` are derived from it (see :mod:`lakemeta.catalog.refresh`). The counts are taken in the
+run's one scan (``lakemeta.scan``), table by table inside its tasks. The component follows the contract
+of :mod:`lakemeta.component` (``docs/architecture.md``, "The state component contract").
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
 from lakemeta.component import StateComponent, StateDelta
-from lakemeta.lake.batches import SIGN, BatchSize, Plan, changes, record_batch_sizes, union_all
-from lakemeta.lake.tables import source_column
+from lakemeta.lake.batches import BatchSize, Plan, record_batch_sizes
+from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 
 log = logging.getLogger(__name__)
 
@@ -37,62 +35,52 @@ SCHEMA = StructType(
         StructField("n_nulls", LongType()),
     ]
 )
-_COUNTS = ["n_rows", "n_nulls", "rows_inserted", "rows_deleted"]
+# Per table and column, what one batch changes: the state's counts and the batch's inserted and deleted rows.
+PARTIAL_SCHEMA = StructType(
+    [*SCHEMA.fields, StructField("rows_inserted", LongType()), StructField("rows_deleted", LongType())]
+)
 
 
-def profile_delta(catalog: Catalog, lake: Path, plan: Plan) -> DataFrame:
-    """Per (table, column): the change of n_rows and n_nulls, plus the batch's inserted/deleted rows.
+class _ProfilePartial(TablePartial):
+    """A table's signed row and null counts per column, and its inserted and deleted rows. Every column
+    of the table gets a row, also when no row of it changed, so that a table rebuilt from an empty
+    snapshot still lists its columns."""
 
-    Every column of every batch's table gets a row, also when no row of it changed, so that a table
-    rebuilt from an empty snapshot still lists its columns.
-    """
-    spark = catalog.spark
-    frames = []
-    columns = []
-    for batch in plan.batches:
-        if batch.kind == "drop":
-            continue
-        rows = changes(spark, lake, batch)
-        fields = [field for field in rows.schema.fields if field.name != SIGN]
-        columns.extend(
-            (batch.table_name, field.name, ordinal, field.dataType.simpleString())
-            for ordinal, field in enumerate(fields)
+    def __init__(self, change: TableChange) -> None:
+        super().__init__(change)
+        self.fields = change.schema.fields
+        self.n_nulls = np.zeros(len(self.fields), dtype=np.int64)
+        self.n_rows = self.inserted = self.deleted = 0
+
+    def add(self, rows: pa.Table) -> None:
+        signs = rows[SIGN].to_numpy()
+        self.n_rows += int(signs.sum())
+        self.inserted += int((signs > 0).sum())
+        self.deleted += int((signs < 0).sum())
+        for i, field in enumerate(self.fields):
+            column = rows[field.name]
+            if column.null_count:
+                self.n_nulls[i] += int(signs[column.is_null().to_numpy(zero_copy_only=False)].sum())
+
+    def finish(self) -> pa.Table:
+        n = len(self.fields)
+        return pa.table(
+            {
+                "table_name": [self.change.table_name] * n,
+                "column_name": [field.name for field in self.fields],
+                "ordinal": pa.array(range(n), pa.int32()),
+                "data_type": [field.dataType.simpleString() for field in self.fields],
+                "n_rows": pa.array(np.full(n, self.n_rows), pa.int64()),
+                "n_nulls": pa.array(self.n_nulls),
+                "rows_inserted": pa.array(np.full(n, self.inserted), pa.int64()),
+                "rows_deleted": pa.array(np.full(n, self.deleted), pa.int64()),
+            }
         )
-        cells = F.explode(
-            F.array(
-                *[
-                    F.struct(
-                        F.lit(field.name).alias("column_name"),
-                        F.lit(ordinal).alias("ordinal"),
-                        F.lit(field.dataType.simpleString()).alias("data_type"),
-                        source_column(field.name).isNull().alias("is_null"),
-                    )
-                    for ordinal, field in enumerate(fields)
-                ]
-            )
-        )
-        frames.append(rows.select(F.lit(batch.table_name).alias("table_name"), F.col(SIGN), cells.alias("c")))
-    keys = ["table_name", "column_name", "ordinal", "data_type"]
-    every_column = spark.createDataFrame(
-        columns, "table_name string, column_name string, ordinal int, data_type string"
-    )
-    if not frames:
-        return every_column.select(*keys, *[F.lit(0).cast("long").alias(c) for c in _COUNTS])
-    long = union_all(frames).select("table_name", "c.*", SIGN)
-    counted = long.groupBy(*keys).agg(
-        F.sum(SIGN).cast("long").alias("n_rows"),
-        F.sum(F.when(F.col("is_null"), F.col(SIGN)).otherwise(0)).cast("long").alias("n_nulls"),
-        F.sum(F.when(F.col(SIGN) > 0, 1).otherwise(0)).cast("long").alias("rows_inserted"),
-        F.sum(F.when(F.col(SIGN) < 0, 1).otherwise(0)).cast("long").alias("rows_deleted"),
-    )
-    return every_column.join(counted, keys, "left").select(
-        *keys, *[F.coalesce(F.col(c), F.lit(0)).cast("long").alias(c) for c in _COUNTS]
-    )
 
 
 @dataclass(frozen=True)
 class ProfileDelta(StateDelta):
-    """The profile's delta, with the per-column counts it was built from (``profile_delta``, collected):
+    """The profile's delta, with the per-column counts it was built from (the scan's partial rows, collected):
     the batch sizes are read from them."""
 
     counted: pa.Table
@@ -109,10 +97,15 @@ class ColumnProfile(StateComponent):
     drop_zero = False
     replace_columns = ("ordinal", "data_type")
 
-    def delta(self, plan: Plan) -> ProfileDelta:
-        # A row per column of the changed tables: small by construction, and collected once so that the
-        # sizes and the MERGE do not recompute the scan of every batch.
-        counted = profile_delta(self.catalog, self.lake, plan).toArrow()
+    partial_schema = PARTIAL_SCHEMA
+
+    def partial(self) -> type[_ProfilePartial]:
+        return _ProfilePartial
+
+    def delta(self, plan: Plan, partials: DataFrame) -> ProfileDelta:
+        # A row per column of the changed tables (each table's in one task, so already summed): small by
+        # construction, and collected once for the sizes and the MERGE.
+        counted = partials.toArrow()
         rows = self.catalog.spark.createDataFrame(counted.select(SCHEMA.fieldNames()).to_pandas(), SCHEMA)
         return ProfileDelta(rows, plan.replaced_tables, counted)
 

@@ -1,13 +1,13 @@
 """HLL counters as Delta state (``state/hll_counters``): the Spark side of :mod:`lakemeta.sketches.hll`.
 
-Delta (BML §4, deletions). For every batch, executors read the batch's rows as Arrow (``mapInArrow``),
-hash each sketched cell's canonical form (``lakemeta.hashing``), and tally +1 per inserted and -1 per
-deleted occurrence per (column, bucket, rho) with the numba kernel of ``hll.counter_delta``. A task tallies
-its rows in slices of ``_SLICE_ROWS`` and keeps one running sparse delta per column, so it emits at most
-one row per (column, bucket, rho) it saw, whatever its size; a Spark aggregation then adds the tasks' rows
-up. Merge: one idempotent MERGE adds the delta to the stored counts, removes counts that reach zero and
-refuses (before writing) any count that would turn negative (``Catalog.merge_counts``); tables rebuilt
-from their snapshot, and dropped ones, have their counters replaced.
+Delta (BML §4, deletions). In the run's one scan (``lakemeta.scan``), the executor tasks hash each
+sketched cell of a table's changed rows by its canonical form (``lakemeta.hashing``) and tally +1 per
+inserted and -1 per deleted occurrence per (column, bucket, rho) with the numba kernel of
+``hll.counter_delta``, slice by slice into one running sparse delta per column.
+
+Merge: one idempotent MERGE adds the delta to the stored counts, removes counts that reach zero and refuses
+(before writing) any count that would turn negative (``Catalog.merge_counts``); tables rebuilt from their
+snapshot, and dropped ones, have their counters replaced.
 
 Metrics: the registers of a column are the largest rho with a positive count per bucket, computed by one
 Spark aggregation over the state; the distinct-count estimates and the BML inclusion estimates are derived
@@ -39,7 +39,8 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 from lakemeta.catalog import Catalog
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.hashing import hash_strings, hash_tuples
-from lakemeta.lake.batches import SIGN, Plan, changes, union_all
+from lakemeta.lake.batches import Plan
+from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name, source_column
 from lakemeta.profile.state import ColumnProfile
 
@@ -58,83 +59,44 @@ SCHEMA = StructType(
         StructField("count", LongType()),
     ]
 )
-# Rows hashed per tally: bounds a task's memory to one slice of its input plus the running deltas.
-_SLICE_ROWS = 1 << 20
 
 
-def _tally_slice(
-    batches: list[pa.RecordBatch], columns: list[str], p: int, running: dict[str, hll.HllCounters]
-) -> None:
-    rows = pa.Table.from_batches(batches)
+def tally(running: dict[str, hll.HllCounters], rows: pa.Table, p: int) -> None:
+    """Add the counter delta of ``rows`` (signed by ``_lm_sign``) to the running delta of each column of
+    ``running``: +1 per inserted and -1 per deleted occurrence per (bucket, rho)."""
     signs = rows[SIGN].to_numpy()
-    for i, column in enumerate(columns):
-        hashes, valid = hash_strings(rows[f"c{i}"])
-        running[column] = hll.add_counters(running[column], hll.counter_delta(hashes[valid], signs[valid], p))
-
-
-def _partition_delta(
-    table_name: str, columns: list[str], p: int, batches: Iterator[pa.RecordBatch]
-) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body: one task's rows -> its counter delta, one row per (column, bucket, rho)."""
-    running = {column: hll.empty_counters(p) for column in columns}
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
-    for batch in batches:
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        if pending_rows >= _SLICE_ROWS:
-            _tally_slice(pending, columns, p, running)
-            pending, pending_rows = [], 0
-    if pending_rows:
-        _tally_slice(pending, columns, p, running)
     for column, counters in running.items():
-        n = len(counters)
-        if n:
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array(np.full(n, table_name, dtype=object), pa.string()),
-                    pa.array(np.full(n, column, dtype=object), pa.string()),
-                    pa.array(counters.bucket.astype(np.int32)),
-                    pa.array(counters.rho.astype(np.int32)),
-                    pa.array(counters.count),
-                ],
-                schema=_DELTA_ARROW_SCHEMA,
-            )
+        hashes, valid = hash_strings(rows[column])
+        running[column] = hll.add_counters(counters, hll.counter_delta(hashes[valid], signs[valid], p))
 
 
-_DELTA_ARROW_SCHEMA = pa.schema(
-    [
-        ("table_name", pa.string()),
-        ("column_name", pa.string()),
-        ("bucket", pa.int32()),
-        ("rho", pa.int32()),
-        ("count", pa.int64()),
-    ]
-)
+class _CounterPartial(TablePartial):
+    """A table's counter delta (BML §4): +1 per inserted and -1 per deleted occurrence per (column, bucket,
+    rho), tallied slice by slice into one running sparse delta per column, so that a table emits at most
+    one row per (column, bucket, rho) it saw, whatever its size."""
 
+    def __init__(self, change: TableChange, p: int) -> None:
+        super().__init__(change)
+        self.p = p
+        fields = change.schema.fields
+        self.running = {f.name: hll.empty_counters(p) for f in fields if holds_plain_values(f.dataType)}
 
-def _partial_deltas(rows: DataFrame, table_name: str, p: int) -> DataFrame:
-    """Per task, the counter delta of its share of ``rows`` (signed by a ``_lm_sign`` column of +1 / -1)."""
-    columns = [f.name for f in rows.schema.fields if f.name != SIGN and holds_plain_values(f.dataType)]
-    skipped = len(rows.schema.fields) - 1 - len(columns)
-    if skipped:
-        log.info("%s: %d nested or VARIANT column(s) not sketched", table_name, skipped)
-    tally = functools.partial(_partition_delta, table_name, columns, p)
-    # Positional names (c0, c1, ... in the order of ``columns``): mapInArrow resolves its input columns
-    # by name, unquoted, which a name holding a backtick breaks.
-    selected = rows.select(*[source_column(c).alias(f"c{i}") for i, c in enumerate(columns)], F.col(SIGN))
-    return selected.mapInArrow(tally, SCHEMA)
+    def add(self, rows: pa.Table) -> None:
+        tally(self.running, rows, self.p)
 
-
-def _summed(partial_deltas: DataFrame) -> DataFrame:
-    summed = partial_deltas.groupBy(*KEYS).agg(F.sum("count").alias("count"))
-    return summed.where(F.col("count") != 0)
-
-
-def counter_delta_rows(rows: DataFrame, table_name: str, p: int) -> DataFrame:
-    """The counter delta of one table's signed rows: per (column, bucket, rho) the net change of
-    occurrences, zeros left out."""
-    return _summed(_partial_deltas(rows, table_name, p))
+    def finish(self) -> pa.Table:
+        parts = [(column, counters) for column, counters in self.running.items() if len(counters)]
+        n = [len(counters) for _, counters in parts]
+        names = np.array([column for column, _ in parts], dtype=object)
+        return pa.table(
+            {
+                "table_name": pa.array(np.full(sum(n), self.change.table_name, dtype=object), pa.string()),
+                "column_name": pa.array(np.repeat(names, n), pa.string()),
+                "bucket": pa.array(np.concatenate([c.bucket for _, c in parts] or [[]]).astype(np.int32)),
+                "rho": pa.array(np.concatenate([c.rho for _, c in parts] or [[]]).astype(np.int32)),
+                "count": pa.array(np.concatenate([c.count for _, c in parts] or [[]]).astype(np.int64)),
+            }
+        )
 
 
 class HllCounters(StateComponent):
@@ -142,24 +104,19 @@ class HllCounters(StateComponent):
 
     name = "hll_counters"
     schema = SCHEMA
+    partial_schema = SCHEMA
     config_section = "sketches"
     merge_keys = KEYS
     count_columns = ("count",)
     drop_zero = True
 
-    def delta(self, plan: Plan) -> StateDelta:
-        """The plan's counter delta, all tables in one Spark job with one aggregation (no zeros).
+    def partial(self) -> functools.partial[_CounterPartial]:
+        return functools.partial(_CounterPartial, p=self.config.sketches.precision)
 
-        For full batches it is the table's complete counters (the MERGE replaces the stored ones).
-        """
-        p = self.config.sketches.precision
-        frames = [
-            _partial_deltas(changes(self.catalog.spark, self.lake, batch), batch.table_name, p)
-            for batch in plan.batches
-            if batch.kind != "drop"
-        ]
-        rows = _summed(union_all(frames)) if frames else self.catalog.spark.createDataFrame([], SCHEMA)
-        return StateDelta(rows, plan.replaced_tables)
+    def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
+        """The plan's counter delta: each table's, summed in its scan task (no zeros). For full batches it
+        is the table's complete counters (the MERGE replaces the stored ones)."""
+        return StateDelta(partials.where(F.col("count") != 0), plan.replaced_tables)
 
     def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """The shared MERGE of counts, then what it changed in the log."""

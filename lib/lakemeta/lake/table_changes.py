@@ -1,0 +1,151 @@
+"""One table's batch read inside an executor task (delta-rs, no JVM): what every state component's delta
+is computed from, read once per run.
+
+:class:`TableChange` gives a batch's rows signed (``_lm_sign``: +1 inserted, -1 deleted), in slices of a
+bounded number of rows, and the table's snapshots before and after the batch, each read at most once and
+only when asked for:
+
+* ``full`` batch: the snapshot at ``to_version``, every row +1 (the table's state is replaced);
+* ``incremental`` batch from the change data feed: Delta's feed over (from_version, to_version] (an update
+  is its pre-image -1 and its post-image +1);
+* ``incremental`` batch from a diff: the multiset difference of the two snapshots
+  (``lakemeta.lake.rows.multiset_difference``).
+
+These are the rows ``lakemeta.lake.batches.changes`` gives through Spark for the same batch.
+"""
+
+from __future__ import annotations
+
+import functools
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import deltalake
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.types import StructType
+
+from lakemeta.lake.rows import multiset_difference
+from lakemeta.lake.tables import spark_schema
+
+SIGN = "_lm_sign"
+_FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+_INSERTED = ("insert", "update_postimage")
+
+
+@dataclass(frozen=True)
+class BatchRead:
+    """What an executor needs to read one table's batch (a row of the scan's descriptor frame)."""
+
+    table_name: str
+    path: str
+    kind: str  # "incremental" | "full"
+    source: str  # "cdf" | "diff" | "snapshot"
+    from_version: int | None
+    to_version: int
+
+
+class TableChange:
+    """One table's batch as the state components see it (module docstring)."""
+
+    def __init__(self, batch: BatchRead, slice_rows: int) -> None:
+        self.batch = batch
+        self.table_name = batch.table_name
+        self.slice_rows = slice_rows
+
+    @property
+    def replaces_state(self) -> bool:
+        return self.batch.kind == "full"
+
+    @functools.cached_property
+    def _table(self) -> deltalake.DeltaTable:
+        return deltalake.DeltaTable(self.batch.path, version=self.batch.to_version)
+
+    @functools.cached_property
+    def schema(self) -> StructType:
+        """The table's columns at ``to_version``, as Spark types (read from the log)."""
+        return spark_schema(self._table)
+
+    @functools.cached_property
+    def snapshot_rows(self) -> int:
+        """Rows of the snapshot at ``to_version``, from the log's file statistics."""
+        return _logged_rows(self._table)
+
+    @functools.cached_property
+    def _before_table(self) -> deltalake.DeltaTable | None:
+        if self.batch.kind == "full":
+            return None
+        return deltalake.DeltaTable(self.batch.path, version=self.batch.from_version)
+
+    @functools.cached_property
+    def before_rows(self) -> int | None:
+        """Rows of the snapshot at ``from_version`` from the log (None for a full batch)."""
+        return None if self._before_table is None else _logged_rows(self._before_table)
+
+    @functools.cached_property
+    def after(self) -> pa.Table:
+        """The snapshot at ``to_version``."""
+        return self._table.to_pyarrow_table()
+
+    @functools.cached_property
+    def before(self) -> pa.Table | None:
+        """The snapshot at ``from_version``; None for a full batch."""
+        if self._before_table is None:
+            return None
+        return self._before_table.to_pyarrow_table().select(self.after.column_names)
+
+    def signed_slices(self) -> Iterator[pa.Table]:
+        """The batch's rows with ``_lm_sign``, at most ``slice_rows`` at a time; columns as in the schema."""
+        for rows, sign in self._signed_parts():
+            for start in range(0, rows.num_rows, self.slice_rows):
+                part = rows.slice(start, self.slice_rows)
+                signs = pa.array(np.full(part.num_rows, sign, dtype=np.int64)) if sign else None
+                yield part if signs is None else part.append_column(SIGN, signs)
+
+    def _signed_parts(self) -> Iterator[tuple[pa.Table, int]]:
+        """Parts of the batch's rows with their sign; sign 0 for a part carrying its own ``_lm_sign``."""
+        batch = self.batch
+        if batch.kind == "full":
+            yield self.after, 1
+        elif batch.source == "cdf":
+            feed = pa.table(
+                deltalake.DeltaTable(batch.path).load_cdf(
+                    starting_version=batch.from_version + 1, ending_version=batch.to_version
+                )
+            )
+            # The feed comes with view types (string_view); the snapshot's types are the table's schema.
+            schema = pa.schema(self._table.schema().to_arrow())
+            change_type = feed["_change_type"].cast(pa.string())
+            inserted = pc.is_in(change_type, pa.array(_INSERTED)).to_numpy(zero_copy_only=False)
+            signs = np.where(inserted, 1, -1).astype(np.int64)
+            rows = feed.select(schema.names).cast(schema).append_column(SIGN, pa.array(signs))
+            yield rows, 0
+        else:
+            deleted, inserted = multiset_difference(self.before, self.after)
+            yield deleted, -1
+            yield inserted, 1
+
+
+class TablePartial(ABC):
+    """One component's work on one table's change inside a scan task (Spark-free): the task feeds it the
+    change's signed rows slice by slice, then asks for the component's partial rows of the table."""
+
+    def __init__(self, change: TableChange) -> None:
+        self.change = change
+
+    def add(self, rows: pa.Table) -> pa.Table | None:
+        """Take one slice of the change's signed rows (``lakemeta.lake.table_changes``); return partial
+        rows to emit right away (a component whose partial rows grow with the table's rows), or None to
+        emit only at :meth:`finish`. By default the slices are not needed (the snapshots are)."""
+        return None
+
+    @abstractmethod
+    def finish(self) -> pa.Table | None:
+        """The partial rows of the table (in the component's ``partial_schema``), or None for none."""
+
+
+def _logged_rows(table: deltalake.DeltaTable) -> int:
+    records = pa.table(table.get_add_actions(flatten=True)).column("num_records")
+    return int(pc.sum(records).as_py() or 0) if len(records) else 0

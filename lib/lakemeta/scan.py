@@ -1,0 +1,302 @@
+"""A run's one scan: every changed table read once, every state component's partial rows from that read.
+
+Deequ shares one scan of a table among all its analyzers; here the run's batches are read once for all
+state components. The driver holds only the plan's descriptors (table, versions, the snapshot's rows from
+the log): they are packed into tasks by rows (``scan.max_task_rows`` per task, many small tables in one
+task, no Spark plan or job per table), and each task reads its tables with delta-rs
+(``lakemeta.lake.table_changes``), feeds each table's signed rows, slice by slice, to every component's
+:class:`~lakemeta.component.TablePartial`, and emits their partial rows. One Spark job writes them all to
+the run's staging folder (``CATALOG/_staging/run-<id>/``, Parquet, a partition per component); each
+component then computes its delta from its partition and commits it in its own idempotent Delta commit.
+
+One bad table does not stop the lake: a table whose batch cannot be read (or whose partial rows cannot be
+computed) is reported with the error, its partial rows are left out for every component, and its batch
+stays pending (not committed; the next run plans it again from its watermark) while the other tables'
+batches commit.
+
+Exactly once: the staged rows are a function of the plan, so a scan killed before it recorded its result
+(``_scan.json``, written last) is simply run again. Once recorded, a scan is never redone for its run, so
+every component of a run sees the same rows and the same failed tables. A scan covers the components that
+still needed the plan when it ran; a component updated alone (``lakemeta.steps update_state``) without a
+scan covering it gets a scan of its own, which must read the tables the first one read. The staging folder
+goes when the run commits.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import os
+import shutil
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import pyarrow as pa
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from lakemeta.catalog import Catalog
+from lakemeta.lake.batches import BatchUnreadableError, Plan, unreadable_reason
+from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
+from lakemeta.lake.tables import table_path
+from lakemeta.spark.placement import balanced_frame
+
+log = logging.getLogger(__name__)
+
+STAGING = "_staging"
+_MARKER = "_scan.json"
+_COMPONENT = "_component"
+# One row per table a scan read: its rows read, or the error that stopped it.
+_READ = "_read"
+_READ_SCHEMA = StructType(
+    [
+        StructField("table_name", StringType()),
+        StructField("rows_read", LongType()),
+        StructField("error", StringType()),
+    ]
+)
+_DESCRIPTOR_SCHEMA = (
+    "table_name string, path string, kind string, source string, from_version long, to_version long"
+)
+
+
+class ScannedComponent(Protocol):
+    """What the scan needs of a state component (``lakemeta.component.StateComponent``)."""
+
+    name: str
+    partial_schema: StructType
+
+    def partial(self) -> Callable[[TableChange], TablePartial]: ...
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What a recorded scan staged: for which components, and the tables it could not read (with why)."""
+
+    components: tuple[str, ...]
+    failed: dict[str, str]
+
+
+def _staging_schema(components: Sequence[ScannedComponent]) -> StructType:
+    fields = [StructField(_COMPONENT, StringType()), StructField(_READ, _READ_SCHEMA)]
+    fields += [StructField(component.name, component.partial_schema) for component in components]
+    return StructType(fields)
+
+
+def _staged_batch(schema: pa.Schema, column: str, rows: pa.Table) -> pa.RecordBatch:
+    """``rows`` (of the column's struct type) as staged rows: the component's name, its struct column
+    filled, every other one null."""
+    index = schema.get_field_index(column)
+    struct_type = schema.field(index).type
+    rows = rows.combine_chunks()
+    n = rows.num_rows
+    arrays = []
+    for i, field in enumerate(schema):
+        if i == 0:
+            arrays.append(pa.array(np.full(n, column, dtype=object), pa.string()))
+        elif i == index:
+            children = [
+                rows.column(j).chunk(0) if n else pa.array([], f.type) for j, f in enumerate(struct_type)
+            ]
+            arrays.append(pa.StructArray.from_arrays(children, fields=list(struct_type)))
+        else:
+            arrays.append(pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class _Output:
+    """A task's partial rows, gathered over its tables and handed to Spark in batches of about
+    ``_FLUSH_ROWS`` rows: thousands of small tables must not make thousands of tiny Arrow batches."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self.schema = schema
+        self.pending: dict[str, list[pa.Table]] = {}
+        self.rows = 0
+
+    def add(self, column: str, rows: pa.Table | None) -> Iterator[pa.RecordBatch]:
+        if rows is not None and rows.num_rows:
+            fields = list(self.schema.field(column).type)
+            self.pending.setdefault(column, []).append(rows.cast(pa.schema(fields)))
+            self.rows += rows.num_rows
+            if self.rows >= _FLUSH_ROWS:
+                yield from self.flush()
+
+    def flush(self) -> Iterator[pa.RecordBatch]:
+        for column, tables in self.pending.items():
+            yield _staged_batch(self.schema, column, pa.concat_tables(tables))
+        self.pending, self.rows = {}, 0
+
+
+_FLUSH_ROWS = 1 << 16
+
+
+def _scan_tasks(
+    partials: Sequence[tuple[str, Callable[[TableChange], TablePartial]]],
+    schema: pa.Schema,
+    slice_rows: int,
+    descriptors: Iterator[pa.RecordBatch],
+) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: read each descriptor's batch once, feed every component, emit their partial rows.
+    A table that fails gets a ``_read`` row naming the error; rows it emitted before failing are left out
+    when the components read their partitions."""
+    output = _Output(schema)
+    for record_batch in descriptors:
+        for descriptor in record_batch.to_pylist():
+            change = TableChange(BatchRead(**descriptor), slice_rows)
+            rows_read, error = 0, None
+            try:
+                components = [(name, factory(change)) for name, factory in partials]
+                for rows in change.signed_slices():
+                    rows_read += rows.num_rows
+                    for name, partial in components:
+                        yield from output.add(name, partial.add(rows))
+                for name, partial in components:
+                    yield from output.add(name, partial.finish())
+            except (
+                Exception
+            ) as failure:  # any failure of one table is reported and isolated (module docstring)
+                batch = change.batch
+                error = f"{change.table_name} (version {batch.to_version}, {batch.path}): "
+                error += f"{type(failure).__name__}: {failure}"
+            read = pa.table(
+                {
+                    "table_name": [change.table_name],
+                    "rows_read": [rows_read],
+                    "error": pa.array([error], pa.string()),
+                }
+            )
+            yield from output.add(_READ, read)
+    yield from output.flush()
+
+
+class BatchScan:
+    """The scan of one run's plan and its staged rows (module docstring)."""
+
+    def __init__(self, catalog: Catalog, lake: Path, plan: Plan, max_task_rows: int) -> None:
+        self.catalog = catalog
+        self.lake = lake
+        self.plan = plan
+        self.max_task_rows = max_task_rows
+        self.folder = catalog.root / STAGING / f"run-{plan.run_id}"
+
+    def results(self) -> list[tuple[Path, ScanResult]]:
+        """The recorded scans of the run, oldest first."""
+        found = []
+        for folder in sorted(self.folder.glob("scan-*"), key=lambda f: int(f.name.split("-")[1])):
+            marker = folder / _MARKER
+            if marker.exists():
+                recorded = json.loads(marker.read_text(encoding="utf-8"))
+                found.append((folder, ScanResult(tuple(recorded["components"]), recorded["failed"])))
+        return found
+
+    def failed(self) -> dict[str, str]:
+        """The tables the run's scans could not read, with the error."""
+        return {name: error for _, result in self.results() for name, error in result.failed.items()}
+
+    def covered(self) -> set[str]:
+        return {name for _, result in self.results() for name in result.components}
+
+    def run(self, components: Sequence[ScannedComponent]) -> ScanResult:
+        """Read the plan's batches once and stage every component's partial rows; record the result."""
+        spark = self.catalog.spark
+        earlier_failures = self.failed()
+        batches = [b for b in self.plan.batches if b.kind != "drop" and b.table_name not in earlier_failures]
+        schema = _staging_schema(components)
+        # A scan killed before its marker left a folder without one: it is written again, whole.
+        folder = self.folder / f"scan-{len(self.results())}"
+        names = [component.name for component in components]
+        spark.sparkContext.setJobDescription(
+            f"run {self.plan.run_id}: scan of {len(batches)} tables for {', '.join(names)}"
+        )
+        descriptors = [
+            (
+                max(b.snapshot_rows or 0, 1),
+                (
+                    b.table_name,
+                    str(table_path(self.lake, b.table_name)),
+                    b.kind,
+                    b.source,
+                    b.from_version,
+                    b.to_version,
+                ),
+            )
+            for b in batches
+        ]
+        read: list[dict] = []
+        if descriptors:
+            arrow_schema = to_arrow_schema(schema, timezone="UTC")
+            tasks = functools.partial(
+                _scan_tasks, [(c.name, c.partial()) for c in components], arrow_schema, self.max_task_rows
+            )
+            frame = balanced_frame(spark, descriptors, _DESCRIPTOR_SCHEMA, self.max_task_rows)
+            frame.mapInArrow(tasks, schema).write.mode("overwrite").partitionBy(_COMPONENT).parquet(
+                str(folder)
+            )
+            read = self._partition(folder, _READ, _READ_SCHEMA).toArrow().to_pylist()
+        failed = {row["table_name"]: row["error"] for row in read if row["error"] is not None}
+        new_failures = sorted(set(failed) - set(earlier_failures))
+        if new_failures and self.covered():
+            # Components of this run already applied these tables' batches: leaving them out now would
+            # make the components disagree. The next plan abandons the run (``lake.batches``).
+            planned = {b.table_name: b for b in batches}
+            reasons = [
+                f"{name}: {unreadable_reason(self.lake, planned[name]) or failed[name]}"
+                for name in new_failures
+            ]
+            covered = ", ".join(sorted(self.covered()))
+            raise BatchUnreadableError(
+                f"run {self.plan.run_id}: {'; '.join(reasons)}. An earlier scan of this run read these "
+                f"tables for {covered}. Run the pipeline again (`lakemeta run`, or a new "
+                "lakemeta_incremental run): it abandons this run and plans its tables again"
+            )
+        result = ScanResult(tuple(names), failed)
+        folder.mkdir(parents=True, exist_ok=True)
+        temporary = folder / f"{_MARKER}.tmp"
+        temporary.write_text(json.dumps({"components": names, "failed": failed}), encoding="utf-8")
+        os.replace(temporary, folder / _MARKER)
+        for message in failed.values():
+            log.error("run %d: table not read, its batch stays pending: %s", self.plan.run_id, message)
+        log.info(
+            "run %d: scan read %d tables (%d rows) in %s tasks for %d components (%s); %d failed",
+            self.plan.run_id,
+            len(read) - len(failed),
+            sum(row["rows_read"] for row in read if row["error"] is None),
+            frame.rdd.getNumPartitions() if descriptors else 0,
+            len(names),
+            ", ".join(names),
+            len(failed),
+        )
+        return result
+
+    def _partition(self, folder: Path, column: str, schema: StructType) -> DataFrame:
+        spark = self.catalog.spark
+        partition = folder / f"{_COMPONENT}={column}"
+        if not partition.is_dir():
+            return spark.createDataFrame([], schema)
+        return (
+            spark.read.schema(StructType([StructField(column, schema)]))
+            .parquet(str(partition))
+            .select(f"{column}.*")
+        )
+
+    def partials(self, component: ScannedComponent) -> DataFrame:
+        """The component's staged partial rows, less those of tables the run could not read."""
+        for folder, result in self.results():
+            if component.name in result.components:
+                rows = self._partition(folder, component.name, component.partial_schema)
+                failed = sorted(self.failed())
+                return rows.where(~F.col("table_name").isin(failed)) if failed else rows
+        raise RuntimeError(f"run {self.plan.run_id}: no scan has staged the rows of {component.name}")
+
+
+def remove_staging(catalog: Catalog, keep_run: int | None = None) -> None:
+    """Remove the staged rows of every run but ``keep_run`` (committed or abandoned runs')."""
+    for folder in (catalog.root / STAGING).glob("run-*"):
+        if keep_run is None or folder.name != f"run-{keep_run}":
+            shutil.rmtree(folder, ignore_errors=True)
