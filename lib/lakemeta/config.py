@@ -149,8 +149,9 @@ class FkConfig:
 class ScanConfig:
     """The one read of a run's batches that every state component shares (``lakemeta.scan``)."""
 
-    # Rows a task reads at most: small tables are packed into a task up to this many rows, and a table
-    # read in slices of this many rows at a time.
+    # Rows a task reads at most: small tables are packed into a task up to this many rows, a table built
+    # from its snapshot is split into groups of files of at most this many rows (files permitting), and
+    # the components take a task's rows in slices of this many.
     max_task_rows: int = 1_000_000
 
     def __post_init__(self) -> None:
@@ -175,6 +176,13 @@ class Config:
     joinsearch: JoinSearchConfig = dataclasses.field(default_factory=JoinSearchConfig)
     inds: IndConfig = dataclasses.field(default_factory=IndConfig)
     fks: FkConfig = dataclasses.field(default_factory=FkConfig)
+
+    def __post_init__(self) -> None:
+        if self.agree_sets.max_rows > self.scan.max_task_rows:
+            raise ValueError(
+                f"agree_sets.max_rows ({self.agree_sets.max_rows}) must not exceed scan.max_task_rows "
+                f"({self.scan.max_task_rows}): a table whose agree-sets are kept is read whole by one task"
+            )
 
     def require_paths(self) -> tuple[Path, Path]:
         """The lake and catalog roots, or a clear error naming how to set them."""

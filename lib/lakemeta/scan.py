@@ -3,7 +3,8 @@
 Deequ shares one scan of a table among all its analyzers; here the run's batches are read once for all
 state components. The driver holds only the plan's descriptors (table, versions, the snapshot's rows from
 the log): they are packed into tasks by rows (``scan.max_task_rows`` per task, many small tables in one
-task, no Spark plan or job per table), and each task reads its tables with delta-rs
+task, no Spark plan or job per table; a large table built from its snapshot is split into groups of its
+data files, each a descriptor of its own), and each task reads its tables with delta-rs
 (``lakemeta.lake.table_changes``), feeds each table's signed rows, slice by slice, to every component's
 :class:`~lakemeta.component.TablePartial`, and emits their partial rows. One Spark job writes them all to
 the run's staging folder (``CATALOG/_staging/run-<id>/``, Parquet, a partition per component); each
@@ -42,7 +43,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
-from lakemeta.lake.batches import BatchUnreadableError, Plan, unreadable_reason
+from lakemeta.lake.batches import Batch, BatchUnreadableError, Plan, unreadable_reason
+from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
 from lakemeta.lake.tables import table_path
 from lakemeta.spark.placement import balanced_frame
@@ -62,7 +64,8 @@ _READ_SCHEMA = StructType(
     ]
 )
 _DESCRIPTOR_SCHEMA = (
-    "table_name string, path string, kind string, source string, from_version long, to_version long"
+    "table_name string, path string, kind string, source string, from_version long, to_version long, "
+    "files array<string>"
 )
 
 
@@ -148,7 +151,7 @@ def _scan_tasks(
     output = _Output(schema)
     for record_batch in descriptors:
         for descriptor in record_batch.to_pylist():
-            change = TableChange(BatchRead(**descriptor), slice_rows)
+            change = TableChange(BatchRead(**{**descriptor, "files": tuple(descriptor["files"])}), slice_rows)
             rows_read, error = 0, None
             try:
                 components = [(name, factory(change)) for name, factory in partials]
@@ -214,20 +217,7 @@ class BatchScan:
         spark.sparkContext.setJobDescription(
             f"run {self.plan.run_id}: scan of {len(batches)} tables for {', '.join(names)}"
         )
-        descriptors = [
-            (
-                max(b.snapshot_rows or 0, 1),
-                (
-                    b.table_name,
-                    str(table_path(self.lake, b.table_name)),
-                    b.kind,
-                    b.source,
-                    b.from_version,
-                    b.to_version,
-                ),
-            )
-            for b in batches
-        ]
+        descriptors = [part for batch in batches for part in self._parts(batch)]
         read: list[dict] = []
         if descriptors:
             arrow_schema = to_arrow_schema(schema, timezone="UTC")
@@ -239,6 +229,7 @@ class BatchScan:
                 str(folder)
             )
             read = self._partition(folder, _READ, _READ_SCHEMA).toArrow().to_pylist()
+        # A table read in parts has a row per part; one error is enough to leave the whole table out.
         failed = {row["table_name"]: row["error"] for row in read if row["error"] is not None}
         new_failures = sorted(set(failed) - set(earlier_failures))
         if new_failures and self.covered():
@@ -265,7 +256,7 @@ class BatchScan:
         log.info(
             "run %d: scan read %d tables (%d rows) in %s tasks for %d components (%s); %d failed",
             self.plan.run_id,
-            len(read) - len(failed),
+            len({row["table_name"] for row in read}) - len(failed),
             sum(row["rows_read"] for row in read if row["error"] is None),
             frame.rdd.getNumPartitions() if descriptors else 0,
             len(names),
@@ -273,6 +264,18 @@ class BatchScan:
             len(failed),
         )
         return result
+
+    def _parts(self, batch: Batch) -> list[tuple[int, tuple]]:
+        """The batch's descriptors, weighted by rows: one for the batch, or for a full batch of a table
+        over ``max_task_rows`` rows one per group of its files (``snapshots.file_groups``)."""
+        path = str(table_path(self.lake, batch.table_name))
+        descriptor = (batch.table_name, path, batch.kind, batch.source, batch.from_version, batch.to_version)
+        rows = batch.snapshot_rows or 0
+        if batch.kind == "full" and rows > self.max_task_rows:
+            groups = file_groups(path, batch.to_version, self.max_task_rows)
+            if groups is not None and len(groups) > 1:
+                return [(max(count, 1), (*descriptor, files)) for files, count in groups]
+        return [(max(rows, 1), (*descriptor, []))]
 
     def _partition(self, folder: Path, column: str, schema: StructType) -> DataFrame:
         spark = self.catalog.spark

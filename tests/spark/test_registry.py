@@ -51,7 +51,8 @@ class RowCounts(StateComponent):
         return SignedRows
 
     def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
-        return StateDelta(partials.where(F.col("count") != 0), plan.replaced_tables)
+        summed = partials.groupBy("table_name").agg(F.sum("count").alias("count"))  # parts of a table
+        return StateDelta(summed.where(F.col("count") != 0), plan.replaced_tables)
 
 
 @pytest.fixture

@@ -8,6 +8,8 @@ is involved, so they run inside ``mapInArrow`` tasks.
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 import deltalake
 import pyarrow as pa
 
@@ -27,3 +29,33 @@ def read_columns(path: str, version: int | None, columns: list[str]) -> list[pa.
 def data_files(table: deltalake.DeltaTable) -> list[str]:
     """The snapshot's data files, relative to the table and URI-encoded, as its log lists them."""
     return pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
+
+
+def file_groups(path: str, version: int, max_rows: int) -> list[tuple[list[str], int]] | None:
+    """The snapshot's data files (absolute paths) in groups of at most ``max_rows`` rows by the log's file
+    statistics (a single larger file is a group of its own), with each group's rows; None when the files
+    alone do not hold the rows (deletion vectors, column mapping, partition columns) or a file has no
+    row count, and the table must be read whole."""
+    table = deltalake.DeltaTable(path, version=version)
+    protocol = table.protocol()
+    if (
+        set(protocol.reader_features or ()) & {"deletionVectors", "columnMapping"}
+        or protocol.min_reader_version >= 2
+        or table.metadata().partition_columns
+    ):
+        return None
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if actions["num_records"].null_count:
+        return None
+    groups: list[tuple[list[str], int]] = []
+    files: list[str] = []
+    rows = 0
+    for file, count in zip(actions["path"].to_pylist(), actions["num_records"].to_pylist(), strict=True):
+        if files and rows + count > max_rows:
+            groups.append((files, rows))
+            files, rows = [], 0
+        files.append(f"{path.rstrip('/')}/{unquote(file)}")
+        rows += count
+    if files:
+        groups.append((files, rows))
+    return groups

@@ -5,7 +5,9 @@ is computed from, read once per run.
 bounded number of rows, and the table's snapshots before and after the batch, each read at most once and
 only when asked for:
 
-* ``full`` batch: the snapshot at ``to_version``, every row +1 (the table's state is replaced);
+* ``full`` batch: the snapshot at ``to_version``, every row +1 (the table's state is replaced). A large
+  table's full batch comes in parts, each a group of its data files (``BatchRead.files``) read by a task
+  of its own, streamed in slices; a part has no snapshots to give;
 * ``incremental`` batch from the change data feed: Delta's feed over (from_version, to_version] (an update
   is its pre-image -1 and its post-image +1);
 * ``incremental`` batch from a diff: the multiset difference of the two snapshots
@@ -25,6 +27,7 @@ import deltalake
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as dataset
 from pyspark.sql.types import StructType
 
 from lakemeta.lake.rows import multiset_difference
@@ -45,12 +48,16 @@ class BatchRead:
     source: str  # "cdf" | "diff" | "snapshot"
     from_version: int | None
     to_version: int
+    # For a part of a full batch: the data files it reads (absolute paths); empty for the whole batch.
+    files: tuple[str, ...] = ()
 
 
 class TableChange:
     """One table's batch as the state components see it (module docstring)."""
 
     def __init__(self, batch: BatchRead, slice_rows: int) -> None:
+        if batch.files and batch.kind != "full":
+            raise ValueError(f"{batch.table_name}: only a full batch is read in parts")
         self.batch = batch
         self.table_name = batch.table_name
         self.slice_rows = slice_rows
@@ -86,7 +93,9 @@ class TableChange:
 
     @functools.cached_property
     def after(self) -> pa.Table:
-        """The snapshot at ``to_version``."""
+        """The snapshot at ``to_version`` (not for a part of a batch)."""
+        if self.batch.files:
+            raise ValueError(f"{self.table_name}: a part of a batch has no snapshot; it is read in slices")
         return self._table.to_pyarrow_table()
 
     @functools.cached_property
@@ -107,7 +116,14 @@ class TableChange:
     def _signed_parts(self) -> Iterator[tuple[pa.Table, int]]:
         """Parts of the batch's rows with their sign; sign 0 for a part carrying its own ``_lm_sign``."""
         batch = self.batch
-        if batch.kind == "full":
+        if batch.files:
+            # The files alone hold the rows (``snapshots.file_groups``); the table's schema fills the
+            # columns files written before a column was added lack.
+            schema = pa.schema(self._table.schema().to_arrow())
+            part = dataset.dataset(list(batch.files), schema=schema, format="parquet")
+            for rows in part.to_batches(batch_size=self.slice_rows):
+                yield pa.Table.from_batches([rows]), 1
+        elif batch.kind == "full":
             yield self.after, 1
         elif batch.source == "cdf":
             feed = pa.table(
@@ -130,7 +146,9 @@ class TableChange:
 
 class TablePartial(ABC):
     """One component's work on one table's change inside a scan task (Spark-free): the task feeds it the
-    change's signed rows slice by slice, then asks for the component's partial rows of the table."""
+    change's signed rows slice by slice, then asks for the component's partial rows of the table. A table
+    built from its snapshot may come in parts (``BatchRead.files``), each with a TablePartial of its own:
+    the component's delta adds the parts' rows up."""
 
     def __init__(self, change: TableChange) -> None:
         self.change = change

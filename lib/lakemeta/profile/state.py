@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
@@ -103,9 +104,13 @@ class ColumnProfile(StateComponent):
         return _ProfilePartial
 
     def delta(self, plan: Plan, partials: DataFrame) -> ProfileDelta:
-        # A row per column of the changed tables (each table's in one task, so already summed): small by
+        # A row per column of the changed tables (summed over the parts of a table read in parts): small by
         # construction, and collected once for the sizes and the MERGE.
-        counted = partials.toArrow()
+        keys = ["table_name", "column_name", "ordinal", "data_type"]
+        sums = [
+            F.sum(c).cast("long").alias(c) for c in ("n_rows", "n_nulls", "rows_inserted", "rows_deleted")
+        ]
+        counted = partials.groupBy(*keys).agg(*sums).toArrow()
         rows = self.catalog.spark.createDataFrame(counted.select(SCHEMA.fieldNames()).to_pandas(), SCHEMA)
         return ProfileDelta(rows, plan.replaced_tables, counted)
 

@@ -114,9 +114,11 @@ class HllCounters(StateComponent):
         return functools.partial(_CounterPartial, p=self.config.sketches.precision)
 
     def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
-        """The plan's counter delta: each table's, summed in its scan task (no zeros). For full batches it
-        is the table's complete counters (the MERGE replaces the stored ones)."""
-        return StateDelta(partials.where(F.col("count") != 0), plan.replaced_tables)
+        """The plan's counter delta: each table's, summed in its scan task and over the parts of a table
+        read in parts (no zeros). For full batches it is the table's complete counters (the MERGE replaces
+        the stored ones)."""
+        summed = partials.groupBy(*KEYS).agg(F.sum("count").alias("count"))
+        return StateDelta(summed.where(F.col("count") != 0), plan.replaced_tables)
 
     def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """The shared MERGE of counts, then what it changed in the log."""
