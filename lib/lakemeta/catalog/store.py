@@ -216,6 +216,16 @@ class Catalog:
         with self.committing("update", name):
             deltalake.DeltaTable(self.path(name)).update(new_values=literal, predicate=predicate)
 
+    def update_rows_small(self, name: str, rows: pa.Table, keys: Sequence[str], condition: str) -> None:
+        """Set, on every stored row that matches a row of ``rows`` on ``keys`` and meets ``condition`` (over
+        the stored row ``t``), the other columns of ``rows``: per-row values in one commit."""
+        matched = " AND ".join(f"t.{key} = s.{key}" for key in keys)
+        updates = {column: f"s.{column}" for column in rows.column_names if column not in keys}
+        with self.committing("update", name):
+            deltalake.DeltaTable(self.path(name)).merge(
+                rows, predicate=matched, source_alias="s", target_alias="t"
+            ).when_matched_update(updates=updates, predicate=condition).execute()
+
     def already_applied(self, name: str, txn: Txn) -> bool:
         """Whether ``txn`` (or a later run of the same component) has committed to table ``name``."""
         applied = deltalake.DeltaTable(self.path(name)).transaction_version(txn.app)

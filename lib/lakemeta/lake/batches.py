@@ -319,12 +319,17 @@ def _change_files_present(path: Path, before: deltalake.DeltaTable, to_version: 
 
 def record_batch_sizes(catalog: Catalog, run_id: int, sizes: list[BatchSize]) -> None:
     """Store each batch's inserted / deleted row counts, keeping counts an earlier attempt stored."""
-    for size in sizes:
-        catalog.update_small(
-            "state/batches",
-            f"run_id = {int(run_id)} AND table_name = '{_quoted(size.table_name)}' AND rows_inserted IS NULL",
-            {"rows_inserted": size.rows_inserted, "rows_deleted": size.rows_deleted},
-        )
+    if not sizes:
+        return
+    rows = pa.table(
+        {
+            "run_id": pa.array([run_id] * len(sizes), pa.int64()),
+            "table_name": pa.array([size.table_name for size in sizes], pa.string()),
+            "rows_inserted": pa.array([size.rows_inserted for size in sizes], pa.int64()),
+            "rows_deleted": pa.array([size.rows_deleted for size in sizes], pa.int64()),
+        }
+    )
+    catalog.update_rows_small("state/batches", rows, ["run_id", "table_name"], "t.rows_inserted IS NULL")
 
 
 def _quoted(text: str) -> str:
@@ -337,10 +342,15 @@ def commit_plan(catalog: Catalog, plan: Plan, failed: Mapping[str, str]) -> None
     ``failed`` tables (table -> why it could not be read) stay uncommitted, with the error: those tables
     keep their watermarks and the next run plans them again."""
     run = f"run_id = {int(plan.run_id)}"
-    for name, error in sorted(failed.items()):
-        catalog.update_small(
-            "state/batches", f"{run} AND table_name = '{_quoted(name)}' AND NOT committed", {"error": error}
+    if failed:
+        errors = pa.table(
+            {
+                "run_id": pa.array([plan.run_id] * len(failed), pa.int64()),
+                "table_name": pa.array(sorted(failed), pa.string()),
+                "error": pa.array([failed[name] for name in sorted(failed)], pa.string()),
+            }
         )
+        catalog.update_rows_small("state/batches", errors, ["run_id", "table_name"], "NOT t.committed")
     pending = ", ".join(f"'{_quoted(name)}'" for name in sorted(failed))
     readable = f" AND table_name NOT IN ({pending})" if failed else ""
     catalog.update_small("state/batches", f"{run} AND NOT committed{readable}", {"committed": True})
