@@ -161,9 +161,8 @@ def _scan_tasks(
                         yield from output.add(name, partial.add(rows))
                 for name, partial in components:
                     yield from output.add(name, partial.finish())
-            except (
-                Exception
-            ) as failure:  # any failure of one table is reported and isolated (module docstring)
+            # Any failure of one table is reported and isolated (module docstring).
+            except Exception as failure:
                 batch = change.batch
                 error = f"{change.table_name} (version {batch.to_version}, {batch.path}): "
                 error += f"{type(failure).__name__}: {failure}"

@@ -72,6 +72,8 @@ def test_one_scan_feeds_every_component_and_a_bad_table_fails_alone(spark, tmp_p
     counted = {row.table_name: row.n_rows for row in pipeline.catalog.read("tables").collect()}
     assert counted == {"good": 3, "field_ids": 3}
     assert pipeline.catalog.read("runs").first().status == "succeeded"
+    pipeline.discover()  # discovery reads the committed versions: the bad table is not among them
+    assert {row.table_name for row in pipeline.catalog.read("columns").collect()} == {"good", "field_ids"}
 
     # Repaired, the table is planned again from its watermark (it has none: in full) and read.
     write_deltalake(str(lake / "bad"), arrow_rows([1, 1], ["z", None]), mode="overwrite")

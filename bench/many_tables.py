@@ -1,0 +1,248 @@
+"""A lake of many small tables: the whole pipeline's first run and a 10-table batch, per step and per table.
+
+Corpora (each a lake of Delta tables written with delta-rs):
+* ``web_2k``: 2,000 generated tables shaped like web tables (3-7 string columns, 12 rows; the generator of
+  ``bench/many_inds.py``);
+* ``shared_web``: the shared web tables (MATE samples and WDC, ``../shared/data/webtables``; skipped when
+  absent) plus the demo's 200 generated web tables;
+* ``web_20k``: the 20,000-table corpus of ``bench/many_inds.py`` (``--large``);
+* ``tpch_1``: TPC-H at scale 1 (``--tpch``): few large tables, to show no regression.
+
+For each: ``Pipeline`` steps as ``lakemeta run`` runs them (detect, scan, every state component, commit,
+every discovery step), timed one by one; then 10 tables change (5 get 3 rows appended, 5 lose rows) and the
+steps run again. Reported: seconds per step, and milliseconds per table for the state steps.
+
+Baseline, in the same process: how every state component read its batches before the shared scan - one
+Spark DataFrame per table (its Parquet files listed by delta-rs and read by Spark), the tables' frames
+unioned and aggregated in one job (the column profile's row and null counts, the cheapest of the
+components) - on the first ``--baseline-tables`` tables of the corpus, against the scan on the same tables.
+Per table, ratio = baseline / scan (the scan computing the partial rows of all four components).
+
+    .venv/bin/python bench/many_tables.py [--large] [--tpch] [--baseline-tables 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import unquote
+
+import deltalake
+import numpy as np
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+import pyspark.sql.functions as F
+from deltalake import DeltaTable, write_deltalake
+from many_inds import WEB_TABLES, generate_corpus, web_corpus
+from pyspark.sql import DataFrame, SparkSession
+
+from lakemeta.config import Config
+from lakemeta.demo.webtables import write_web_tables
+from lakemeta.lake.snapshots import data_files
+from lakemeta.lake.tables import discover_tables, source_column, spark_schema
+from lakemeta.pipeline import Pipeline
+from lakemeta.registry import DISCOVERY_STEPS
+from lakemeta.spark import get_session
+
+BENCH = Path(__file__).resolve().parent
+RESULT = BENCH / "results" / "many_tables.json"
+SCRATCH = BENCH / "results" / "scratch" / "many_tables"
+CHANGED_TABLES = 10
+
+
+def timed(action: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def run_steps(pipeline: Pipeline) -> tuple[int, dict[str, float]]:
+    """One run, step by step as ``Pipeline.run`` orders them; the number of batches and each step's time."""
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    plan = pipeline.detect_batches()
+    seconds["detect_batches"] = time.perf_counter() - started
+    seconds["scan_batches"] = timed(lambda: pipeline.scan_batches(plan))
+    for component in pipeline.components():
+        seconds[component.task_id()] = timed(lambda c=component: pipeline.update_state(plan, c.name))
+    seconds["commit_batches"] = timed(lambda: pipeline.commit_batches(plan))
+    for step in DISCOVERY_STEPS:
+        if not step.done_by_commit:
+            seconds[step.name] = timed(lambda s=step: pipeline.discover(s.name))
+    return len(plan.batches), seconds
+
+
+def change_tables(lake: Path, rng: np.random.Generator) -> None:
+    """Append 3 rows to 5 tables and delete rows from 5 others (delta-rs, as another engine would)."""
+    names = discover_tables(lake)
+    picked = rng.choice(len(names), CHANGED_TABLES, replace=False)
+    for i, index in enumerate(picked):
+        path = str(lake / names[index])
+        table = DeltaTable(path)
+        rows = table.to_pyarrow_table()
+        if i % 2 == 0 or rows.num_rows == 0:
+            write_deltalake(path, rows.slice(0, 3), mode="append")
+        else:
+            first = rows.column_names[0]
+            value = rows[first][0].as_py()
+            table.delete(f"{first} IS NULL" if value is None else f"{first} = '{value}'")
+
+
+def profile_by_table_frames(spark: SparkSession, lake: Path, names: list[str]) -> None:
+    """The baseline: one DataFrame per table, unioned, row and null counts per column in one job."""
+    frames: list[DataFrame] = []
+    for name in names:
+        table = deltalake.DeltaTable(str(lake / name))
+        files = [str(lake / name / unquote(file)) for file in data_files(table)]
+        rows = spark.read.schema(spark_schema(table)).parquet(*files)
+        cells = F.explode(
+            F.array(
+                *[
+                    F.struct(
+                        F.lit(f.name).alias("column_name"), source_column(f.name).isNull().alias("is_null")
+                    )
+                    for f in rows.schema.fields
+                ]
+            )
+        )
+        frames.append(rows.select(F.lit(name).alias("table_name"), cells.alias("c")))
+    while len(frames) > 1:  # a balanced tree of unions, as before
+        paired = [a.unionByName(b) for a, b in zip(frames[::2], frames[1::2], strict=False)]
+        frames = paired + ([frames[-1]] if len(frames) % 2 else [])
+    frames[0].select("table_name", "c.*").groupBy("table_name", "column_name").agg(
+        F.count(F.lit(1)).alias("n_rows"), F.sum(F.col("is_null").cast("long")).alias("n_nulls")
+    ).collect()
+
+
+def baseline_versus_scan(spark: SparkSession, lake: Path, n_tables: int, work: Path) -> dict:
+    """Per table: the baseline's read and count against the shared scan, on the same first tables."""
+    names = discover_tables(lake)[:n_tables]
+    subset = work / "baseline_lake"
+    shutil.rmtree(subset, ignore_errors=True)
+    for name in names:
+        shutil.copytree(lake / name, subset / name)
+    shutil.rmtree(work / "baseline_catalog", ignore_errors=True)
+    baseline_s = timed(lambda: profile_by_table_frames(spark, subset, names))
+    pipeline = Pipeline(spark, Config(lake=subset, catalog=work / "baseline_catalog"))
+    plan = pipeline.detect_batches()
+    scan_s = timed(lambda: pipeline.scan_batches(plan))
+    return {
+        "tables": len(names),
+        "baseline_s": round(baseline_s, 2),
+        "scan_s": round(scan_s, 2),
+        "baseline_ms_per_table": round(1000 * baseline_s / len(names), 1),
+        "scan_ms_per_table": round(1000 * scan_s / len(names), 1),
+        "ratio": round(baseline_s / scan_s, 1),
+    }
+
+
+def per_table(seconds: dict[str, float], tables: int) -> dict[str, float]:
+    state_steps = ["scan_batches", *[s for s in seconds if s.startswith("update_")]]
+    return {step: round(1000 * seconds[step] / max(tables, 1), 2) for step in state_steps}
+
+
+def measure(spark: SparkSession, label: str, lake: Path, baseline_tables: int) -> dict:
+    work = SCRATCH / label
+    shutil.rmtree(work / "catalog", ignore_errors=True)
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=work / "catalog"))
+    n_tables = len(discover_tables(lake))
+    first_batches, first = run_steps(pipeline)
+    change_tables(lake, np.random.default_rng(3))
+    changed_batches, changed = run_steps(pipeline)
+    result = {
+        "tables": n_tables,
+        "first_run": {
+            "batches": first_batches,
+            "total_s": round(sum(first.values()), 1),
+            "seconds": {step: round(s, 2) for step, s in first.items()},
+            "state_ms_per_table": per_table(first, first_batches),
+        },
+        "ten_table_batch": {
+            "batches": changed_batches,
+            "total_s": round(sum(changed.values()), 1),
+            "seconds": {step: round(s, 2) for step, s in changed.items()},
+        },
+    }
+    if baseline_tables:
+        result["baseline_versus_scan"] = baseline_versus_scan(spark, lake, baseline_tables, work)
+    print(label, json.dumps(result, indent=2), flush=True)
+    return result
+
+
+def fresh_lake(label: str) -> Path:
+    lake = SCRATCH / label / "lake"
+    shutil.rmtree(lake, ignore_errors=True)
+    lake.mkdir(parents=True)
+    return lake
+
+
+def generated_lake(label: str, n_tables: int) -> Path:
+    lake = fresh_lake(label)
+    generate_corpus(lake, n_tables)
+    return lake
+
+
+def shared_web_lake() -> Path:
+    lake = fresh_lake("shared_web")
+    if WEB_TABLES.is_dir():
+        web_corpus(lake / "web")
+    for path in write_web_tables(SCRATCH / "shared_web" / "csv", 200):
+        write_deltalake(str(lake / "demo" / path.stem), pa_csv.read_csv(path))
+    return lake
+
+
+def tpch_lake(scale: int) -> Path:
+    lake = fresh_lake(f"tpch_{scale}")
+    parquet = SCRATCH / f"tpch_{scale}_parquet"
+    if not parquet.is_dir():
+        subprocess.run(
+            [
+                "tpchgen-cli",
+                "--scale-factor",
+                str(scale),
+                "--format",
+                "parquet",
+                "--output-dir",
+                str(parquet),
+            ],
+            check=True,
+        )
+    for path in sorted(parquet.glob("*.parquet")):
+        write_deltalake(str(lake / path.stem), pq.read_table(path))
+    return lake
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--large", action="store_true", help="also the 20,000-table corpus")
+    parser.add_argument("--tpch", action="store_true", help="also TPC-H at scale 1")
+    parser.add_argument("--baseline-tables", type=int, default=200)
+    args = parser.parse_args()
+    spark = get_session("local[2]", "bench many tables", catalog=SCRATCH / "session")
+    results: dict = {"load_average_before": os.getloadavg()}
+    lake = generated_lake("warm_up", 20)
+    run_steps(Pipeline(spark, Config(lake=lake, catalog=SCRATCH / "warm_up" / "catalog")))
+    corpora: list[tuple[str, Callable[[], Path], int]] = [
+        ("web_2k", lambda: generated_lake("web_2k", 2000), args.baseline_tables),
+        ("shared_web", shared_web_lake, args.baseline_tables),
+    ]
+    if args.large:
+        corpora.append(("web_20k", lambda: generated_lake("web_20k", 20000), 0))
+    if args.tpch:
+        corpora.append(("tpch_1", lambda: tpch_lake(1), 0))
+    for label, make_lake, baseline_tables in corpora:
+        results[label] = measure(spark, label, make_lake(), baseline_tables)
+    results["load_average_after"] = os.getloadavg()
+    spark.stop()
+    RESULT.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"results in {RESULT}")
+
+
+if __name__ == "__main__":
+    main()
