@@ -43,6 +43,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
+from lakemeta.crash_points import crash_point
 from lakemeta.lake.batches import Batch, BatchUnreadableError, Plan, unreadable_reason
 from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
@@ -227,6 +228,7 @@ class BatchScan:
             frame.mapInArrow(tasks, schema).write.mode("overwrite").partitionBy(_COMPONENT).parquet(
                 str(folder)
             )
+            crash_point(f"after write {STAGING} rows")  # no marker yet: a retry writes the folder again
             read = self._partition(folder, _READ, _READ_SCHEMA).toArrow().to_pylist()
         # A table read in parts has a row per part; one error is enough to leave the whole table out.
         failed = {row["table_name"]: row["error"] for row in read if row["error"] is not None}
@@ -250,6 +252,7 @@ class BatchScan:
         temporary = folder / f"{_MARKER}.tmp"
         temporary.write_text(json.dumps({"components": names, "failed": failed}), encoding="utf-8")
         os.replace(temporary, folder / _MARKER)
+        crash_point(f"after write {STAGING} marker")
         for message in failed.values():
             log.error("run %d: table not read, its batch stays pending: %s", self.plan.run_id, message)
         log.info(
