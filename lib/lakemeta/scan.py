@@ -229,6 +229,7 @@ class BatchScan:
                 str(folder)
             )
             crash_point(f"after write {STAGING} rows")  # no marker yet: a retry writes the folder again
+            # Small by construction: a row per descriptor, which the driver holds already.
             read = self._partition(folder, _READ, _READ_SCHEMA).toArrow().to_pylist()
         # A table read in parts has a row per part; one error is enough to leave the whole table out.
         failed = {row["table_name"]: row["error"] for row in read if row["error"] is not None}

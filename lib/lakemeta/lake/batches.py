@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import read_small
-from lakemeta.lake.snapshots import data_files
+from lakemeta.lake.snapshots import data_files, snapshot_size
 from lakemeta.lake.tables import discover_tables, table_path
 
 log = logging.getLogger(__name__)
@@ -208,15 +208,6 @@ def plan_batches(
         mark = marks.get(name)
         batches.append(Batch(name, "drop", "dropped", mark and mark.version, None, mark and mark.table_id))
     return batches
-
-
-def snapshot_size(table: deltalake.DeltaTable) -> tuple[int, int]:
-    """Rows and bytes of a snapshot's data files, from the log's file statistics (no data read); a file
-    written without statistics counts its bytes only."""
-    actions = pa.table(table.get_add_actions(flatten=True))
-    if not len(actions):
-        return 0, 0
-    return int(pc.sum(actions["num_records"]).as_py() or 0), int(pc.sum(actions["size_bytes"]).as_py() or 0)
 
 
 def unreadable_reason(lake: Path, batch: Batch) -> str | None:

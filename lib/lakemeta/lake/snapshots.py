@@ -12,6 +12,7 @@ from urllib.parse import unquote
 
 import deltalake
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def read_table(path: str, version: int | None = None, columns: list[str] | None = None) -> pa.Table:
@@ -29,6 +30,15 @@ def read_columns(path: str, version: int | None, columns: list[str]) -> list[pa.
 def data_files(table: deltalake.DeltaTable) -> list[str]:
     """The snapshot's data files, relative to the table and URI-encoded, as its log lists them."""
     return pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()
+
+
+def snapshot_size(table: deltalake.DeltaTable) -> tuple[int, int]:
+    """Rows and bytes of a snapshot's data files, from the log's file statistics (no data read); a file
+    written without statistics counts its bytes only."""
+    actions = pa.table(table.get_add_actions(flatten=True))
+    if not len(actions):
+        return 0, 0
+    return int(pc.sum(actions["num_records"]).as_py() or 0), int(pc.sum(actions["size_bytes"]).as_py() or 0)
 
 
 def file_groups(path: str, version: int, max_rows: int) -> list[tuple[list[str], int]] | None:

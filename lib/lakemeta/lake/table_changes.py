@@ -31,6 +31,7 @@ import pyarrow.dataset as dataset
 from pyspark.sql.types import StructType
 
 from lakemeta.lake.rows import multiset_difference
+from lakemeta.lake.snapshots import snapshot_size
 from lakemeta.lake.tables import spark_schema
 
 SIGN = "_lm_sign"
@@ -78,7 +79,7 @@ class TableChange:
     @functools.cached_property
     def snapshot_rows(self) -> int:
         """Rows of the snapshot at ``to_version``, from the log's file statistics."""
-        return _logged_rows(self._table)
+        return snapshot_size(self._table)[0]
 
     @functools.cached_property
     def _before_table(self) -> deltalake.DeltaTable | None:
@@ -89,7 +90,7 @@ class TableChange:
     @functools.cached_property
     def before_rows(self) -> int | None:
         """Rows of the snapshot at ``from_version`` from the log (None for a full batch)."""
-        return None if self._before_table is None else _logged_rows(self._before_table)
+        return None if self._before_table is None else snapshot_size(self._before_table)[0]
 
     @functools.cached_property
     def after(self) -> pa.Table:
@@ -162,8 +163,3 @@ class TablePartial(ABC):
     @abstractmethod
     def finish(self) -> pa.Table | None:
         """The partial rows of the table (in the component's ``partial_schema``), or None for none."""
-
-
-def _logged_rows(table: deltalake.DeltaTable) -> int:
-    records = pa.table(table.get_add_actions(flatten=True)).column("num_records")
-    return int(pc.sum(records).as_py() or 0) if len(records) else 0
