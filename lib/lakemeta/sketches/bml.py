@@ -19,6 +19,20 @@ above k_hi, G_Xo lies in [G_Xo(k_hi), 1] and the remaining mass Σ [G_Y(k) - G_Y
 added whole, an error <= (1 - G_Y(k_hi))(1 - G_Xo(k_hi)) <= max(a_Y, 1) max(a_X, 1) 4^-k_hi <= 2^-32. So P
 is exact to ~1e-9, far below ε, with some 15-25 terms per evaluation.
 
+The exact marginal (beyond the paper). Eq. 9 replaces a bucket's load by the average n / 2^m: G(k) =
+(1 - 2^-k)^(n/2^m) says a bucket is never empty (G(0) = 0), which is far from true when n is not much
+larger than 2^m, and is why Eq. 12 keeps m near log2(n) / 2 and throws away all but 2^m of the 2^p registers
+the state keeps (2-8 buckets for a column of 3-7 values). Each of the n values falls into a given bucket with
+probability 2^-m and has rho > k with probability 2^-k, so a bucket's marginal is exactly
+    pr(V <= k) = (1 - 2^-(m+k))^n,
+and disjoint sets of values are independent, so P(n_T) keeps Eq. 8's form with this G, and P̂ = z / 2^m is
+unbiased for it at any m. Evaluated at m = p it uses every register: mean |Φ̂ - Φ| on TPC-H falls several
+fold (``bench/bml_accuracy.py``, which keeps Eq. 9 with Eq. 12 as the paper's baseline). The kernels serve
+both models: G(k) = (1 - 2^-(k+o))^a with (a, o) = (n / 2^m, 0) for Eq. 9 and (n, m) for the exact marginal.
+Where X is small, P moves little with Φ (only X's own buckets can change), so the look-up's ε is taken
+relative to the range [P(0), P(min(n_X, n_Y))] under the exact marginal: Φ̂ is then resolved to ~ε
+whatever |X|.
+
 Interpretations. (1) Alg. 2 as printed recurses on [n_T, maxInc] when Prob > P̂; P increases with Φ
 (Theorem 2), so that branch must search [minInc, n_T] (and vice versa): implemented the monotone way.
 (2) When P̂ lies outside [P(0), P(min(n_X, n_Y))], no n_T reaches it; the MLE is then the nearer end of
@@ -52,6 +66,9 @@ from numba import njit, prange
 
 from lakemeta.sketches.hll import HASH_BITS, estimate_cardinality
 
+AVERAGE_LOAD = "average_load"  # the paper's Eq. 9, with m from Eq. 12: the baseline of bench/bml_accuracy.py
+EXACT_MARGINAL = "exact_marginal"  # every bucket's exact marginal at m = p (module docstring)
+MODELS = (AVERAGE_LOAD, EXACT_MARGINAL)
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_TOLERANCE = 1e-5  # ε of Alg. 2; §3.2.2: 17 iterations for ε = 1e-5
 _CHUNK = 256  # pairs per parallel work item
@@ -72,44 +89,47 @@ _LOG_1M2K = np.array([-np.inf] + [math.log1p(-(2.0**-k)) for k in range(1, HASH_
 
 
 @njit(cache=True, inline="always")
-def _g(a: float, k: int) -> float:
-    """G(k) = pr(V <= k) = (1 - 2^-k)^a for one bucket with average load a (Eq. 9); G(-1) = 0."""
+def _g(a: float, o: int, k: int) -> float:
+    """G(k) = pr(V <= k) = (1 - 2^-(k + o))^a for one bucket; G(-1) = 0. Eq. 9 is o = 0 with the average
+    load a = n / 2^m; the exact marginal is o = m with a = n (module docstring, "The exact marginal")."""
     if k < 0:
         return 0.0
-    if k == 0:
+    if k + o == 0:
         return 1.0 if a == 0.0 else 0.0
-    return math.exp(a * _LOG_1M2K[k])
+    return math.exp(a * _LOG_1M2K[k + o])
 
 
 @njit(cache=True)
-def _first_k(a: float) -> int:
-    """Smallest k whose G(k) = (1 - 2^-k)^a may exceed 2^-32: G(k - 1) <= exp(-a 2^-(k-1)) <= 2^-32."""
+def _first_k(a: float, o: int) -> int:
+    """Smallest k whose G(k) = (1 - 2^-(k+o))^a may exceed 2^-32: G(k-1) <= exp(-a 2^-(k+o-1)) <= 2^-32."""
     if a <= 0.0:
         return 0
-    return max(0, math.floor(math.log2(a / (_TRUNCATION_LOG2 * math.log(2.0)))) + 1)
+    return max(0, math.floor(math.log2(a / (_TRUNCATION_LOG2 * math.log(2.0)))) + 1 - o)
 
 
 @njit(cache=True)
-def _describe_load(a: float, row: np.ndarray) -> None:
-    """The entries of the load row of a that do not depend on k."""
-    row[_FIRST_K] = _first_k(a)
-    row[_LOG2_LOAD] = math.log2(max(a, 1.0))
+def _describe_load(a: float, o: int, row: np.ndarray) -> None:
+    """The entries of the load row of (a, o) that do not depend on k; the log2 entry carries -o so that the
+    tail bound of ``_k_range``, 1 - G(k) <= a 2^-(k+o) per side, needs no offset of its own."""
+    row[_FIRST_K] = _first_k(a, o)
+    row[_LOG2_LOAD] = math.log2(max(a, 1.0)) - o
 
 
 @njit(cache=True)
-def _fill_g(a: float, k_from: int, k_to: int, row: np.ndarray) -> None:
+def _fill_g(a: float, o: int, k_from: int, k_to: int, row: np.ndarray) -> None:
     """row[k + 1] = G(k) for k_from <= k <= k_to."""
     for k in range(k_from, k_to + 1):
-        row[k + 1] = _g(a, k)
+        row[k + 1] = _g(a, o, k)
 
 
 @njit(cache=True, nogil=True)
-def _load_rows(loads: np.ndarray) -> np.ndarray:
-    """Complete load rows (G for every k = -1 .. l + 1) of the loads n / 2^m (a few per column: serial)."""
+def _load_rows(loads: np.ndarray, offsets: np.ndarray, top_k: np.ndarray) -> np.ndarray:
+    """Complete load rows (G for every k = -1 .. top_k) of loads with their offsets (a few per column:
+    serial)."""
     rows = np.empty((loads.shape[0], _LOAD_ROW))
     for r in range(loads.shape[0]):
-        _describe_load(loads[r], rows[r])
-        _fill_g(loads[r], -1, HASH_BITS + 1, rows[r])
+        _describe_load(loads[r], offsets[r], rows[r])
+        _fill_g(loads[r], offsets[r], -1, top_k[r], rows[r])
     return rows
 
 
@@ -134,21 +154,23 @@ def _y_weights(y_row: np.ndarray, k_lo: int, k_hi: int, buffer: np.ndarray) -> t
 @njit(cache=True)
 def _prob_and_slope(
     a_xonly: float,
+    o: int,
     weights: np.ndarray,
     g_y_top: float,
     k_lo: int,
-    n_x_over_buckets: float,
+    a_x: float,
     xo_row: np.ndarray,
 ) -> tuple[float, float]:
-    """P(n_T) = pr(V^X <= V^Y) (Eqs. 6-10) and dP/dΦ, for G_Xo with load a_xonly; weights[j] holds
-    G_Y(k_lo + j) - G_Y(k_lo + j - 1). ``xo_row`` is the load row of a_xonly, valid over the terms summed,
-    or empty: then G_Xo is computed here."""
+    """P(n_T) = pr(V^X <= V^Y) (Eqs. 6-10) and dP/dΦ, for G_Xo with load a_xonly and offset o; weights[j]
+    holds G_Y(k_lo + j) - G_Y(k_lo + j - 1); a_x is X's load, the rate at which a_xonly falls with Φ.
+    ``xo_row`` is the load row of a_xonly, valid over the terms summed, or empty: then G_Xo is computed
+    here."""
     prob = 1.0 - g_y_top  # mass above k_hi, where G_Xo ~ 1
     slope = 0.0
     tabled = xo_row.shape[0] > 0
     # below _first_k(a_xonly) every G_Xo(k) <= 2^-32: those terms are skipped
-    start = max(k_lo, int(xo_row[_FIRST_K]) if tabled else _first_k(a_xonly))
-    if start == 0:  # G_Xo(0) = [a_xonly == 0]; its slope term is 0
+    start = max(k_lo, int(xo_row[_FIRST_K]) if tabled else _first_k(a_xonly, o))
+    if start + o == 0:  # G_Xo(0) = [a_xonly == 0] under Eq. 9; its slope term is 0
         if a_xonly == 0.0:
             prob += weights[0]
         start = 1
@@ -158,11 +180,11 @@ def _prob_and_slope(
         elif a_xonly == 0.0:  # X inside Y: exp(-0.0) = 1 exactly
             g = 1.0
         else:
-            g = math.exp(a_xonly * _LOG_1M2K[k])
+            g = math.exp(a_xonly * _LOG_1M2K[k + o])
         term = g * weights[k - k_lo]
         prob += term
-        slope -= _LOG_1M2K[k] * term
-    return prob, slope * n_x_over_buckets
+        slope -= _LOG_1M2K[k + o] * term
+    return prob, slope * a_x
 
 
 @njit(cache=True)
@@ -171,7 +193,8 @@ def _certificates(
     eps: float,
     n_x: float,
     max_inc: float,
-    buckets: float,
+    scale: float,
+    o: int,
     weights: np.ndarray,
     g_y_top: float,
     k_lo: int,
@@ -181,7 +204,7 @@ def _certificates(
     (-inf / +inf when none is known), found by safeguarded Newton steps aimed just outside the band
     |P - P̂| <= ε. ``ends`` holds P and P' at n_T = 0 and at n_T = max_inc (module docstring, "Speed")."""
     prob_0, slope_0, prob_max, slope_max = ends
-    a_x = n_x / buckets
+    a_x = n_x / scale
     below, above = -math.inf, math.inf
     if prob_0 < p_hat - eps - _CERTAIN:
         below = 0.0
@@ -215,7 +238,7 @@ def _certificates(
                 if not lo < step < hi:
                     break
             n_t = step
-            prob, slope = _prob_and_slope((n_x - n_t) / buckets, weights, g_y_top, k_lo, a_x, weights[:0])
+            prob, slope = _prob_and_slope((n_x - n_t) / scale, o, weights, g_y_top, k_lo, a_x, weights[:0])
             if prob < p_hat - eps - _CERTAIN:
                 below = max(below, n_t)
             if prob > p_hat + eps + _CERTAIN:
@@ -233,29 +256,31 @@ def _lookup_one(
     n_x: float,
     n_y: float,
     m: int,
+    exact: bool,
     eps: float,
     x_row: np.ndarray,
     y_row: np.ndarray,
     buffer: np.ndarray,
 ) -> tuple[float, float]:
-    """Alg. 2 for one pair with n_x, n_y > 0: (Φ̂, P'(Φ̂)). ``x_row``, ``y_row`` are the load rows of n_x / 2^m
-    and n_y / 2^m, valid over the terms P(0) and the weights need. Bisection midpoints whose side of the
+    """Alg. 2 for one pair with n_x, n_y > 0: (Φ̂, P'(Φ̂)). ``x_row``, ``y_row`` are the load rows of X and Y
+    (``_pair_load``), valid over the terms P(0) and the weights need. Bisection midpoints whose side of the
     band is certified are not evaluated (module docstring, "Speed"): every step, and so the result, is as
-    Alg. 2 takes it."""
-    buckets = float(1 << m)
-    a_x = n_x / buckets
+    Alg. 2 takes it. Under the exact marginal ε is relative to the range of P (module docstring)."""
+    scale, o = _pair_load(m, exact)
+    a_x = n_x / scale
     k_lo, k_hi = _k_range(x_row, y_row, m)
     weights, g_y_top = _y_weights(y_row, k_lo, k_hi, buffer)
     max_inc = min(n_x, n_y)
     # P(0): disjoint columns (Eq. 6); P̂ at or below it means Φ̂ = 0
-    prob_0, slope_0 = _prob_and_slope(a_x, weights, g_y_top, k_lo, a_x, x_row)
-    if p_hat <= prob_0 + eps:
+    prob_0, slope_0 = _prob_and_slope(a_x, o, weights, g_y_top, k_lo, a_x, x_row)
+    prob_max, slope_max = _prob_and_slope((n_x - max_inc) / scale, o, weights, g_y_top, k_lo, a_x, x_row[:0])
+    band = eps * (prob_max - prob_0) if exact else eps  # |P - P̂| <= band ends the look-up
+    if p_hat <= prob_0 + band:
         return 0.0, slope_0
-    prob_max, slope_max = _prob_and_slope((n_x - max_inc) / buckets, weights, g_y_top, k_lo, a_x, x_row[:0])
-    if p_hat >= prob_max - eps:
+    if p_hat >= prob_max - band:
         return max_inc / n_x, slope_max
     below, above = _certificates(
-        p_hat, eps, n_x, max_inc, buckets, weights, g_y_top, k_lo, (prob_0, slope_0, prob_max, slope_max)
+        p_hat, band, n_x, max_inc, scale, o, weights, g_y_top, k_lo, (prob_0, slope_0, prob_max, slope_max)
     )
     lo, hi = 0.0, max_inc
     while True:
@@ -267,8 +292,8 @@ def _lookup_one(
         if wide and n_t >= above:  # P(n_t) > P̂ + ε: Alg. 2 goes on in [lo, n_t]
             hi = n_t
             continue
-        prob, slope = _prob_and_slope((n_x - n_t) / buckets, weights, g_y_top, k_lo, a_x, x_row[:0])
-        if abs(prob - p_hat) <= eps or not wide:
+        prob, slope = _prob_and_slope((n_x - n_t) / scale, o, weights, g_y_top, k_lo, a_x, x_row[:0])
+        if abs(prob - p_hat) <= band or not wide:
             return n_t / n_x, slope
         if prob > p_hat:
             hi = n_t
@@ -276,20 +301,29 @@ def _lookup_one(
             lo = n_t
 
 
+@njit(cache=True, inline="always")
+def _pair_load(m: int, exact: bool) -> tuple[float, int]:
+    """(divisor of n, offset o) of a load row: (2^m, 0) for Eq. 9's average load, (1, m) for the exact
+    marginal."""
+    if exact:
+        return 1.0, m
+    return float(1 << m), 0
+
+
 @njit(cache=True)
 def _fill_own_rows(
-    n_x: float, n_y: float, m: int, x_row: np.ndarray, y_row: np.ndarray, with_x: bool
+    n_x: float, n_y: float, m: int, exact: bool, x_row: np.ndarray, y_row: np.ndarray, with_x: bool
 ) -> None:
     """The load rows of one pair over the terms it needs: Y's over [k_lo - 1, k_hi] (the weights), and X's
     over the terms of P(0) when ``with_x``."""
-    buckets = float(1 << m)
-    a_x, a_y = n_x / buckets, n_y / buckets
-    _describe_load(a_x, x_row)
-    _describe_load(a_y, y_row)
+    scale, o = _pair_load(m, exact)
+    a_x, a_y = n_x / scale, n_y / scale
+    _describe_load(a_x, o, x_row)
+    _describe_load(a_y, o, y_row)
     k_lo, k_hi = _k_range(x_row, y_row, m)
-    _fill_g(a_y, k_lo - 1, k_hi, y_row)
+    _fill_g(a_y, o, k_lo - 1, k_hi, y_row)
     if with_x:
-        _fill_g(a_x, max(k_lo, int(x_row[_FIRST_K])), k_hi, x_row)
+        _fill_g(a_x, o, max(k_lo, int(x_row[_FIRST_K])), k_hi, x_row)
 
 
 @njit(cache=True, nogil=True)
@@ -298,6 +332,7 @@ def _lookup_range(
     n_x: np.ndarray,
     n_y: np.ndarray,
     m: np.ndarray,
+    exact: bool,
     eps: float,
     load_rows: np.ndarray,
     x_load: np.ndarray,
@@ -320,8 +355,8 @@ def _lookup_range(
             x_row, y_row = load_rows[x_load[i]], load_rows[y_load[i]]
         else:
             x_row, y_row = own_x, own_y
-            _fill_own_rows(n_x[i], n_y[i], m[i], x_row, y_row, True)
-        phi[i], slope[i] = _lookup_one(p_hat[i], n_x[i], n_y[i], m[i], eps, x_row, y_row, buffer)
+            _fill_own_rows(n_x[i], n_y[i], m[i], exact, x_row, y_row, True)
+        phi[i], slope[i] = _lookup_one(p_hat[i], n_x[i], n_y[i], m[i], exact, eps, x_row, y_row, buffer)
 
 
 @njit(cache=True, parallel=True)
@@ -330,6 +365,7 @@ def _lookup_parallel(
     n_x: np.ndarray,
     n_y: np.ndarray,
     m: np.ndarray,
+    exact: bool,
     eps: float,
     load_rows: np.ndarray,
     x_load: np.ndarray,
@@ -340,20 +376,20 @@ def _lookup_parallel(
     n = p_hat.shape[0]
     for chunk in prange((n + _CHUNK - 1) // _CHUNK):
         start, stop = chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)
-        _lookup_range(p_hat, n_x, n_y, m, eps, load_rows, x_load, y_load, phi, slope, start, stop)
+        _lookup_range(p_hat, n_x, n_y, m, exact, eps, load_rows, x_load, y_load, phi, slope, start, stop)
 
 
 @njit(cache=True, nogil=True)
-def _prob_many(n_t: np.ndarray, n_x: np.ndarray, n_y: np.ndarray, m: np.ndarray) -> np.ndarray:
+def _prob_many(n_t: np.ndarray, n_x: np.ndarray, n_y: np.ndarray, m: np.ndarray, exact: bool) -> np.ndarray:
     out = np.empty(n_t.shape[0])
     buffer, x_row, y_row = np.empty(HASH_BITS + 2), np.empty(_LOAD_ROW), np.empty(_LOAD_ROW)
     for i in range(n_t.shape[0]):
-        buckets = float(1 << m[i])
-        _fill_own_rows(n_x[i], n_y[i], m[i], x_row, y_row, False)
+        scale, o = _pair_load(m[i], exact)
+        _fill_own_rows(n_x[i], n_y[i], m[i], exact, x_row, y_row, False)
         k_lo, k_hi = _k_range(x_row, y_row, m[i])
         weights, g_y_top = _y_weights(y_row, k_lo, k_hi, buffer)
-        a_x = n_x[i] / buckets
-        out[i] = _prob_and_slope((n_x[i] - n_t[i]) / buckets, weights, g_y_top, k_lo, a_x, x_row[:0])[0]
+        a_x = n_x[i] / scale
+        out[i] = _prob_and_slope((n_x[i] - n_t[i]) / scale, o, weights, g_y_top, k_lo, a_x, x_row[:0])[0]
     return out
 
 
@@ -362,12 +398,24 @@ def _as_pair_arrays(*arrays: np.ndarray | float) -> list[np.ndarray]:
     return [np.array(a, np.float64, order="C") for a in np.broadcast_arrays(*[np.asarray(a) for a in arrays])]
 
 
+def _is_exact(model: str) -> bool:
+    if model not in MODELS:
+        raise ValueError(f"unknown bucket model {model!r}; one of {', '.join(MODELS)}")
+    return model == EXACT_MARGINAL
+
+
 def prob_x_le_y(
-    n_t: np.ndarray | float, n_x: np.ndarray | float, n_y: np.ndarray | float, m: np.ndarray | int
+    n_t: np.ndarray | float,
+    n_x: np.ndarray | float,
+    n_y: np.ndarray | float,
+    m: np.ndarray | int,
+    model: str = AVERAGE_LOAD,
 ) -> np.ndarray:
-    """pr(V^X <= V^Y) (Eqs. 6-10) for intersection size n_t, cardinalities n_x, n_y and 2^m buckets."""
+    """pr(V^X <= V^Y) (Eqs. 6-10 under ``model``) for intersection size n_t, cardinalities n_x, n_y and 2^m
+    buckets."""
     n_t, n_x, n_y, m_f = _as_pair_arrays(n_t, n_x, n_y, m)
-    return _prob_many(n_t.ravel(), n_x.ravel(), n_y.ravel(), m_f.ravel().astype(np.int64)).reshape(n_t.shape)
+    args = (n_t.ravel(), n_x.ravel(), n_y.ravel(), m_f.ravel().astype(np.int64), _is_exact(model))
+    return _prob_many(*args).reshape(n_t.shape)
 
 
 def lookup(
@@ -376,12 +424,13 @@ def lookup(
     n_y: np.ndarray | float,
     m: np.ndarray | int,
     eps: float = DEFAULT_TOLERANCE,
+    model: str = AVERAGE_LOAD,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Alg. 2 (Lookup) for many pairs: (Φ̂, P'(Φ̂)), where P'(Φ̂) is the slope dP/dΦ used by Eq. 11."""
     p_hat, n_x, n_y, m_f = _as_pair_arrays(p_hat, n_x, n_y, m)
     each_its_own = (np.zeros((0, _LOAD_ROW)), np.zeros(0, np.int64), np.zeros(0, np.int64))
-    args = (p_hat.ravel(), n_x.ravel(), n_y.ravel(), m_f.ravel().astype(np.int64), eps, each_its_own)
-    phi, slope = _lookup_pairs(*args)
+    arrays = (p_hat.ravel(), n_x.ravel(), n_y.ravel(), m_f.ravel().astype(np.int64))
+    phi, slope = _lookup_pairs(*arrays, _is_exact(model), eps, each_its_own)
     return phi.reshape(p_hat.shape), slope.reshape(p_hat.shape)
 
 
@@ -390,6 +439,7 @@ def _lookup_pairs(
     n_x: np.ndarray,
     n_y: np.ndarray,
     m: np.ndarray,
+    exact: bool,
     eps: float,
     load_rows: tuple[np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -399,9 +449,9 @@ def _lookup_pairs(
         raise ValueError(f"the tolerance ε must be positive, got {eps}")
     phi, slope = np.empty(p_hat.shape[0]), np.empty(p_hat.shape[0])
     if p_hat.shape[0] >= _PARALLEL_MIN_PAIRS:
-        _lookup_parallel(p_hat, n_x, n_y, m, eps, *load_rows, phi, slope)
+        _lookup_parallel(p_hat, n_x, n_y, m, exact, eps, *load_rows, phi, slope)
     else:
-        _lookup_range(p_hat, n_x, n_y, m, eps, *load_rows, phi, slope, 0, p_hat.shape[0])
+        _lookup_range(p_hat, n_x, n_y, m, exact, eps, *load_rows, phi, slope, 0, p_hat.shape[0])
     return phi, slope
 
 
@@ -422,7 +472,8 @@ def inclusion_error_bound(
     slope: np.ndarray, m: np.ndarray | int, confidence: float = DEFAULT_CONFIDENCE
 ) -> np.ndarray:
     """Eq. 11: e_Φ = e_p / P'(Φ̂), capped at 1 (Φ lies in [0, 1]); a flat P gives the trivial bound 1."""
-    e_p = probability_error(m, confidence)
+    m = np.asarray(m)
+    e_p = probability_error(np.arange(int(m.max(initial=0)) + 1), confidence)[m]  # a few distinct m
     with np.errstate(divide="ignore", invalid="ignore"):
         bound = np.where(slope > 0, e_p / slope, 1.0)
     return np.minimum(bound, 1.0)
@@ -515,6 +566,70 @@ def _count_dominated(
     return z
 
 
+@njit(cache=True, nogil=True)
+def _count_dominated_full_range(
+    words: np.ndarray,
+    width: int,
+    filled_start: np.ndarray,
+    filled_bucket: np.ndarray,
+    x_row: np.ndarray,
+    y_row: np.ndarray,
+    z: np.ndarray,
+    start: int,
+    stop: int,
+) -> None:
+    """z over all 2^p registers (the exact marginal). A bucket where X is empty always counts, so a column
+    with few filled registers is compared on those only (a column of 12 values: 12 bytes, not 2^p); a full
+    one word by word."""
+    data = words.view(np.uint8)
+    for i in range(start, stop):
+        x0, y0 = x_row[i] * width, y_row[i] * width
+        first, last = filled_start[x_row[i]], filled_start[x_row[i] + 1]
+        if 8 * (last - first) < width or width % 8:
+            exceeding = 0
+            for j in range(first, last):
+                exceeding += data[x0 + filled_bucket[j]] > data[y0 + filled_bucket[j]]
+            z[i] = width - exceeding
+        else:
+            count = 0
+            x_word, y_word = x0 // 8, y0 // 8
+            for j in range(width // 8):
+                count += _dominated_lanes(words[x_word + j], words[y_word + j])
+            z[i] = count
+
+
+@njit(cache=True, parallel=True)
+def _count_dominated_full_parallel(
+    words: np.ndarray,
+    width: int,
+    filled_start: np.ndarray,
+    filled_bucket: np.ndarray,
+    x_row: np.ndarray,
+    y_row: np.ndarray,
+    z: np.ndarray,
+) -> None:
+    n = x_row.shape[0]
+    for chunk in prange((n + _CHUNK - 1) // _CHUNK):
+        start, stop = chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)
+        _count_dominated_full_range(words, width, filled_start, filled_bucket, x_row, y_row, z, start, stop)
+
+
+def _count_dominated_full(regs: np.ndarray, x_row: np.ndarray, y_row: np.ndarray) -> np.ndarray:
+    """Alg. 1 lines 3-6 at m = p for the pairs of rows (x_row[j], y_row[j]) of ``regs``."""
+    width = regs.shape[1]
+    words = np.zeros(_word_aligned(regs.size) // 8, dtype=np.uint64)
+    words.view(np.uint8)[: regs.size].reshape(regs.shape)[...] = regs
+    filled_rows, filled_bucket = np.nonzero(regs)
+    filled_start = np.searchsorted(filled_rows, np.arange(regs.shape[0] + 1)).astype(np.int64)
+    z = np.empty(x_row.shape[0], dtype=np.int64)
+    args = (words, width, filled_start, filled_bucket.astype(np.int64), x_row, y_row, z)
+    if x_row.shape[0] >= _PARALLEL_MIN_PAIRS:
+        _count_dominated_full_parallel(*args)
+    else:
+        _count_dominated_full_range(*args, 0, x_row.shape[0])
+    return z
+
+
 def _word_aligned(n_bytes: int) -> int:
     return -(-n_bytes // 8) * 8
 
@@ -584,36 +699,75 @@ def estimate_inclusion(
     cardinalities: np.ndarray | None = None,
     confidence: float = DEFAULT_CONFIDENCE,
     eps: float = DEFAULT_TOLERANCE,
+    model: str = EXACT_MARGINAL,
 ) -> InclusionEstimates:
     """BML (Alg. 1) for the pairs (x_idx[j], y_idx[j]) of rows of a (columns x 2^p) register matrix.
 
-    ``cardinalities`` default to the HLL estimates of the rows at precision p. Each pair uses 2^m buckets
-    with m from Eq. 12; the rows the pairs use are folded once to every m some pair needs.
+    ``cardinalities`` default to the HLL estimates of the rows at precision p. Under ``AVERAGE_LOAD`` (the
+    paper's Eq. 9) each pair uses 2^m buckets with m from Eq. 12, the rows folded once to every m some pair
+    needs; under ``EXACT_MARGINAL`` every pair uses all 2^p registers (module docstring).
     """
+    exact = _is_exact(model)
     regs = np.ascontiguousarray(regs, dtype=np.uint8)
     p = regs.shape[1].bit_length() - 1
     x_idx = np.asarray(x_idx, np.int64)
     y_idx = np.asarray(y_idx, np.int64)
     n = estimate_cardinality(regs) if cardinalities is None else np.asarray(cardinalities, np.float64)
-    n_x, n_y = n[x_idx], n[y_idx]
-    m = choose_buckets_log2(n_x, n_y, p)
+    m = np.full(x_idx.shape[0], p, np.int64) if exact else choose_buckets_log2(n[x_idx], n[y_idx], p)
     used = np.zeros(regs.shape[0], dtype=bool)
     used[x_idx] = True
     used[y_idx] = True
     row_of = np.cumsum(used) - 1  # row of each used column among the used ones
     x_row, y_row = row_of[x_idx], row_of[y_idx]
     z = np.zeros(x_idx.shape[0], dtype=np.int64)
-    if x_idx.shape[0]:
+    if x_idx.shape[0] and exact:
+        z = _count_dominated_full(regs if used.all() else regs[used], x_row, y_row)
+    elif x_idx.shape[0]:
         used_levels = np.flatnonzero(np.bincount(m, minlength=p + 1))
         words, level_start, level_width = _register_levels(regs if used.all() else regs[used], used_levels)
         z = _count_dominated(words, level_start, level_width, m, x_row, y_row)
+    return _estimates(z, x_idx, y_idx, n, m, exact, confidence, eps)
+
+
+def estimate_from_dominated(
+    z: np.ndarray,
+    x_idx: np.ndarray,
+    y_idx: np.ndarray,
+    cardinalities: np.ndarray,
+    p: int,
+    confidence: float = DEFAULT_CONFIDENCE,
+    eps: float = DEFAULT_TOLERANCE,
+) -> InclusionEstimates:
+    """Alg. 1 lines 7-10 under the exact marginal at m = p, for pairs whose z (lines 3-6: the buckets with
+    V^X_i <= V^Y_i of all 2^p) is counted already, as ``dominance.dominated_pairs`` counts it."""
+    x_idx, y_idx = np.asarray(x_idx, np.int64), np.asarray(y_idx, np.int64)
+    m = np.full(x_idx.shape[0], p, np.int64)
+    n = np.asarray(cardinalities, np.float64)
+    return _estimates(np.asarray(z, np.int64), x_idx, y_idx, n, m, True, confidence, eps)
+
+
+def _estimates(
+    z: np.ndarray,
+    x_idx: np.ndarray,
+    y_idx: np.ndarray,
+    n: np.ndarray,
+    m: np.ndarray,
+    exact: bool,
+    confidence: float,
+    eps: float,
+) -> InclusionEstimates:
+    """Alg. 1 lines 7-10 (Alg. 2 and the bound) from the dominated-bucket counts z of the pairs."""
     p_hat = z / np.ldexp(1.0, m)
+    top = int(m.max()) + 1 if m.shape[0] else 1
     # one load row per (column, m) that some pair uses: P(0) and the weights then take no exp per pair
-    uses = np.zeros((int(used.sum()), p + 1), dtype=bool)
-    uses[x_row, m] = True
-    uses[y_row, m] = True
+    uses = np.zeros((n.shape[0], top), dtype=bool)
+    uses[x_idx, m] = True
+    uses[y_idx, m] = True
     load_of = (np.cumsum(uses) - 1).reshape(uses.shape)
     columns, levels = np.nonzero(uses)
-    load_rows = _load_rows(n[used][columns] / np.ldexp(1.0, levels))
-    phi, slope = _lookup_pairs(p_hat, n_x, n_y, m, eps, (load_rows, load_of[x_row, m], load_of[y_row, m]))
+    offsets = levels if exact else np.zeros_like(levels)
+    loads = n[columns] / (1.0 if exact else np.ldexp(1.0, levels))
+    load_rows = _load_rows(loads, offsets, HASH_BITS + 1 - levels)
+    rows = (load_rows, load_of[x_idx, m], load_of[y_idx, m])
+    phi, slope = _lookup_pairs(p_hat, n[x_idx], n[y_idx], m, exact, eps, rows)
     return InclusionEstimates(phi, inclusion_error_bound(slope, m, confidence), m, p_hat, confidence)

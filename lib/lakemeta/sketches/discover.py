@@ -12,11 +12,15 @@ tables is considered, and a pair is estimated unless a cheap exact argument rule
   cardinalities are HLL estimates with relative standard error 1.04 / sqrt(2^p) (BML §2.2,
   ``hll.relative_standard_error``); a pair is pruned only when even |Y| inflated and |X| deflated by
   ``_CARDINALITY_SIGMAS`` standard errors keeps the ratio below the floor, so estimation error does not
-  prune a pair that reaches it.
+  prune a pair that reaches it;
+* no shared register: a pair where Y dominates none of X's filled registers has Φ̂ = 0 under the exact
+  marginal (``dominance``); the pairs that remain are found through an index of the registers, without
+  visiting the others.
 
-Every other pair is estimated (Alg. 1-2, m per pair by Eq. 12, error bound by Theorem 4 and Eq. 11), and
-those whose estimate reaches the floor are written to ``inclusion_estimates``, replacing its content in
-one commit (a deterministic function of the state, so a retried run writes the same rows).
+Every other pair is estimated (Alg. 1-2 with every bucket's exact marginal at m = p, ``bml``; error bound
+by Theorem 4 and Eq. 11), and those whose estimate reaches the floor are written to
+``inclusion_estimates``, replacing its content in one commit (a deterministic function of the state, so a
+retried run writes the same rows).
 ``run_step`` runs it as the discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`).
 """
 
@@ -33,7 +37,8 @@ import pyarrow as pa
 from lakemeta.catalog import Catalog
 from lakemeta.config import Config, SketchConfig
 from lakemeta.profile.state import ColumnProfile
-from lakemeta.sketches.bml import estimate_inclusion
+from lakemeta.sketches.bml import estimate_from_dominated
+from lakemeta.sketches.dominance import DominatedPairs, dominated_pairs
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.sketches.state import ColumnRegisters, column_registers
 
@@ -41,8 +46,6 @@ log = logging.getLogger(__name__)
 
 TARGET = "inclusion_estimates"
 _CARDINALITY_SIGMAS = 4.0
-# Pairs per estimation call: bounds the index arrays' memory on lakes with very many columns.
-_PAIRS_PER_BLOCK = 1 << 22
 
 _FAMILIES = (
     ("numeric", re.compile(r"^(tinyint|smallint|int|bigint|float|double|decimal.*)$")),
@@ -69,51 +72,37 @@ class PairCounts:
     """What happened to the ordered cross-table column pairs, for the job's log."""
 
     considered: int = 0
-    pruned_types: int = 0
-    pruned_empty: int = 0
-    pruned_cardinality: int = 0
     estimated: int = 0
     written: int = 0
 
 
 def candidate_pairs(
     registers: ColumnRegisters, families: list[str | None], floor: float, p: int, counts: PairCounts
-) -> tuple[np.ndarray, np.ndarray]:
-    """Ordered pairs (x, y) of ``registers`` rows that survive the pruning; counts what each rule prunes."""
-    n = len(registers.table_names)
+) -> DominatedPairs:
+    """The ordered pairs of ``registers`` rows that survive the rules of the module docstring, with their
+    dominated-bucket counts z (``dominance.dominated_pairs``); counts the cross-table pairs and those kept."""
     cardinality = registers.cardinalities()
     relative_error = _CARDINALITY_SIGMAS * relative_standard_error(p)
-    upper = cardinality * (1.0 + relative_error)
-    lower = cardinality * max(0.0, 1.0 - relative_error)
-    _, table_of = np.unique(np.array(registers.table_names, dtype=object), return_inverse=True)
+    _, table_of, per_table = np.unique(
+        np.array(registers.table_names, dtype=object), return_inverse=True, return_counts=True
+    )
     family_names = sorted({f for f in families if f is not None})
-    family_of = np.array([family_names.index(f) if f is not None else -1 for f in families], dtype=np.int64)
-    compatible_matrix = np.array([[compatible(a, b) for b in family_names] for a in family_names], dtype=bool)
-    xs, ys = [], []
-    rows_per_block = max(1, _PAIRS_PER_BLOCK // max(n, 1))
-    for start in range(0, n, rows_per_block):
-        x = np.arange(start, min(n, start + rows_per_block))[:, None]
-        y = np.arange(n)[None, :]
-        cross_table = table_of[x] != table_of[y]
-        counts.considered += int(cross_table.sum())
-        typed = (
-            cross_table
-            & (family_of[x] >= 0)
-            & (family_of[y] >= 0)
-            & compatible_matrix[np.maximum(family_of[x], 0), np.maximum(family_of[y], 0)]
-        )
-        counts.pruned_types += int(cross_table.sum() - typed.sum())
-        non_empty = typed & (cardinality[x] > 0) & (cardinality[y] > 0)
-        counts.pruned_empty += int(typed.sum() - non_empty.sum())
-        # Φ(X, Y) <= |Y| / |X| <= upper_Y / lower_X
-        reachable = non_empty & (upper[y] >= floor * lower[x])
-        counts.pruned_cardinality += int(non_empty.sum() - reachable.sum())
-        bx, by = np.nonzero(reachable)
-        xs.append(bx + start)
-        ys.append(by)
-    x_idx = np.concatenate(xs) if xs else np.zeros(0, np.int64)
-    y_idx = np.concatenate(ys) if ys else np.zeros(0, np.int64)
-    return x_idx.astype(np.int64), y_idx.astype(np.int64)
+    # a column of no family (not sketched) gets a family of its own, compatible with none
+    family_of = np.array([family_names.index(f) if f is not None else len(family_names) for f in families])
+    compatible_matrix = np.zeros((len(family_names) + 1,) * 2, dtype=bool)
+    compatible_matrix[:-1, :-1] = [[compatible(a, b) for b in family_names] for a in family_names]
+    pairs = dominated_pairs(
+        registers.registers,
+        table_of,
+        family_of,
+        compatible_matrix,
+        cardinality * (1.0 + relative_error),
+        cardinality * max(0.0, 1.0 - relative_error),
+        floor,
+    )
+    counts.considered += int(len(table_of) ** 2 - (per_table.astype(np.int64) ** 2).sum())
+    counts.estimated += len(pairs.x)
+    return pairs
 
 
 def _column_families(catalog: Catalog, registers: ColumnRegisters) -> list[str | None]:
@@ -139,16 +128,17 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     registers = column_registers(catalog, config.precision)
     families = _column_families(catalog, registers)
     counts = PairCounts()
-    x_idx, y_idx = candidate_pairs(registers, families, config.inclusion_floor, config.precision, counts)
-    estimates = estimate_inclusion(
-        registers.registers,
-        x_idx,
-        y_idx,
-        cardinalities=registers.cardinalities(),
+    pairs = candidate_pairs(registers, families, config.inclusion_floor, config.precision, counts)
+    estimates = estimate_from_dominated(
+        pairs.z,
+        pairs.x,
+        pairs.y,
+        registers.cardinalities(),
+        config.precision,
         confidence=config.confidence,
         eps=config.tolerance,
     )
-    counts.estimated = int(x_idx.shape[0])
+    x_idx, y_idx = pairs.x, pairs.y
     kept = estimates.estimate >= config.inclusion_floor
     tables = np.array(registers.table_names, dtype=object)
     columns = np.array(registers.column_names, dtype=object)
@@ -168,15 +158,12 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     catalog.replace_small(TARGET, result)
     counts.written = len(result)
     log.info(
-        "inclusion estimates: %d columns, %d cross-table pairs; pruned %d by type family, %d empty, "
-        "%d by cardinality (|Y|/|X| below the floor %.2f); %d estimated by BML, %d written (>= floor)",
+        "inclusion estimates: %d columns, %d cross-table pairs; %d estimated (a dominated register, types "
+        "and cardinalities that allow the floor %.2f), %d written (>= floor)",
         len(registers.table_names),
         counts.considered,
-        counts.pruned_types,
-        counts.pruned_empty,
-        counts.pruned_cardinality,
-        config.inclusion_floor,
         counts.estimated,
+        config.inclusion_floor,
         counts.written,
     )
     return counts

@@ -1,8 +1,11 @@
-"""Pair pruning before BML estimation: each rule removes exactly the pairs it should, and counts them."""
+"""Pair pruning before BML estimation: each rule removes exactly the pairs it should, and the pairs found
+through the register index carry the same z as comparing the two rows."""
 
 import numpy as np
 
+from lakemeta.sketches.bml import EXACT_MARGINAL, count_dominated_buckets, estimate_inclusion
 from lakemeta.sketches.discover import PairCounts, candidate_pairs, compatible, type_family
+from lakemeta.sketches.dominance import dominated_pairs
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.sketches.state import ColumnRegisters
 
@@ -24,15 +27,17 @@ def test_type_families_and_compatibility() -> None:
 
 def test_each_rule_prunes_exactly_its_pairs() -> None:
     # table a: big numeric, small numeric; table b: numeric of 2000, a date, an empty string column;
-    # table c: a string of 2000 values
+    # table c: a string of 2000 values; the numeric columns share their values (seed 0 prefixes), so
+    # every pair the other rules allow has a dominated register
     sizes = [20_000, 30, 2000, 2000, 0, 2000]
     tables = ["a", "a", "b", "b", "b", "c"]
     families = ["numeric", "numeric", "numeric", "date", "string", "string"]
-    regs = np.stack([_registers(n, i) if n else np.zeros(1 << P, np.uint8) for i, n in enumerate(sizes)])
+    pool = np.random.default_rng(0).integers(0, 2**64, 20_000, dtype=np.uint64)
+    regs = np.stack([registers(counter_delta(pool[:n], p=P)) for n in sizes])
     column_registers = ColumnRegisters(tables, [f"c{i}" for i in range(6)], regs)
     counts = PairCounts()
-    x, y = candidate_pairs(column_registers, families, 0.5, P, counts)
-    got = set(zip(x.tolist(), y.tolist(), strict=True))
+    pairs = candidate_pairs(column_registers, families, 0.5, P, counts)
+    got = set(zip(pairs.x.tolist(), pairs.y.tolist(), strict=True))
 
     cross = [(i, j) for i in range(6) for j in range(6) if tables[i] != tables[j]]
     typed = [(i, j) for i, j in cross if compatible(families[i], families[j])]
@@ -41,7 +46,38 @@ def test_each_rule_prunes_exactly_its_pairs() -> None:
     expected = {(i, j) for i, j in non_empty if sizes[j] / sizes[i] >= 0.5}
     assert got == expected
     assert (0, 2) not in got and (2, 1) not in got and (2, 0) in got and (1, 5) in got
-    assert counts.considered == len(cross)
-    assert counts.pruned_types == len(cross) - len(typed)
-    assert counts.pruned_empty == len(typed) - len(non_empty)
-    assert counts.pruned_cardinality == len(non_empty) - len(expected)
+    assert counts.considered == len(cross) and counts.estimated == len(expected)
+    assert np.array_equal(pairs.z, count_dominated_buckets(regs, pairs.x, pairs.y))
+
+
+def test_the_register_index_finds_every_pair_with_a_dominated_register_and_no_other() -> None:
+    # columns of 1 to 5,000 values drawn from a few shared pools, so that pairs overlap in every degree;
+    # the large ones fill more than an eighth of the 2^10 registers and are compared row against row
+    rng = np.random.default_rng(4)
+    pools = [rng.integers(0, 2**64, 6000, dtype=np.uint64) for _ in range(3)]
+    sizes = np.rint(10 ** rng.uniform(0, 3.7, 80)).astype(int)
+    regs = np.stack(
+        [
+            registers(counter_delta(rng.choice(pools[i % 3], n, replace=False), p=P))
+            for i, n in enumerate(sizes)
+        ]
+    )
+    n = len(sizes)
+    table_of = np.arange(n) // 2
+    everything = np.ones((1, 1), bool)
+    found = dominated_pairs(regs, table_of, np.zeros(n, int), everything, np.ones(n), np.zeros(n), 0.5)
+    x, y = (a.ravel() for a in np.meshgrid(np.arange(n), np.arange(n), indexing="ij"))
+    cross = table_of[x] != table_of[y]
+    x, y = x[cross], y[cross]
+    z = count_dominated_buckets(regs, x, y)
+    filled = (regs > 0).sum(axis=1)
+    dense = 8 * filled[x] > regs.shape[1]
+    shared = z > (regs.shape[1] - filled[x])
+    kept = (filled[x] > 0) & (dense | shared)
+    expected = dict(zip(zip(x[kept].tolist(), y[kept].tolist(), strict=True), z[kept].tolist(), strict=True))
+    got = dict(zip(zip(found.x.tolist(), found.y.tolist(), strict=True), found.z.tolist(), strict=True))
+    assert got == expected and any(dense) and not all(shared)
+    # what is left out would have been estimated as Φ̂ = 0
+    left_out = ~dense & ~shared
+    estimates = estimate_inclusion(regs, x[left_out], y[left_out], model=EXACT_MARGINAL)
+    assert np.all(estimates.estimate == 0.0)
