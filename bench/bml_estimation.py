@@ -10,7 +10,7 @@ compiles the numba kernels:
   by Eq. 12, z counting, look-up, error bound) with the cardinalities given;
 * ``bml_with_cardinalities``: the same call left to estimate the cardinalities from the registers itself;
 * ``exact_marginal``: ``estimate_inclusion`` with every bucket's exact marginal at m = p, on every pair;
-* ``exact_marginal_lake``: what the inclusion step runs: ``dominance.dominated_pairs`` (the pairs with a
+* ``exact_marginal_lake``: what the inclusion step runs: ``dominance.RegisterIndex`` (the pairs with a
   dominated register, each column its own table) and ``estimate_from_dominated``, per ordered pair;
 * ``bottom_k``: ``bottomk.inclusion_estimates`` on the same pairs (the baseline, same run).
 
@@ -38,7 +38,7 @@ import numpy as np
 
 from lakemeta.reference import bottomk
 from lakemeta.sketches.bml import AVERAGE_LOAD, EXACT_MARGINAL, estimate_from_dominated, estimate_inclusion
-from lakemeta.sketches.dominance import dominated_pairs
+from lakemeta.sketches.dominance import RegisterIndex
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, estimate_cardinality, registers
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -106,7 +106,8 @@ def main() -> None:
     def lake() -> object:
         everything = np.ones((1, 1), bool)
         columns = np.arange(n_columns)
-        found = dominated_pairs(regs, columns, 0 * columns, everything, cardinalities, 0 * cardinalities, 0.0)
+        index = RegisterIndex(regs, columns, 0 * columns, everything, cardinalities, 0 * cardinalities, 0.0)
+        found = index.pairs(0, n_columns, index.counts())
         return estimate_from_dominated(found.z, found.x, found.y, cardinalities, p)
 
     # warm-up: numba compiles (or loads from its cache) every kernel the estimators use

@@ -485,7 +485,7 @@ _LANE_ONES = np.uint64(0x0101010101010101)
 
 
 @njit(cache=True, inline="always")
-def _dominated_lanes(x: np.uint64, y: np.uint64) -> np.uint64:
+def dominated_lanes(x: np.uint64, y: np.uint64) -> np.uint64:
     """How many of the 8 byte lanes of two words hold x <= y as unsigned bytes (no carry between lanes).
 
     Per lane, (y | 0x80) - (x & 0x7f) >= 1 never borrows, and its top bit says low7(y) >= low7(x); x <= y
@@ -517,7 +517,7 @@ def _count_dominated_range(
         if width % 8 == 0:  # rows start on word boundaries: eight buckets per step
             x_word, y_word = x0 // 8, y0 // 8
             for j in range(width // 8):
-                count += _dominated_lanes(words[x_word + j], words[y_word + j])
+                count += dominated_lanes(words[x_word + j], words[y_word + j])
         else:
             for b in range(width):
                 count += data[x0 + b] <= data[y0 + b]
@@ -594,7 +594,7 @@ def _count_dominated_full_range(
             count = 0
             x_word, y_word = x0 // 8, y0 // 8
             for j in range(width // 8):
-                count += _dominated_lanes(words[x_word + j], words[y_word + j])
+                count += dominated_lanes(words[x_word + j], words[y_word + j])
             z[i] = count
 
 
@@ -739,7 +739,7 @@ def estimate_from_dominated(
     eps: float = DEFAULT_TOLERANCE,
 ) -> InclusionEstimates:
     """Alg. 1 lines 7-10 under the exact marginal at m = p, for pairs whose z (lines 3-6: the buckets with
-    V^X_i <= V^Y_i of all 2^p) is counted already, as ``dominance.dominated_pairs`` counts it."""
+    V^X_i <= V^Y_i of all 2^p) is counted already, as ``dominance.RegisterIndex`` counts it."""
     x_idx, y_idx = np.asarray(x_idx, np.int64), np.asarray(y_idx, np.int64)
     m = np.full(x_idx.shape[0], p, np.int64)
     n = np.asarray(cardinalities, np.float64)

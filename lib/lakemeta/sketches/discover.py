@@ -38,7 +38,7 @@ from lakemeta.catalog import Catalog
 from lakemeta.config import Config, SketchConfig
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.bml import estimate_from_dominated
-from lakemeta.sketches.dominance import DominatedPairs, dominated_pairs
+from lakemeta.sketches.dominance import RegisterIndex
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.sketches.state import ColumnRegisters, column_registers
 
@@ -46,6 +46,8 @@ log = logging.getLogger(__name__)
 
 TARGET = "inclusion_estimates"
 _CARDINALITY_SIGMAS = 4.0
+# Pairs estimated at once: bounds the memory of the pair arrays on lakes with very many columns.
+_PAIRS_PER_BLOCK = 1 << 22
 
 _FAMILIES = (
     ("numeric", re.compile(r"^(tinyint|smallint|int|bigint|float|double|decimal.*)$")),
@@ -76,12 +78,16 @@ class PairCounts:
     written: int = 0
 
 
-def candidate_pairs(
-    registers: ColumnRegisters, families: list[str | None], floor: float, p: int, counts: PairCounts
-) -> DominatedPairs:
-    """The ordered pairs of ``registers`` rows that survive the rules of the module docstring, with their
-    dominated-bucket counts z (``dominance.dominated_pairs``); counts the cross-table pairs and those kept."""
-    cardinality = registers.cardinalities()
+def register_index(
+    registers: ColumnRegisters,
+    cardinality: np.ndarray,
+    families: list[str | None],
+    floor: float,
+    p: int,
+    counts: PairCounts,
+) -> RegisterIndex:
+    """The index of the registers that finds the pairs surviving the rules of the module docstring, with
+    their dominated-bucket counts z (``dominance``); counts the cross-table pairs."""
     relative_error = _CARDINALITY_SIGMAS * relative_standard_error(p)
     _, table_of, per_table = np.unique(
         np.array(registers.table_names, dtype=object), return_inverse=True, return_counts=True
@@ -91,7 +97,8 @@ def candidate_pairs(
     family_of = np.array([family_names.index(f) if f is not None else len(family_names) for f in families])
     compatible_matrix = np.zeros((len(family_names) + 1,) * 2, dtype=bool)
     compatible_matrix[:-1, :-1] = [[compatible(a, b) for b in family_names] for a in family_names]
-    pairs = dominated_pairs(
+    counts.considered += int(len(table_of) ** 2 - (per_table.astype(np.int64) ** 2).sum())
+    return RegisterIndex(
         registers.registers,
         table_of,
         family_of,
@@ -100,9 +107,6 @@ def candidate_pairs(
         cardinality * max(0.0, 1.0 - relative_error),
         floor,
     )
-    counts.considered += int(len(table_of) ** 2 - (per_table.astype(np.int64) ** 2).sum())
-    counts.estimated += len(pairs.x)
-    return pairs
 
 
 def _column_families(catalog: Catalog, registers: ColumnRegisters) -> list[str | None]:
@@ -128,28 +132,39 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     registers = column_registers(catalog, config.precision)
     families = _column_families(catalog, registers)
     counts = PairCounts()
-    pairs = candidate_pairs(registers, families, config.inclusion_floor, config.precision, counts)
-    estimates = estimate_from_dominated(
-        pairs.z,
-        pairs.x,
-        pairs.y,
-        registers.cardinalities(),
-        config.precision,
-        confidence=config.confidence,
-        eps=config.tolerance,
+    cardinalities = registers.cardinalities()
+    index = register_index(
+        registers, cardinalities, families, config.inclusion_floor, config.precision, counts
     )
-    x_idx, y_idx = pairs.x, pairs.y
-    kept = estimates.estimate >= config.inclusion_floor
+    kept_x, kept_y, kept_estimate, kept_bound = [], [], [], []
+    for pairs in index.blocks(_PAIRS_PER_BLOCK):
+        estimates = estimate_from_dominated(
+            pairs.z,
+            pairs.x,
+            pairs.y,
+            cardinalities,
+            config.precision,
+            confidence=config.confidence,
+            eps=config.tolerance,
+        )
+        counts.estimated += len(pairs.x)
+        kept = estimates.estimate >= config.inclusion_floor
+        kept_x.append(pairs.x[kept])
+        kept_y.append(pairs.y[kept])
+        kept_estimate.append(estimates.estimate[kept])
+        kept_bound.append(estimates.error_bound[kept])
+    x_idx, y_idx = (np.concatenate([np.zeros(0, np.int64), *kept]) for kept in (kept_x, kept_y))
+    estimate, bound = (np.concatenate([np.zeros(0), *kept]) for kept in (kept_estimate, kept_bound))
     tables = np.array(registers.table_names, dtype=object)
     columns = np.array(registers.column_names, dtype=object)
     result = pa.table(
         {
-            "dep_table": pa.array(tables[x_idx[kept]], pa.string()),
-            "dep_column": pa.array(columns[x_idx[kept]], pa.string()),
-            "ref_table": pa.array(tables[y_idx[kept]], pa.string()),
-            "ref_column": pa.array(columns[y_idx[kept]], pa.string()),
-            "estimate": pa.array(estimates.estimate[kept]),
-            "error_bound": pa.array(estimates.error_bound[kept]),
+            "dep_table": pa.array(tables[x_idx], pa.string()),
+            "dep_column": pa.array(columns[x_idx], pa.string()),
+            "ref_table": pa.array(tables[y_idx], pa.string()),
+            "ref_column": pa.array(columns[y_idx], pa.string()),
+            "estimate": pa.array(estimate),
+            "error_bound": pa.array(bound),
         }
     )
     result = result.sort_by(

@@ -22,10 +22,13 @@ not returned), ``family_of`` with ``compatible`` (type families that can hold th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit, prange
+
+from lakemeta.sketches.bml import dominated_lanes
 
 _CHUNK = 64  # columns X per parallel work item
 _DENSE_SHARE = 8  # a column filling more than 2^p / 8 registers is compared row against row
@@ -62,6 +65,7 @@ def _allowed(
 def _pairs_of(
     x: int,
     regs: np.ndarray,
+    words: np.ndarray,
     filled_start: np.ndarray,
     filled_bucket: np.ndarray,
     by_bucket_start: np.ndarray,
@@ -92,8 +96,8 @@ def _pairs_of(
                 continue
             if write:
                 dominated = 0
-                for b in range(width):
-                    dominated += regs[x, b] <= regs[y, b]
+                for w in range(words.shape[1]):  # eight registers per word
+                    dominated += dominated_lanes(words[x, w], words[y, w])
                 out_y[found], out_z[found] = y, dominated
             found += 1
         return found
@@ -122,6 +126,7 @@ def _pairs_of(
 @njit(cache=True, parallel=True)
 def _all_pairs(
     regs: np.ndarray,
+    words: np.ndarray,
     filled_start: np.ndarray,
     filled_bucket: np.ndarray,
     by_bucket_start: np.ndarray,
@@ -132,21 +137,25 @@ def _all_pairs(
     compatible: np.ndarray,
     upper: np.ndarray,
     thresholds: np.ndarray,
+    first: int,
+    stop: int,
     offsets: np.ndarray,
     out_y: np.ndarray,
     out_z: np.ndarray,
     write: bool,
 ) -> None:
-    """Counts the pairs of every x into offsets[x + 1] (write False), or writes them from offsets[x]."""
+    """For x in [first, stop): counts the pairs of x into offsets[x - first + 1] (write False), or writes
+    them from offsets[x - first]."""
     n = regs.shape[0]
-    for chunk in prange((n + _CHUNK - 1) // _CHUNK):
+    for chunk in prange((stop - first + _CHUNK - 1) // _CHUNK):
         counter = np.zeros(n, np.int32)
         touched = np.empty(n, np.int64)
-        for x in range(chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)):
-            start = offsets[x] if write else 0
+        for x in range(first + chunk * _CHUNK, min(stop, first + (chunk + 1) * _CHUNK)):
+            start = offsets[x - first] if write else 0
             found = _pairs_of(
                 x,
                 regs,
+                words,
                 filled_start,
                 filled_bucket,
                 by_bucket_start,
@@ -164,45 +173,72 @@ def _all_pairs(
                 write,
             )
             if not write:
-                offsets[x + 1] = found
+                offsets[x - first + 1] = found
 
 
-def dominated_pairs(
-    regs: np.ndarray,
-    table_of: np.ndarray,
-    family_of: np.ndarray,
-    compatible: np.ndarray,
-    upper: np.ndarray,
-    lower: np.ndarray,
-    floor: float,
-) -> DominatedPairs:
-    """The ordered pairs (x, y) of rows of a (columns x 2^p) register matrix with x, y in different tables
-    (``table_of``), of compatible families (``compatible[family_of[x], family_of[y]]``), with
-    upper[y] >= floor * lower[x] and D(x, y) > 0 (every such y for a dense x), and their z."""
-    regs = np.ascontiguousarray(regs, dtype=np.uint8)
-    n = regs.shape[0]
-    filled_rows, filled_bucket = np.nonzero(regs)
-    filled_start = np.searchsorted(filled_rows, np.arange(n + 1)).astype(np.int64)
-    values = regs[filled_rows, filled_bucket]
-    # the filled registers by bucket, largest value first within a bucket
-    order = np.lexsort((-values.astype(np.int16), filled_bucket))
-    by_bucket_start = np.searchsorted(filled_bucket[order], np.arange(regs.shape[1] + 1)).astype(np.int64)
-    index = (
-        filled_start,
-        filled_bucket.astype(np.int64),
-        by_bucket_start,
-        filled_rows[order].astype(np.int64),
-        values[order],
-        np.asarray(table_of, np.int64),
-        np.asarray(family_of, np.int64),
-        np.asarray(compatible, np.bool_),
-        np.asarray(upper, np.float64),
-        floor * np.asarray(lower, np.float64),
-    )
-    offsets = np.zeros(n + 1, np.int64)
-    _all_pairs(regs, *index, offsets, np.zeros(0, np.int64), np.zeros(0, np.int64), False)
-    np.cumsum(offsets, out=offsets)
-    y, z = np.empty(offsets[-1], np.int64), np.empty(offsets[-1], np.int64)
-    _all_pairs(regs, *index, offsets, y, z, True)
-    x = np.repeat(np.arange(n, dtype=np.int64), np.diff(offsets))
-    return DominatedPairs(x, y, z)
+class RegisterIndex:
+    """The filled registers of a (columns x 2^p) register matrix by column and by bucket, with the rules
+    the pairs must pass: x, y in different tables (``table_of``), of compatible families
+    (``compatible[family_of[x], family_of[y]]``), and upper[y] >= floor * lower[x]."""
+
+    def __init__(
+        self,
+        regs: np.ndarray,
+        table_of: np.ndarray,
+        family_of: np.ndarray,
+        compatible: np.ndarray,
+        upper: np.ndarray,
+        lower: np.ndarray,
+        floor: float,
+    ) -> None:
+        self.regs = np.ascontiguousarray(regs, dtype=np.uint8)
+        n = self.regs.shape[0]
+        if self.regs.shape[1] % 8:
+            raise ValueError(f"registers of 2^p buckets, p >= 3, are compared by words: {self.regs.shape[1]}")
+        filled_rows, filled_bucket = np.nonzero(self.regs)
+        values = self.regs[filled_rows, filled_bucket]
+        # the filled registers by bucket, largest value first within a bucket
+        order = np.lexsort((-values.astype(np.int16), filled_bucket))
+        self._arrays = (
+            self.regs,
+            self.regs.view(np.uint64),
+            np.searchsorted(filled_rows, np.arange(n + 1)).astype(np.int64),
+            filled_bucket.astype(np.int64),
+            np.searchsorted(filled_bucket[order], np.arange(self.regs.shape[1] + 1)).astype(np.int64),
+            filled_rows[order].astype(np.int64),
+            values[order],
+            np.asarray(table_of, np.int64),
+            np.asarray(family_of, np.int64),
+            np.asarray(compatible, np.bool_),
+            np.asarray(upper, np.float64),
+            floor * np.asarray(lower, np.float64),
+        )
+
+    def counts(self) -> np.ndarray:
+        """How many pairs each column x has (those ``pairs`` returns)."""
+        n = self.regs.shape[0]
+        counts = np.zeros(n + 1, np.int64)
+        empty = np.zeros(0, np.int64)
+        _all_pairs(*self._arrays, 0, n, counts, empty, empty, False)
+        return counts[1:]
+
+    def pairs(self, first: int, stop: int, counts: np.ndarray) -> DominatedPairs:
+        """The pairs (x, y) of the columns x in [first, stop) with D(x, y) > 0 (every y the rules allow,
+        for a dense x), and their z; ``counts`` as ``counts`` gives them."""
+        offsets = np.concatenate([[0], np.cumsum(counts[first:stop])]).astype(np.int64)
+        y, z = np.empty(offsets[-1], np.int64), np.empty(offsets[-1], np.int64)
+        _all_pairs(*self._arrays, first, stop, offsets, y, z, True)
+        x = np.repeat(np.arange(first, stop, dtype=np.int64), np.diff(offsets))
+        return DominatedPairs(x, y, z)
+
+    def blocks(self, max_pairs: int) -> Iterator[DominatedPairs]:
+        """All pairs, in blocks of consecutive columns x holding at most ``max_pairs`` pairs each (or one
+        column's, where that is more), so that memory follows the block, not the lake."""
+        counts = self.counts()
+        ends = np.cumsum(counts)
+        first, n = 0, len(counts)
+        while first < n:
+            done = ends[first - 1] if first else 0
+            stop = max(first + 1, int(np.searchsorted(ends, done + max_pairs, side="right")))
+            yield self.pairs(first, min(stop, n), counts)
+            first = stop
