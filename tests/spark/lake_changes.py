@@ -42,6 +42,14 @@ def create_foreign_table(path: Path, rows: list[tuple]) -> None:
     write_deltalake(str(path), _arrow(rows))
 
 
+def append_rows(spark: SparkSession, path: Path, rows: list[tuple], foreign: bool) -> None:
+    """Append rows as the table's writer does: delta-rs for a foreign table, Spark otherwise."""
+    if foreign:
+        write_deltalake(str(path), _arrow(rows), mode="append")
+    else:
+        spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(str(path))
+
+
 def _arrow(rows: list[tuple]) -> pa.Table:
     columns = list(zip(*rows, strict=True)) if rows else [[], [], []]
     return pa.table(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
@@ -16,7 +17,15 @@ from lakemeta.pipeline import Pipeline
 from lakemeta.registry import STATE_COMPONENTS
 from lakemeta.scan import STAGING
 
-from .lake_changes import create_spark_table, process, state_rows
+from .lake_changes import (
+    append_rows,
+    create_foreign_table,
+    create_spark_table,
+    process,
+    random_change,
+    random_rows,
+    state_rows,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -134,3 +143,34 @@ def test_a_large_table_read_in_parts_gives_the_state_of_a_whole_read(spark, tmp_
     profile = {(row[0], row[1]): row[4:] for row in whole["state/column_profile"]}
     assert profile["types", "id"] == (44, 0) and profile["types", "added"] == (44, 40)
     assert profile["types", "flag"] == (44, 15)
+
+
+def test_large_incremental_batches_read_in_slices_give_the_state_of_whole_reads(spark, tmp_path: Path):
+    # With 3 rows a slice, the change feed of "feed" is streamed and the diff of "files" (written by
+    # delta-rs, without the feed) is read from the data files each batch removed and added
+    rng = np.random.default_rng(21)
+    lake = tmp_path / "lake"
+    create_spark_table(spark, lake / "feed", random_rows(rng, 8))
+    create_foreign_table(lake / "files", random_rows(rng, 8))
+
+    def pipeline(catalog: str, max_task_rows: int) -> Pipeline:
+        settings = {"agree_sets": {"max_rows": 3}, "scan": {"max_task_rows": max_task_rows}}
+        return Pipeline(
+            spark, load_config({"lake": lake, "catalog": tmp_path / catalog, **settings}, environ={})
+        )
+
+    pipelines = {"whole": pipeline("whole", 1_000_000), "slices": pipeline("slices", 3)}
+    read = set()
+    for step in range(3):
+        if step:
+            for name in ("feed", "files"):
+                random_change(spark, rng, lake / name, foreign=name == "files")
+                if DeltaTable(str(lake / name)).to_pyarrow_table().num_rows < 6:  # stay above a slice
+                    append_rows(spark, lake / name, random_rows(rng, 6), foreign=name == "files")
+        states = {}
+        for label, each in pipelines.items():
+            plan = process(each, *COMPONENTS)
+            read |= {(b.table_name, b.kind, b.source) for b in plan.batches}
+            states[label] = {f"state/{c}": state_rows(each, f"state/{c}") for c in COMPONENTS}
+        assert states["slices"] == states["whole"], step
+    assert {("feed", "incremental", "cdf"), ("files", "incremental", "diff")} <= read

@@ -278,13 +278,16 @@ class _PostingPartial(TablePartial):
 
     def finish(self) -> pa.Table | None:
         """c' of the module docstring: the copies each changed content has in the snapshot at
-        ``to_version``, counted in the executor (the task holds the snapshot)."""
+        ``to_version``, counted in the executor over the snapshot's slices."""
         if not self.changed:
             return None
         changed = np.unique(np.concatenate(self.changed))
-        after = self.change.after
-        final = content_hashes(after.select([field.name for field in self.change.schema.fields]))
-        contents, copies = np.unique(final[np.isin(final, changed)], return_counts=True)
+        names = [field.name for field in self.change.schema.fields]
+        kept = [np.zeros(0, np.int64)]
+        for rows in self.change.snapshot_slices():
+            hashes = content_hashes(rows.select(names))
+            kept.append(hashes[np.isin(hashes, changed)])
+        contents, copies = np.unique(np.concatenate(kept), return_counts=True)
         n = len(contents)
         return pa.table(
             {

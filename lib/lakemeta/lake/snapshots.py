@@ -8,11 +8,13 @@ is involved, so they run inside ``mapInArrow`` tasks.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from urllib.parse import unquote
 
 import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as dataset
 
 
 def read_table(path: str, version: int | None = None, columns: list[str] | None = None) -> pa.Table:
@@ -21,10 +23,22 @@ def read_table(path: str, version: int | None = None, columns: list[str] | None 
     return deltalake.DeltaTable(path, version=version).to_pyarrow_table(columns=columns)
 
 
-def read_columns(path: str, version: int | None, columns: list[str]) -> list[pa.Array]:
-    """A table's columns at a version, each as one array of its own type (delta-rs)."""
-    table = read_table(path, version, columns)
+def read_columns(
+    path: str, version: int | None, columns: list[str], files: Sequence[str] = ()
+) -> list[pa.Array]:
+    """A table's columns at a version, each as one array of its own type (delta-rs); of only the rows of
+    ``files`` when given (a group of ``file_groups``)."""
+    if files:
+        table = files_dataset(deltalake.DeltaTable(path, version=version), files).to_table(columns=columns)
+    else:
+        table = read_table(path, version, columns)
     return [table.column(column).combine_chunks() for column in columns]
+
+
+def files_dataset(table: deltalake.DeltaTable, files: Sequence[str]) -> dataset.Dataset:
+    """Some data files of a snapshot (absolute paths, a group of ``file_groups``) as one dataset of the
+    table's schema, which fills the columns files written before a column was added lack."""
+    return dataset.dataset(list(files), schema=pa.schema(table.schema().to_arrow()), format="parquet")
 
 
 def data_files(table: deltalake.DeltaTable) -> list[str]:
@@ -41,18 +55,41 @@ def snapshot_size(table: deltalake.DeltaTable) -> tuple[int, int]:
     return int(pc.sum(actions["num_records"]).as_py() or 0), int(pc.sum(actions["size_bytes"]).as_py() or 0)
 
 
-def file_groups(path: str, version: int, max_rows: int) -> list[tuple[list[str], int]] | None:
-    """The snapshot's data files (absolute paths) in groups of at most ``max_rows`` rows by the log's file
-    statistics (a single larger file is a group of its own), with each group's rows; None when the files
-    alone do not hold the rows (deletion vectors, column mapping, partition columns) or a file has no
-    row count, and the table must be read whole."""
-    table = deltalake.DeltaTable(path, version=version)
+def files_hold_rows(table: deltalake.DeltaTable) -> bool:
+    """Whether the snapshot's rows are exactly those of its data files read as they are: no deletion
+    vectors, column mapping or partition columns (whose values live in the log, not the files)."""
     protocol = table.protocol()
-    if (
+    return not (
         set(protocol.reader_features or ()) & {"deletionVectors", "columnMapping"}
         or protocol.min_reader_version >= 2
         or table.metadata().partition_columns
-    ):
+    )
+
+
+def absolute_files(table: deltalake.DeltaTable, path: str) -> list[str]:
+    """The snapshot's data files as absolute paths (``data_files`` are relative and URI-encoded)."""
+    return [f"{path.rstrip('/')}/{unquote(file)}" for file in data_files(table)]
+
+
+def changed_files(path: str, before: int, after: int) -> tuple[list[str], list[str]] | None:
+    """The data files (absolute paths) of the snapshot at ``before`` that the one at ``after`` no longer
+    has, and those it has anew: the rows of the second less those of the first are the change between
+    the versions, as a signed multiset (a file rewritten by a DELETE or UPDATE brings its unchanged rows
+    once with each sign). None where the files alone do not hold the rows (``files_hold_rows``)."""
+    tables = [deltalake.DeltaTable(path, version=version) for version in (before, after)]
+    if not all(files_hold_rows(table) for table in tables):
+        return None
+    old, new = (set(absolute_files(table, path)) for table in tables)
+    return sorted(old - new), sorted(new - old)
+
+
+def file_groups(path: str, version: int, max_rows: int) -> list[tuple[list[str], int]] | None:
+    """The snapshot's data files (absolute paths) in groups of at most ``max_rows`` rows by the log's file
+    statistics (a single larger file is a group of its own), with each group's rows; None when the files
+    alone do not hold the rows (``files_hold_rows``) or a file has no row count, and the table must be
+    read whole."""
+    table = deltalake.DeltaTable(path, version=version)
+    if not files_hold_rows(table):
         return None
     actions = pa.table(table.get_add_actions(flatten=True))
     if actions["num_records"].null_count:

@@ -9,9 +9,12 @@ only when asked for:
   table's full batch comes in parts, each a group of its data files (``BatchRead.files``) read by a task
   of its own, streamed in slices; a part has no snapshots to give;
 * ``incremental`` batch from the change data feed: Delta's feed over (from_version, to_version] (an update
-  is its pre-image -1 and its post-image +1);
+  is its pre-image -1 and its post-image +1), streamed batch by batch;
 * ``incremental`` batch from a diff: the multiset difference of the two snapshots
-  (``lakemeta.lake.rows.multiset_difference``).
+  (``lakemeta.lake.rows.multiset_difference``); for a table of more rows than a slice, the rows of the
+  data files the batch removed (-1) and added (+1) (``snapshots.changed_files``), streamed, so no task
+  holds either snapshot whole. A file rewritten by a DELETE or an UPDATE then brings its unchanged rows
+  once with each sign: every component's delta is a sum over signed rows, so they cancel there.
 
 These are the rows ``lakemeta.lake.batches.changes`` gives through Spark for the same batch.
 """
@@ -27,11 +30,16 @@ import deltalake
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as dataset
 from pyspark.sql.types import StructType
 
 from lakemeta.lake.rows import multiset_difference
-from lakemeta.lake.snapshots import snapshot_size
+from lakemeta.lake.snapshots import (
+    absolute_files,
+    changed_files,
+    files_dataset,
+    files_hold_rows,
+    snapshot_size,
+)
 from lakemeta.lake.tables import spark_schema
 
 SIGN = "_lm_sign"
@@ -106,6 +114,19 @@ class TableChange:
             return None
         return self._before_table.to_pyarrow_table().select(self.after.column_names)
 
+    def snapshot_slices(self) -> Iterator[pa.Table]:
+        """The snapshot at ``to_version`` in slices of at most ``slice_rows`` rows, streamed from its files
+        where they hold its rows (``snapshots.files_hold_rows``), otherwise sliced from ``after``."""
+        if not files_hold_rows(self._table):
+            yield from (
+                self.after.slice(start, self.slice_rows)
+                for start in range(0, self.after.num_rows, self.slice_rows)
+            )
+            return
+        files = absolute_files(self._table, self.batch.path)
+        for rows in files_dataset(self._table, files).to_batches(batch_size=self.slice_rows):
+            yield pa.Table.from_batches([rows])
+
     def signed_slices(self) -> Iterator[pa.Table]:
         """The batch's rows with ``_lm_sign``, at most ``slice_rows`` at a time; columns as in the schema."""
         for rows, sign in self._signed_parts():
@@ -118,31 +139,36 @@ class TableChange:
         """Parts of the batch's rows with their sign; sign 0 for a part carrying its own ``_lm_sign``."""
         batch = self.batch
         if batch.files:
-            # The files alone hold the rows (``snapshots.file_groups``); the table's schema fills the
-            # columns files written before a column was added lack.
-            schema = pa.schema(self._table.schema().to_arrow())
-            part = dataset.dataset(list(batch.files), schema=schema, format="parquet")
-            for rows in part.to_batches(batch_size=self.slice_rows):
+            # The files alone hold the rows (``snapshots.file_groups``).
+            for rows in files_dataset(self._table, batch.files).to_batches(batch_size=self.slice_rows):
                 yield pa.Table.from_batches([rows]), 1
         elif batch.kind == "full":
             yield self.after, 1
         elif batch.source == "cdf":
-            feed = pa.table(
-                deltalake.DeltaTable(batch.path).load_cdf(
-                    starting_version=batch.from_version + 1, ending_version=batch.to_version
-                )
+            reader = deltalake.DeltaTable(batch.path).load_cdf(
+                starting_version=batch.from_version + 1, ending_version=batch.to_version
             )
             # The feed comes with view types (string_view); the snapshot's types are the table's schema.
             schema = pa.schema(self._table.schema().to_arrow())
-            change_type = feed["_change_type"].cast(pa.string())
-            inserted = pc.is_in(change_type, pa.array(_INSERTED)).to_numpy(zero_copy_only=False)
-            signs = np.where(inserted, 1, -1).astype(np.int64)
-            rows = feed.select(schema.names).cast(schema).append_column(SIGN, pa.array(signs))
-            yield rows, 0
+            for part in pa.RecordBatchReader.from_stream(reader):
+                feed = pa.Table.from_batches([part])
+                change_type = feed["_change_type"].cast(pa.string())
+                inserted = pc.is_in(change_type, pa.array(_INSERTED)).to_numpy(zero_copy_only=False)
+                signs = np.where(inserted, 1, -1).astype(np.int64)
+                yield feed.select(schema.names).cast(schema).append_column(SIGN, pa.array(signs)), 0
         else:
-            deleted, inserted = multiset_difference(self.before, self.after)
-            yield deleted, -1
-            yield inserted, 1
+            changed = None
+            if self.snapshot_rows > self.slice_rows:
+                changed = changed_files(batch.path, batch.from_version, batch.to_version)
+            if changed is None:
+                deleted, inserted = multiset_difference(self.before, self.after)
+                yield deleted, -1
+                yield inserted, 1
+                return
+            for files, sign in zip(changed, (-1, 1), strict=True):
+                if files:  # removed files are read with the table's schema at to_version, as the rest
+                    for rows in files_dataset(self._table, files).to_batches(batch_size=self.slice_rows):
+                        yield pa.Table.from_batches([rows]), sign
 
 
 class TablePartial(ABC):
