@@ -102,7 +102,10 @@ def run_scale(scale: str) -> dict:
     pipeline.discover("inclusion_estimates")
     state_s = time.perf_counter() - started
     started = time.perf_counter()
-    accepted_count = refresh_fk_candidates(pipeline.catalog, lake, FkConfig(), pipeline.config.sketches)
+    config = pipeline.config
+    accepted_count = refresh_fk_candidates(
+        pipeline.catalog, lake, FkConfig(), config.sketches, config.scan.max_task_rows
+    )
     fk_s = time.perf_counter() - started
     rows = pipeline.catalog.read_small("fk_candidates").sort_by("rank").to_pylist()
 

@@ -3,7 +3,8 @@ checks (``keys``) and the FK candidates (``discover``) read through it.
 
 Each table snapshot's needed columns are read together (``lakemeta.lake.snapshots.read_columns``, delta-rs),
 each column is hashed once (``lakemeta.hashing.hash_strings``), and per column tuple its distinct hashes and
-distinct tuples are kept for the task's other keys and candidates.
+distinct tuples are kept for the task's other keys and candidates until the task releases the column after
+its last use, so a task holds the columns of the keys in hand, not of all its keys.
 """
 
 from __future__ import annotations
@@ -35,6 +36,18 @@ class ColumnCache:
     def need(self, path: str, version: int, columns: Iterable[str]) -> None:
         """Columns of a snapshot that will be read."""
         self._needed.setdefault((path, version), set()).update(columns)
+
+    def release(self, path: str, version: int, columns: Iterable[str]) -> None:
+        """Forget columns of a snapshot that are no longer needed, and all that was derived from them."""
+        gone = set(columns)
+        self._needed.get((path, version), set()).difference_update(gone)
+        values = self._values.get((path, version), {})
+        for column in gone:
+            values.pop(column, None)
+            self._hashes.pop((path, version, column), None)
+        for derived in (self._distinct_hashes, self._distinct_tuples):
+            for where in [w for w in derived if w[:2] == (path, version) and gone.intersection(w[2])]:
+                del derived[where]
 
     def column(self, path: str, version: int, column: str) -> pa.Array:
         """A column's values; the first use of a snapshot's column reads every needed one not read yet."""

@@ -150,57 +150,67 @@ def _candidate_rows(
     hash: HLL registers depend on the set of hashes only, so no distinct tuples are formed for candidates
     it prunes), the exact inclusion check, then EMD_n on the distinct tuples."""
 
+    def scored(key: dict, snapshots: ColumnCache) -> Iterator[dict]:
+        """The rows of one key's candidates that pass phase 2 and the exact inclusion check."""
+        pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
+        key_hashes = snapshots.distinct_hashes(*pk)
+        if not len(key_hashes):
+            return
+        several = len(key["pk_columns"]) > 1
+        key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several else None
+        quantiles = config.grid_quantiles(len(key["pk_columns"]))
+        for candidate in key["candidates"]:
+            fk = (candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
+            estimate, error = candidate["estimate"], candidate["error"]
+            if several:
+                fk_hashes, fk_valid = snapshots.tuple_hashes(*fk)
+                if not fk_valid.any():
+                    continue
+                fk_sketch = _sketch(fk_hashes, fk_valid, sketches)
+                estimate, error = tuple_inclusion(fk_sketch, key_sketch, sketches)
+                if estimate < config.inclusion_threshold:
+                    continue  # Zhang §4: pruned on its tuples' sketches
+            fk_distinct = snapshots.distinct_hashes(*fk)
+            if not len(fk_distinct) or exact_inclusion(fk_distinct, key_hashes) < config.inclusion_threshold:
+                continue  # not included, though its estimates let it through
+            yield {
+                "fk_table": candidate["fk_table"],
+                "fk_columns": candidate["fk_columns"],
+                "pk_table": key["pk_table"],
+                "pk_columns": key["pk_columns"],
+                "pk_source": key["pk_source"],
+                "inclusion_estimate": estimate,
+                "inclusion_error": error,
+                "emd": emd_n(snapshots.distinct_tuples(*pk), snapshots.distinct_tuples(*fk), quantiles),
+            }
+
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         snapshots = ColumnCache()  # the columns this task reads, by table snapshot
         for batch in descriptors:
             keys = batch.to_pylist()
-            for key in keys:
-                snapshots.need(key["pk_path"], key["pk_version"], key["pk_columns"])
-                for candidate in key["candidates"]:
-                    snapshots.need(candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
+            last_use: dict[tuple[str, int, str], int] = {}  # each column's last key in the batch
+            for i, key in enumerate(keys):
+                for path, version, columns in _snapshot_columns(key):
+                    snapshots.need(path, version, columns)
+                    last_use.update({(path, version, column): i for column in columns})
+            released_after: dict[int, list[tuple[str, int, str]]] = {}
+            for where, i in last_use.items():
+                released_after.setdefault(i, []).append(where)
             rows = []
-            for key in keys:
-                pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
-                key_hashes = snapshots.distinct_hashes(*pk)
-                if not len(key_hashes):
-                    continue
-                several = len(key["pk_columns"]) > 1
-                key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several else None
-                quantiles = config.grid_quantiles(len(key["pk_columns"]))
-                for candidate in key["candidates"]:
-                    fk = (candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
-                    estimate, error = candidate["estimate"], candidate["error"]
-                    if several:
-                        fk_hashes, fk_valid = snapshots.tuple_hashes(*fk)
-                        if not fk_valid.any():
-                            continue
-                        fk_sketch = _sketch(fk_hashes, fk_valid, sketches)
-                        estimate, error = tuple_inclusion(fk_sketch, key_sketch, sketches)
-                        if estimate < config.inclusion_threshold:
-                            continue  # Zhang §4: pruned on its tuples' sketches
-                    fk_distinct = snapshots.distinct_hashes(*fk)
-                    if (
-                        not len(fk_distinct)
-                        or exact_inclusion(fk_distinct, key_hashes) < config.inclusion_threshold
-                    ):
-                        continue  # not included, though its estimates let it through
-                    rows.append(
-                        {
-                            "fk_table": candidate["fk_table"],
-                            "fk_columns": candidate["fk_columns"],
-                            "pk_table": key["pk_table"],
-                            "pk_columns": key["pk_columns"],
-                            "pk_source": key["pk_source"],
-                            "inclusion_estimate": estimate,
-                            "inclusion_error": error,
-                            "emd": emd_n(
-                                snapshots.distinct_tuples(*pk), snapshots.distinct_tuples(*fk), quantiles
-                            ),
-                        }
-                    )
+            for i, key in enumerate(keys):
+                rows += scored(key, snapshots)
+                for path, version, column in released_after.get(i, []):
+                    snapshots.release(path, version, [column])
             yield pa.RecordBatch.from_pylist(rows, schema=_ROWS)
 
     return run
+
+
+def _snapshot_columns(key: dict) -> Iterator[tuple[str, int, list[str]]]:
+    """The snapshots and columns one key descriptor reads: the key's, then each candidate's."""
+    yield key["pk_path"], key["pk_version"], key["pk_columns"]
+    for candidate in key["candidates"]:
+        yield candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"]
 
 
 def smallest_keys_only(scored: pa.Table) -> pa.Table:
@@ -235,10 +245,17 @@ def rank_candidates(scored: pa.Table, config: FkConfig) -> pa.Table:
     )
 
 
-def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketches: SketchConfig) -> int:
-    """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count."""
+def refresh_fk_candidates(
+    catalog: Catalog, lake: Path, config: FkConfig, sketches: SketchConfig, max_task_rows: int
+) -> int:
+    """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count.
+    The key checks hold at most ``max_task_rows`` rows of values a task."""
     index = CandidateIndex(catalog.read_small("inclusion_estimates"), config.inclusion_threshold)
-    keys = find_keys(catalog, lake, config, sketches.precision, lambda key: bool(index.candidates(key)))
+
+    def has_candidates(key: Key) -> bool:
+        return bool(index.candidates(key))
+
+    keys = find_keys(catalog, lake, config, sketches.precision, has_candidates, max_task_rows)
     proposed = {key: found for key in keys if (found := index.candidates(key))}
     versions = {
         row["table_name"]: row["last_version"]
@@ -291,4 +308,4 @@ def refresh_fk_candidates(catalog: Catalog, lake: Path, config: FkConfig, sketch
 def run_step(catalog: Catalog, lake: Path, config: Config) -> int:
     """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
     ``keys_and_dependencies`` whose results it reads; returns the number of accepted candidates."""
-    return refresh_fk_candidates(catalog, lake, config.fks, config.sketches)
+    return refresh_fk_candidates(catalog, lake, config.fks, config.sketches, config.scan.max_task_rows)

@@ -3,8 +3,10 @@
 * Tables with agree-set state (``agree_sets.max_rows``): their minimal unique column combinations of up to
   ``max_key_columns`` columns (``unique_column_combinations``) whose columns hold no null.
 * Larger tables keep no agree-sets; their keys are checked exactly in Spark tasks instead (one task per
-  group of tables, each table's columns read once with delta-rs), but only where a key could be and would
-  matter:
+  group of tables, each table's columns read once with delta-rs; a table above ``scan.max_task_rows`` rows
+  in groups of its data files, keeping only the 64-bit value hashes of every row and reading again the
+  few rows whose hashes are shared, so a task holds at most that many rows of values), but only where a
+  key could be and would matter:
   - single columns that can be unique: no null, and an HLL distinct estimate within four standard errors
     (1.04 / sqrt(2^p), BML §2.2) of the row count;
   - combinations of 2 to ``max_key_columns`` null-free columns that would have FK candidates (Zhang §4:
@@ -42,7 +44,8 @@ from lakemeta.arrays import run_starts
 from lakemeta.catalog import Catalog
 from lakemeta.config import FkConfig
 from lakemeta.fks.columns import ColumnCache
-from lakemeta.hashing import combine_hashes
+from lakemeta.hashing import combine_hashes, hash_strings
+from lakemeta.lake.snapshots import file_groups, read_columns
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.spark.placement import balanced_frame
@@ -53,7 +56,8 @@ _ESTIMATE_SIGMAS = 4.0
 _PREFIX_ROWS = 1 << 14
 _FIRST_SHARED = 64  # shared hashes whose rows are compared before all of them are
 _CHECK_SCHEMA = (
-    "table_name string, path string, version long, columns array<string>, combinations array<array<string>>"
+    "table_name string, path string, version long, rows long, columns array<string>, "
+    "combinations array<array<string>>"
 )
 _FOUND_DDL = "table_name string, columns array<string>"
 _FOUND = pa.schema([("table_name", pa.string()), ("columns", pa.list_(pa.string()))])
@@ -69,17 +73,25 @@ class Key:
     source: str = field(default="agree_sets", compare=False)
 
 
-def is_unique(columns: list[pa.Array], column_hashes: list[tuple[np.ndarray, np.ndarray]]) -> bool:
+RowValues = Callable[[np.ndarray], list[pa.Array]]  # the columns' values at some row positions
+
+
+def values_at(columns: list[pa.Array]) -> RowValues:
+    """``RowValues`` of columns in memory."""
+    return lambda rows: [column.take(pa.array(rows)) for column in columns]
+
+
+def is_unique(values: RowValues, column_hashes: list[tuple[np.ndarray, np.ndarray]]) -> bool:
     """Whether every row holds a distinct tuple of non-null values, exactly; ``column_hashes`` are the
-    columns' ``hash_strings`` results, combined here into tuple hashes (``hashing.combine_hashes``).
+    columns' ``hash_strings`` results, combined here into tuple hashes (``hashing.combine_hashes``), and
+    ``values`` gives the columns' values at the rows that need them.
 
     Rows whose 64-bit tuple hashes differ from every other row's are distinct; only rows sharing a hash
     (equal tuples, or a hash collision) are compared by their values, those of a few shared hashes first:
     in a non-key nearly every shared hash is a repeated tuple, which settles it.
     """
-    if len(columns[0]) > _PREFIX_ROWS and not is_unique(
-        [column.slice(0, _PREFIX_ROWS) for column in columns],
-        [(hashes[:_PREFIX_ROWS], valid[:_PREFIX_ROWS]) for hashes, valid in column_hashes],
+    if len(column_hashes[0][0]) > _PREFIX_ROWS and not is_unique(
+        values, [(hashes[:_PREFIX_ROWS], valid[:_PREFIX_ROWS]) for hashes, valid in column_hashes]
     ):
         return False  # duplicates among the first rows already: most non-keys end here, cheaply
     hashes, valid = combine_hashes(column_hashes)
@@ -91,32 +103,78 @@ def is_unique(columns: list[pa.Array], column_hashes: list[tuple[np.ndarray, np.
     if not len(shared):
         return True
     first = shared[:_FIRST_SHARED]
-    if _has_equal_rows(columns, np.isin(hashes, first)):
+    if _has_equal_rows(values, np.isin(hashes, first)):
         return False
-    return len(first) == len(shared) or not _has_equal_rows(columns, np.isin(hashes, shared))
+    return len(first) == len(shared) or not _has_equal_rows(values, np.isin(hashes, shared))
 
 
-def _has_equal_rows(columns: list[pa.Array], selected: np.ndarray) -> bool:
+def _has_equal_rows(values: RowValues, selected: np.ndarray) -> bool:
+    rows = np.flatnonzero(selected)
+    columns = values(rows)
     names = [f"c{i}" for i in range(len(columns))]
-    rows = pa.array(np.flatnonzero(selected))
-    table = pa.table({name: column.take(rows) for name, column in zip(names, columns, strict=True)})
-    return table.group_by(names).aggregate([]).num_rows < len(rows)
+    return pa.table(dict(zip(names, columns, strict=True))).group_by(names).aggregate([]).num_rows < len(rows)
 
 
-def _table_keys(table: dict) -> list[dict]:
+class CheckedColumns:
+    """The columns of one table snapshot that its key checks read: read once, whole, into a ``ColumnCache``;
+    or, for a table of more than ``max_rows`` rows whose files allow it, in groups of its data files
+    (``snapshots.file_groups``), keeping each column's value hashes for every row and reading the values
+    of chosen rows again from the groups that hold them."""
+
+    def __init__(self, path: str, version: int, columns: set[str], rows: int, max_rows: int) -> None:
+        self._path, self._version = path, version
+        self._groups = file_groups(path, version, max_rows) if rows > max_rows else None
+        self._cache = ColumnCache()
+        self._hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if self._groups is None:
+            self._cache.need(path, version, columns)
+            return
+        parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {column: [] for column in columns}
+        for files, _ in self._groups:
+            read = read_columns(path, version, sorted(columns), files)
+            for column, values in zip(sorted(columns), read, strict=True):
+                parts[column].append(hash_strings(values))
+        for column, hashed in parts.items():
+            self._hashes[column] = (
+                np.concatenate([h for h, _ in hashed]),
+                np.concatenate([v for _, v in hashed]),
+            )
+
+    def hashes(self, column: str) -> tuple[np.ndarray, np.ndarray]:
+        """(hashes, valid) of the column's values in every row (``hash_strings``)."""
+        if self._groups is None:
+            return self._cache.hashes(self._path, self._version, column)
+        return self._hashes[column]
+
+    def values(self, columns: tuple[str, ...]) -> RowValues:
+        """The columns' values at row positions of the snapshot."""
+        if self._groups is None:
+            return values_at([self._cache.column(self._path, self._version, c) for c in columns])
+
+        def at(rows: np.ndarray) -> list[pa.Array]:
+            taken: list[list[pa.Array]] = []
+            start = 0
+            for files, count in self._groups or []:
+                local = rows[(rows >= start) & (rows < start + count)] - start
+                if len(local):
+                    read = read_columns(self._path, self._version, list(columns), files)
+                    taken.append([column.take(pa.array(local)) for column in read])
+                start += count
+            return [pa.concat_arrays([part[i] for part in taken]) for i in range(len(columns))]
+
+        return at
+
+
+def _table_keys(table: dict, max_rows: int) -> list[dict]:
     """One table's listed columns that are unique, then its listed combinations that are minimal keys."""
-    path, version = table["path"], table["version"]
-    # One table per task row: its cache ends with it, so a task holds one table's columns at a time.
-    snapshot = ColumnCache()
-    snapshot.need(path, version, set(table["columns"]).union(*table["combinations"]))
+    # One table per task row: what it reads ends with it, so a task holds one table's columns at a time.
+    needed = set(table["columns"]).union(*table["combinations"])
+    snapshot = CheckedColumns(table["path"], table["version"], needed, table["rows"], max_rows)
     known: dict[tuple[str, ...], bool] = {}
 
     def unique(columns: tuple[str, ...]) -> bool:
         if columns not in known:
-            known[columns] = is_unique(
-                [snapshot.column(path, version, c) for c in columns],
-                [snapshot.hashes(path, version, c) for c in columns],
-            )
+            known[columns] = is_unique(snapshot.values(columns), [snapshot.hashes(c) for c in columns])
         return known[columns]
 
     def minimal_key(combination: tuple[str, ...]) -> bool:
@@ -138,11 +196,14 @@ def _table_keys(table: dict) -> list[dict]:
     return [{"table_name": table["table_name"], "columns": columns} for columns in keys]
 
 
-def _unique_keys(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        yield pa.RecordBatch.from_pylist(
-            [key for table in batch.to_pylist() for key in _table_keys(table)], schema=_FOUND
-        )
+def _unique_keys(max_rows: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            yield pa.RecordBatch.from_pylist(
+                [key for table in batch.to_pylist() for key in _table_keys(table, max_rows)], schema=_FOUND
+            )
+
+    return run
 
 
 def _checked_keys(
@@ -151,8 +212,10 @@ def _checked_keys(
     config: FkConfig,
     precision: int,
     has_candidates: Callable[[Key], bool],
+    max_rows: int,
 ) -> set[Key]:
-    """Exactly checked keys of the tables without agree-set state (module docstring)."""
+    """Exactly checked keys of the tables without agree-set state (module docstring); a task holds at most
+    ``max_rows`` rows of values."""
     tracked = tracked_tables(catalog)
     tables = {
         row["table_name"]: row
@@ -180,24 +243,31 @@ def _checked_keys(
         ]
         if singles or combinations:
             work = len(set(singles).union(*combinations)) + len(combinations)
-            row = (name, str(table_path(lake, name)), tables[name]["last_version"], singles, combinations)
+            path, version = str(table_path(lake, name)), tables[name]["last_version"]
+            row = (name, path, version, n_rows, singles, combinations)
             rows.append((n_rows * work, row))
     if not rows:
         return set()
     spark = catalog.spark
     spark.sparkContext.setJobDescription(
-        f"FK keys: uniqueness of {sum(len(row[3]) for _, row in rows)} columns and "
-        f"{sum(len(row[4]) for _, row in rows)} column combinations in {len(rows)} tables"
+        f"FK keys: uniqueness of {sum(len(row[4]) for _, row in rows)} columns and "
+        f"{sum(len(row[5]) for _, row in rows)} column combinations in {len(rows)} tables"
     )
-    found = balanced_frame(spark, rows, _CHECK_SCHEMA).mapInArrow(_unique_keys, _FOUND_DDL)
+    found = balanced_frame(spark, rows, _CHECK_SCHEMA).mapInArrow(_unique_keys(max_rows), _FOUND_DDL)
     return {Key(row["table_name"], tuple(row["columns"]), "checked") for row in found.toArrow().to_pylist()}
 
 
 def find_keys(
-    catalog: Catalog, lake: Path, config: FkConfig, precision: int, has_candidates: Callable[[Key], bool]
+    catalog: Catalog,
+    lake: Path,
+    config: FkConfig,
+    precision: int,
+    has_candidates: Callable[[Key], bool],
+    max_rows: int,
 ) -> list[Key]:
     """The key candidates of the lake's committed tables, sorted by table and columns; ``has_candidates``
-    tells whether a column combination would have FK candidates (phase 2 of Zhang §4)."""
+    tells whether a column combination would have FK candidates (phase 2 of Zhang §4); the checks hold at
+    most ``max_rows`` rows of values a task (``scan.max_task_rows``)."""
     nulls = {
         (row["table_name"], row["column_name"]): row["n_nulls"]
         for row in catalog.read_small("columns").select(["table_name", "column_name", "n_nulls"]).to_pylist()
@@ -208,7 +278,7 @@ def find_keys(
         if 0 < len(row["columns"]) <= config.max_key_columns
         and all(nulls.get((row["table_name"], column)) == 0 for column in row["columns"])
     }
-    checked = _checked_keys(catalog, lake, config, precision, has_candidates)
+    checked = _checked_keys(catalog, lake, config, precision, has_candidates, max_rows)
     declared = {
         Key(table, tuple(columns), "declared")
         for table, listed in config.declared_keys.items()

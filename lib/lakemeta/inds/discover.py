@@ -1,13 +1,17 @@
 """Many over the lake with Spark: the catalog's ``inclusion_dependencies`` (Many Alg. 8-11, distributed).
 
-One pass over the tables, one Spark task per group of tables (a table's columns stay together):
+One pass over the tables, in Spark tasks packed by rows as the run's scan packs them (``scan.max_task_rows``;
+a table's columns stay together, and a table above the budget is read in groups of its data files, each
+in a task of its own, as ``lakemeta.lake.snapshots.file_groups`` splits it):
 
 1. Signature-Generator (Alg. 3 with the passes of §4.3) in the executors: each table's snapshot at its
    committed version is read with delta-rs, every column turned into its canonical strings
    (``lakemeta.hashing.canonical``: the value equality BML's estimates use, so an integer key and its
    ``decimal(10, 0)`` or string copy relate), its distinct non-null values emitted for validation and its
    Bloom signature and filter statistics (§3.2) emitted as one small row. A column's values are those of
-   one table, so the per-task distinct is the global one: no shuffle.
+   one table, so the per-task distinct is the global one, no shuffle, except for a table read in parts:
+   its parts' signatures are OR-ed and their counts added up on the driver, and its distinct counts
+   counted again over the parts' value rows (duplicates across parts are harmless to the validator).
 2. The signature matrix (Alg. 3) is built on the driver from the signatures (small by construction:
    p·m bits per column) and broadcast; the IND-Proposer (Alg. 4-6 with the indexed bit-vectors of §4.5)
    runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the filters of Alg. 10.
@@ -40,23 +44,27 @@ import pyspark.sql.functions as F
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 
+from lakemeta.arrays import run_starts
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
-from lakemeta.config import Config, IndConfig
+from lakemeta.config import Config, IndConfig, ScanConfig
 from lakemeta.hashing import canonical
 from lakemeta.inds.bloom import BloomParams, signature_from_strings, signature_to_bytes
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.filters import ColumnStats, column_filters, coverage, low_coverage
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import column_ranges, propose_range
-from lakemeta.lake.snapshots import read_columns
+from lakemeta.lake.snapshots import file_groups, read_columns
 from lakemeta.lake.tables import is_plain_type_name, table_path
 from lakemeta.spark.placement import balanced_frame
 
 log = logging.getLogger(__name__)
 
 RESULTS = "inclusion_dependencies"
-_DESCRIPTOR_SCHEMA = "table_name string, path string, version long, first_column long, columns array<string>"
+_DESCRIPTOR_SCHEMA = (
+    "table_name string, path string, version long, first_column long, columns array<string>, "
+    "files array<string>"
+)
 _ROWS_SCHEMA = (
     "column_id long, value string, signature binary, set_size long, n_values long, n_distinct long, "
     "all_integer boolean"
@@ -82,6 +90,7 @@ class TableColumns:
     path: str
     version: int
     columns: list[str]
+    rows: int = 0  # the snapshot's rows, as the catalog knows them: what the tasks are packed by
 
 
 @dataclass(frozen=True)
@@ -99,7 +108,7 @@ class ManyRun:
 
 def catalog_tables(catalog: Catalog, lake: Path) -> list[TableColumns]:
     """Every listed table at its committed version; columns of plain, non-binary values only."""
-    tables = catalog.read_small("tables").select(["table_name", "last_version"]).to_pylist()
+    tables = catalog.read_small("tables").select(["table_name", "last_version", "n_rows"]).to_pylist()
     columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
     by_table: dict[str, list[str]] = {}
     for row in columns.select(["table_name", "column_name", "data_type"]).to_pylist():
@@ -112,6 +121,7 @@ def catalog_tables(catalog: Catalog, lake: Path) -> list[TableColumns]:
             str(table_path(lake, t["table_name"])),
             t["last_version"],
             by_table[t["table_name"]],
+            t["n_rows"] or 0,
         )
         for t in sorted(tables, key=lambda t: t["table_name"])
         if by_table.get(t["table_name"])
@@ -151,7 +161,7 @@ def _table_rows(
         pending = 0
         for record_batch in descriptors:
             for table in record_batch.to_pylist():
-                columns = read_columns(table["path"], table["version"], table["columns"])
+                columns = read_columns(table["path"], table["version"], table["columns"], table["files"])
                 strings = [canonical(column) for column in columns]
                 stats = ColumnStats.from_columns(strings, null_values)
                 for offset, column in enumerate(strings):
@@ -167,25 +177,38 @@ def _table_rows(
     return run
 
 
-def table_descriptors(spark: SparkSession, tables: list[TableColumns]) -> DataFrame:
-    """One row per table (path, version, columns and the global id of its first column), spread over
-    tasks by column count; global column ids follow the order of ``tables``."""
+def table_descriptors(
+    spark: SparkSession, tables: list[TableColumns], max_task_rows: int = ScanConfig.max_task_rows
+) -> DataFrame:
+    """One row per table (path, version, columns and the global id of its first column), or per group of
+    its data files for a table above ``max_task_rows`` rows, packed into tasks by rows; global column ids
+    follow the order of ``tables``."""
     rows, first = [], 0
     for table in tables:
-        rows.append((len(table.columns), (table.name, table.path, table.version, first, table.columns)))
+        described = (table.name, table.path, table.version, first, table.columns)
+        groups = file_groups(table.path, table.version, max_task_rows) if table.rows > max_task_rows else None
+        for files, count in groups or [([], table.rows)]:
+            rows.append((max(count, 1), (*described, files)))
         first += len(table.columns)
-    return balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
+    return balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA, max_task_rows)
 
 
-def _scan(spark: SparkSession, tables: list[TableColumns], config: ManyConfig) -> DataFrame:
-    """Step 1 over every table: value rows (``value`` set) and one column row per column (``signature``)."""
-    return table_descriptors(spark, tables).mapInArrow(
+def _scan(
+    spark: SparkSession, tables: list[TableColumns], config: ManyConfig, max_task_rows: int
+) -> DataFrame:
+    """Step 1 over every table: value rows (``value`` set) and one column row per column and part of a
+    table (``signature``)."""
+    return table_descriptors(spark, tables, max_task_rows).mapInArrow(
         _table_rows(config.params, config.filters.null_values), _ROWS_SCHEMA
     )
 
 
-def _lake_columns(scanned: DataFrame, tables: list[TableColumns], params: BloomParams) -> LakeColumns:
-    """The column rows on the driver, in column-id order (one signature and three counts per column)."""
+def _lake_columns(
+    scanned: DataFrame, tables: list[TableColumns], params: BloomParams, null_values: tuple[str, ...]
+) -> LakeColumns:
+    """The column rows on the driver, in column-id order (one signature and three counts per column): a
+    column read in parts has its parts' signatures OR-ed (a Bloom signature of a union), their valued rows
+    added up, and its distinct counts counted over the parts' value rows."""
     rows = (
         scanned.where(F.col("signature").isNotNull())
         .select("column_id", "signature", "set_size", "n_values", "n_distinct", "all_integer")
@@ -194,18 +217,36 @@ def _lake_columns(scanned: DataFrame, tables: list[TableColumns], params: BloomP
     )
     table_names = [table.name for table in tables for _ in table.columns]
     column_names = [column for table in tables for column in table.columns]
-    if len(rows) != len(column_names):
-        raise RuntimeError(f"expected {len(column_names)} column signatures, got {len(rows)}")
+    ids = rows["column_id"].to_numpy()
+    starts = np.flatnonzero(run_starts(ids))
+    if not np.array_equal(ids[starts], np.arange(len(column_names))):
+        raise RuntimeError(f"expected signatures of {len(column_names)} columns, got {len(starts)}")
     packed = b"".join(rows["signature"].to_pylist())
-    signatures = np.frombuffer(packed, dtype="<u8").reshape(len(rows), params.n_words)
-    stats = ColumnStats(
-        rows["n_values"].to_numpy(),
-        rows["n_distinct"].to_numpy(),
-        rows["all_integer"].to_numpy(zero_copy_only=False),
-    )
-    return LakeColumns(
-        table_names, column_names, signatures.astype(np.uint64), rows["set_size"].to_numpy(), stats
-    )
+    parts = np.frombuffer(packed, dtype="<u8").reshape(len(rows), params.n_words)
+    signatures = np.bitwise_or.reduceat(parts, starts, axis=0) if len(rows) else parts
+    part_values = rows["n_values"].to_numpy()
+    n_values = np.add.reduceat(part_values, starts) if len(rows) else part_values
+    # at least one valued row, and all of them integers in every part that has one
+    integer_or_empty = rows["all_integer"].to_numpy(zero_copy_only=False) | (part_values == 0)
+    all_integer = (n_values > 0) & (np.logical_and.reduceat(integer_or_empty, starts) if len(rows) else True)
+    set_sizes, n_distinct = rows["set_size"].to_numpy()[starts], rows["n_distinct"].to_numpy()[starts]
+    split = np.flatnonzero(np.diff(np.append(starts, len(rows))) > 1)
+    if len(split):
+        recounted = (
+            scanned.where(F.col("value").isNotNull() & F.col("column_id").isin(split.tolist()))
+            .groupBy("column_id")
+            .agg(
+                F.countDistinct("value").alias("set_size"),
+                F.countDistinct(F.when(~F.col("value").isin(list(null_values)), F.col("value"))).alias("n"),
+            )
+            .toArrow()
+        )
+        at = recounted["column_id"].to_numpy()
+        set_sizes, n_distinct = set_sizes.copy(), n_distinct.copy()
+        set_sizes[split], n_distinct[split] = 0, 0  # a column of no value has no value row
+        set_sizes[at], n_distinct[at] = recounted["set_size"].to_numpy(), recounted["n"].to_numpy()
+    stats = ColumnStats(n_values, n_distinct, all_integer)
+    return LakeColumns(table_names, column_names, signatures.astype(np.uint64), set_sizes, stats)
 
 
 def _propose(spark: SparkSession, columns: LakeColumns, config: ManyConfig) -> np.ndarray:
@@ -245,16 +286,19 @@ def _validate(spark: SparkSession, values: DataFrame, candidates: np.ndarray) ->
 
 
 def discover_inclusion_dependencies(
-    spark: SparkSession, tables: list[TableColumns], config: ManyConfig
+    spark: SparkSession,
+    tables: list[TableColumns],
+    config: ManyConfig,
+    max_task_rows: int = ScanConfig.max_task_rows,
 ) -> ManyRun:
     """All valid unary INDs among ``tables`` (Alg. 8-11): signatures and distinct values in one pass,
     candidates from the broadcast matrix, exact validation, then the coverage filter."""
     stage_seconds = {}
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"Many: signatures of the columns of {len(tables)} tables")
-    scanned = _scan(spark, tables, config).persist(StorageLevel.MEMORY_AND_DISK)
+    scanned = _scan(spark, tables, config, max_task_rows).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        columns = _lake_columns(scanned, tables, config.params)
+        columns = _lake_columns(scanned, tables, config.params, config.filters.null_values)
         stage_seconds["signatures"] = time.perf_counter() - started
         spark.sparkContext.setJobDescription(f"Many: candidates among {len(columns.column_names)} columns")
         candidates = _propose(spark, columns, config)
@@ -289,10 +333,13 @@ def discover_inclusion_dependencies(
     )
 
 
-def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConfig) -> int:
+def refresh_inclusion_dependencies(
+    catalog: Catalog, lake: Path, config: IndConfig, max_task_rows: int
+) -> int:
     """All valid unary INDs among the lake's committed tables into ``inclusion_dependencies`` (replaced
     whole); returns their number."""
-    run = discover_inclusion_dependencies(catalog.spark, catalog_tables(catalog, lake), many_config(config))
+    tables = catalog_tables(catalog, lake)
+    run = discover_inclusion_dependencies(catalog.spark, tables, many_config(config), max_task_rows)
     catalog.replace_small(RESULTS, run.result.cast(arrow_schema(RESULTS)))
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables, %d columns, %d candidates, "
@@ -314,4 +361,4 @@ def refresh_inclusion_dependencies(catalog: Catalog, lake: Path, config: IndConf
 def run_step(catalog: Catalog, lake: Path, config: Config) -> int:
     """The discovery step ``inclusion_dependencies`` (``lakemeta.registry``): every table's committed
     snapshot is read; returns the number of INDs kept."""
-    return refresh_inclusion_dependencies(catalog, lake, config.inds)
+    return refresh_inclusion_dependencies(catalog, lake, config.inds, config.scan.max_task_rows)

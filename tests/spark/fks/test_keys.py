@@ -59,8 +59,11 @@ def minimal_keys(name: str, table: pa.Table, max_columns: int) -> set[Key]:
     return {Key(name, c) for c in referenced if len(c) == min(map(len, referenced))}  # the smallest
 
 
-@pytest.mark.parametrize("max_rows", [0])
-def test_checked_keys_equal_brute_force_and_the_agree_set_keys(spark, tmp_path: Path, max_rows: int) -> None:
+@pytest.mark.parametrize("max_rows, max_task_rows", [(0, 1_000_000), (0, 5)])
+def test_checked_keys_equal_brute_force_and_the_agree_set_keys(
+    spark, tmp_path: Path, max_rows: int, max_task_rows: int
+) -> None:
+    # each table is written in three commits: with 5 rows a task, the checks read it in groups of files
     rng = np.random.default_rng(11)
     lake = tmp_path / "lake"
     tables = {f"t{i}": random_table(rng) for i in range(4)}
@@ -71,11 +74,14 @@ def test_checked_keys_equal_brute_force_and_the_agree_set_keys(spark, tmp_path: 
     with_id = random_table(rng)
     tables["t_id"] = with_id.append_column("id", pa.array(rng.permutation(with_id.num_rows)))
     for name, table in tables.items():
-        write_deltalake(str(lake / name), table)
+        for part in np.array_split(np.arange(table.num_rows), 3):
+            write_deltalake(str(lake / name), table.slice(part[0], len(part)), mode="append")
     config = Config(lake=lake, catalog=tmp_path / "catalog", agree_sets=AgreeSetConfig(max_rows=max_rows))
     pipeline = Pipeline(spark, config)
     process(pipeline, "column_profile", "hll_counters", "agree_sets")
-    found = find_keys(pipeline.catalog, lake, config.fks, config.sketches.precision, has_candidates)
+    found = find_keys(
+        pipeline.catalog, lake, config.fks, config.sketches.precision, has_candidates, max_task_rows
+    )
     expected = set().union(
         *(minimal_keys(name, table, config.fks.max_key_columns) for name, table in tables.items())
     )

@@ -13,7 +13,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.cli import main
-from lakemeta.config import Config, IndConfig
+from lakemeta.config import AgreeSetConfig, Config, IndConfig, ScanConfig
 from lakemeta.hashing import canonical
 from lakemeta.inds.filters import TABLE_2_NULL_VALUES
 from lakemeta.pipeline import Pipeline
@@ -43,11 +43,14 @@ def random_column(rng: np.random.Generator, n_rows: int) -> pa.Array:
 
 
 def write_corpus(rng: np.random.Generator, lake: Path) -> list[str]:
+    """Tables of 1-8 rows, each written in up to three commits (so in up to three data files)."""
     names = [f"t{i}" for i in range(6)] + ["empty"]
     for name in names[:-1]:
         n_rows = int(rng.integers(1, 9))
-        columns = {f"c{j}": random_column(rng, n_rows) for j in range(int(rng.integers(1, 4)))}
-        write_deltalake(str(lake / name), pa.table(columns))
+        columns = pa.table({f"c{j}": random_column(rng, n_rows) for j in range(int(rng.integers(1, 4)))})
+        for part in np.array_split(np.arange(n_rows), 3):
+            if len(part):
+                write_deltalake(str(lake / name), columns.slice(part[0], len(part)), mode="append")
     write_deltalake(str(lake / "empty"), pa.table({"e": pa.array([], pa.int64())}))
     return names
 
@@ -89,12 +92,19 @@ def discovered(pipeline: Pipeline) -> set[tuple[str, str, str, str, int, int]]:
     return {tuple(row[name] for name in names) for row in rows}
 
 
-@pytest.mark.parametrize("seed", [5])
-def test_inclusion_dependencies_equal_brute_force(spark, tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize("seed, max_task_rows", [(5, 1_000_000), (5, 3)])
+def test_inclusion_dependencies_equal_brute_force(
+    spark, tmp_path: Path, seed: int, max_task_rows: int
+) -> None:
+    # with a budget of 3 rows a task, the tables of more rows are read in groups of their data files
     rng = np.random.default_rng(seed)
     lake = tmp_path / "lake"
     names = write_corpus(rng, lake)
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
+    budget = {
+        "scan": ScanConfig(max_task_rows),
+        "agree_sets": AgreeSetConfig(max_rows=min(max_task_rows, AgreeSetConfig.max_rows)),
+    }
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", **budget))
     process(pipeline, "column_profile")  # the tables and columns Many reads
     settings = [
         IndConfig(filters="none"),
@@ -104,7 +114,7 @@ def test_inclusion_dependencies_equal_brute_force(spark, tmp_path: Path, seed: i
         IndConfig(filters="web"),
     ]
     for inds in settings:
-        configured = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds))
+        configured = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, **budget))
         configured.discover("inclusion_dependencies")
         assert discovered(configured) == brute_force(lake, names, inds.filters), inds
     everything = brute_force(lake, names, "none")
