@@ -6,11 +6,15 @@ Corpora (each a lake of Delta tables written with delta-rs):
 * ``shared_web``: the shared web tables (MATE samples and WDC, ``../shared/data/webtables``; skipped when
   absent) plus the demo's 200 generated web tables;
 * ``web_20k``: the 20,000-table corpus of ``bench/many_inds.py`` (``--large``);
-* ``tpch_1``: TPC-H at scale 1 (``--tpch``): few large tables, to show no regression.
+* ``tpch_1``: TPC-H at scale 1 (``--tpch``): few large tables, to show no regression. Beside the steps,
+  the whole first run by the CLI (``lakemeta run``, one process) at this checkout and at the commit before
+  the shared scan (``--baseline-commit``, checked out by ``git worktree`` under the scratch folder) on the
+  same lake.
 
 For each: ``Pipeline`` steps as ``lakemeta run`` runs them (detect, scan, every state component, commit,
-every discovery step), timed one by one; then 10 tables change (5 get 3 rows appended, 5 lose rows) and the
-steps run again. Reported: seconds per step, and milliseconds per table for the state steps.
+every discovery step), timed one by one; then 10 tables change (5 get 3 rows appended, 5 lose rows; all
+of TPC-H's 8) and the steps run again. Reported: seconds per step, and milliseconds per table for the state
+steps. Each run updates its corpora's entries of the results file and keeps the others.
 
 Baseline, in the same process: how every state component read its batches before the shared scan - one
 Spark DataFrame per table (its Parquet files listed by delta-rs and read by Spark), the tables' frames
@@ -18,7 +22,7 @@ unioned and aggregated in one job (the column profile's row and null counts, the
 components) - on the first ``--baseline-tables`` tables of the corpus, against the scan on the same tables.
 Per table, ratio = baseline / scan (the scan computing the partial rows of all four components).
 
-    .venv/bin/python bench/many_tables.py [--large] [--tpch] [--baseline-tables 200]
+    .venv/bin/python bench/many_tables.py [--large] [--tpch] [--only-added] [--baseline-tables 200]
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -54,6 +59,7 @@ BENCH = Path(__file__).resolve().parent
 RESULT = BENCH / "results" / "many_tables.json"
 SCRATCH = BENCH / "results" / "scratch" / "many_tables"
 CHANGED_TABLES = 10
+BEFORE_THE_SCAN = "f4543b2"  # the last commit before the shared scan: each component read its batches itself
 
 
 def timed(action: Callable[[], object]) -> float:
@@ -81,7 +87,7 @@ def run_steps(pipeline: Pipeline) -> tuple[int, dict[str, float]]:
 def change_tables(lake: Path, rng: np.random.Generator) -> None:
     """Append 3 rows to 5 tables and delete rows from 5 others (delta-rs, as another engine would)."""
     names = discover_tables(lake)
-    picked = rng.choice(len(names), CHANGED_TABLES, replace=False)
+    picked = rng.choice(len(names), min(CHANGED_TABLES, len(names)), replace=False)
     for i, index in enumerate(picked):
         path = str(lake / names[index])
         table = DeltaTable(path)
@@ -201,9 +207,10 @@ def tpch_lake(scale: int) -> Path:
     lake = fresh_lake(f"tpch_{scale}")
     parquet = SCRATCH / f"tpch_{scale}_parquet"
     if not parquet.is_dir():
+        beside_python = Path(sys.executable).parent / "tpchgen-cli"
         subprocess.run(
             [
-                "tpchgen-cli",
+                str(beside_python) if beside_python.exists() else "tpchgen-cli",
                 "--scale-factor",
                 str(scale),
                 "--format",
@@ -218,26 +225,62 @@ def tpch_lake(scale: int) -> Path:
     return lake
 
 
+def whole_runs_by_cli(lake: Path, baseline_commit: str) -> dict:
+    """``lakemeta run`` on ``lake`` from a fresh catalog, at this checkout and at ``baseline_commit``."""
+    checkout = SCRATCH / f"checkout-{baseline_commit}"
+    if not checkout.is_dir():
+        subprocess.run(["git", "worktree", "add", "--detach", str(checkout), baseline_commit], check=True)
+    seconds = {}
+    for label, library in (("baseline_commit", checkout / "lib"), ("this_checkout", BENCH.parent / "lib")):
+        catalog = SCRATCH / "tpch_1" / f"cli_catalog_{label}"
+        shutil.rmtree(catalog, ignore_errors=True)
+        command = [
+            str(Path(sys.executable).parent / "lakemeta"),
+            "run",
+            "--lake",
+            str(lake),
+            "--catalog",
+            str(catalog),
+        ]
+        started = time.perf_counter()
+        subprocess.run(
+            command, env={**os.environ, "PYTHONPATH": str(library)}, check=True, capture_output=True
+        )
+        seconds[label] = round(time.perf_counter() - started, 1)
+    return {
+        "baseline_commit": baseline_commit,
+        "seconds": seconds,
+        "ratio": round(seconds["this_checkout"] / seconds["baseline_commit"], 2),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--large", action="store_true", help="also the 20,000-table corpus")
     parser.add_argument("--tpch", action="store_true", help="also TPC-H at scale 1")
+    parser.add_argument("--only-added", action="store_true", help="only the corpora --large and --tpch add")
     parser.add_argument("--baseline-tables", type=int, default=200)
+    parser.add_argument("--baseline-commit", default=BEFORE_THE_SCAN)
     args = parser.parse_args()
     spark = get_session("local[2]", "bench many tables", catalog=SCRATCH / "session")
-    results: dict = {"load_average_before": os.getloadavg()}
+    results: dict = json.loads(RESULT.read_text()) if RESULT.exists() else {}
+    results["load_average_before"] = os.getloadavg()
     lake = generated_lake("warm_up", 20)
     run_steps(Pipeline(spark, Config(lake=lake, catalog=SCRATCH / "warm_up" / "catalog")))
-    corpora: list[tuple[str, Callable[[], Path], int]] = [
-        ("web_2k", lambda: generated_lake("web_2k", 2000), args.baseline_tables),
-        ("shared_web", shared_web_lake, args.baseline_tables),
-    ]
+    corpora: list[tuple[str, Callable[[], Path], int]] = []
+    if not args.only_added:
+        corpora.append(("web_2k", lambda: generated_lake("web_2k", 2000), args.baseline_tables))
+        corpora.append(("shared_web", shared_web_lake, args.baseline_tables))
     if args.large:
         corpora.append(("web_20k", lambda: generated_lake("web_20k", 20000), 0))
     if args.tpch:
         corpora.append(("tpch_1", lambda: tpch_lake(1), 0))
     for label, make_lake, baseline_tables in corpora:
-        results[label] = measure(spark, label, make_lake(), baseline_tables)
+        lake = make_lake()
+        results[label] = measure(spark, label, lake, baseline_tables)
+        if label == "tpch_1":
+            results[label]["whole_first_run_by_cli"] = whole_runs_by_cli(lake, args.baseline_commit)
+            print(label, json.dumps(results[label]["whole_first_run_by_cli"]), flush=True)
     results["load_average_after"] = os.getloadavg()
     spark.stop()
     RESULT.write_text(json.dumps(results, indent=2) + "\n")

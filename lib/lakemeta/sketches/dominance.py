@@ -95,9 +95,16 @@ def _pairs_of(
             if not _allowed(x, y, table_of, family_of, compatible, upper, threshold):
                 continue
             if write:
-                dominated = 0
-                for w in range(words.shape[1]):  # eight registers per word
-                    dominated += dominated_lanes(words[x, w], words[y, w])
+                y_first, y_last = filled_start[y], filled_start[y + 1]
+                if _DENSE_SHARE * (y_last - y_first) > width:
+                    dominated = 0
+                    for w in range(words.shape[1]):  # eight registers per word
+                        dominated += dominated_lanes(words[x, w], words[y, w])
+                else:  # only y's filled registers can dominate a filled one of x
+                    dominated = width - filled
+                    for j in range(y_first, y_last):
+                        bucket = filled_bucket[j]
+                        dominated += 0 < regs[x, bucket] <= regs[y, bucket]
                 out_y[found], out_z[found] = y, dominated
             found += 1
         return found
@@ -145,12 +152,14 @@ def _all_pairs(
     write: bool,
 ) -> None:
     """For x in [first, stop): counts the pairs of x into offsets[x - first + 1] (write False), or writes
-    them from offsets[x - first]."""
+    them from offsets[x - first]. A work item takes every chunks-th column, so that the dense columns,
+    wherever they sit, spread over the threads."""
     n = regs.shape[0]
-    for chunk in prange((stop - first + _CHUNK - 1) // _CHUNK):
+    chunks = (stop - first + _CHUNK - 1) // _CHUNK
+    for chunk in prange(chunks):
         counter = np.zeros(n, np.int32)
         touched = np.empty(n, np.int64)
-        for x in range(first + chunk * _CHUNK, min(stop, first + (chunk + 1) * _CHUNK)):
+        for x in range(first + chunk, stop, chunks):
             start = offsets[x - first] if write else 0
             found = _pairs_of(
                 x,
