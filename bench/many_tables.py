@@ -208,18 +208,8 @@ def tpch_lake(scale: int) -> Path:
     parquet = SCRATCH / f"tpch_{scale}_parquet"
     if not parquet.is_dir():
         beside_python = Path(sys.executable).parent / "tpchgen-cli"
-        subprocess.run(
-            [
-                str(beside_python) if beside_python.exists() else "tpchgen-cli",
-                "--scale-factor",
-                str(scale),
-                "--format",
-                "parquet",
-                "--output-dir",
-                str(parquet),
-            ],
-            check=True,
-        )
+        tool = str(beside_python) if beside_python.exists() else "tpchgen-cli"
+        subprocess.run([tool, "parquet", "-s", str(scale), "--output-dir", str(parquet)], check=True)
     for path in sorted(parquet.glob("*.parquet")):
         write_deltalake(str(lake / path.stem), pq.read_table(path))
     return lake
