@@ -9,7 +9,7 @@ Corpora (each a lake of Delta tables written with delta-rs):
 * ``tpch_1``: TPC-H at scale 1 (``--tpch``): few large tables, to show no regression. Beside the steps,
   the whole first run by the CLI (``lakemeta run``, one process) at this checkout and at the commit before
   the shared scan (``--baseline-commit``, checked out by ``git worktree`` under the scratch folder) on the
-  same lake.
+  same lake, before the steps (so a stopped run still has the comparison in the results file).
 
 For each: ``Pipeline`` steps as ``lakemeta run`` runs them (detect, scan, every state component, commit,
 every discovery step), timed one by one; then 10 tables change (5 get 3 rows appended, 5 lose rows; all
@@ -267,13 +267,15 @@ def main() -> None:
         corpora.append(("tpch_1", lambda: tpch_lake(1), 0))
     for label, make_lake, baseline_tables in corpora:
         lake = make_lake()
-        results[label] = measure(spark, label, lake, baseline_tables)
+        results[label] = {}
         if label == "tpch_1":
             results[label]["whole_first_run_by_cli"] = whole_runs_by_cli(lake, args.baseline_commit)
-            print(label, json.dumps(results[label]["whole_first_run_by_cli"]), flush=True)
-    results["load_average_after"] = os.getloadavg()
+            print(label, json.dumps(results[label]), flush=True)
+            RESULT.write_text(json.dumps(results, indent=2) + "\n")
+        results[label].update(measure(spark, label, lake, baseline_tables))
+        results["load_average_after"] = os.getloadavg()
+        RESULT.write_text(json.dumps(results, indent=2) + "\n")  # after each corpus: a stopped run keeps them
     spark.stop()
-    RESULT.write_text(json.dumps(results, indent=2) + "\n")
     print(f"results in {RESULT}")
 
 
