@@ -220,7 +220,11 @@ def whole_runs_by_cli(lake: Path, baseline_commit: str) -> dict:
     checkout = SCRATCH / f"checkout-{baseline_commit}"
     if not checkout.is_dir():
         subprocess.run(["git", "worktree", "add", "--detach", str(checkout), baseline_commit], check=True)
-    seconds = {}
+    jars = checkout / ".cache" / "jars"  # the set-up's jars, which the checkout's session looks for
+    if not jars.exists():
+        jars.parent.mkdir(parents=True, exist_ok=True)
+        jars.symlink_to(BENCH.parent / ".cache" / "jars")
+    seconds, exit_codes = {}, {}
     for label, library in (("baseline_commit", checkout / "lib"), ("this_checkout", BENCH.parent / "lib")):
         catalog = SCRATCH / "tpch_1" / f"cli_catalog_{label}"
         shutil.rmtree(catalog, ignore_errors=True)
@@ -233,13 +237,16 @@ def whole_runs_by_cli(lake: Path, baseline_commit: str) -> dict:
             str(catalog),
         ]
         started = time.perf_counter()
-        subprocess.run(
-            command, env={**os.environ, "PYTHONPATH": str(library)}, check=True, capture_output=True
-        )
+        with (SCRATCH / "tpch_1" / f"cli_{label}.log").open("w") as output:
+            done = subprocess.run(
+                command, env={**os.environ, "PYTHONPATH": str(library)}, stdout=output, stderr=output
+            )
         seconds[label] = round(time.perf_counter() - started, 1)
+        exit_codes[label] = done.returncode  # 1 is also a failed quality gate after a complete run
     return {
         "baseline_commit": baseline_commit,
         "seconds": seconds,
+        "exit_codes": exit_codes,
         "ratio": round(seconds["this_checkout"] / seconds["baseline_commit"], 2),
     }
 
