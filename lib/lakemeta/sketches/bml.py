@@ -64,6 +64,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
+from lakemeta.sketches.dominance import dominated_counts, dominated_lanes
 from lakemeta.sketches.hll import HASH_BITS, estimate_cardinality
 
 AVERAGE_LOAD = "average_load"  # the paper's Eq. 9, with m from Eq. 12: the baseline of bench/bml_accuracy.py
@@ -479,23 +480,6 @@ def inclusion_error_bound(
     return np.minimum(bound, 1.0)
 
 
-_HIGH_BITS = np.uint64(0x8080808080808080)
-_LOW_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
-_LANE_ONES = np.uint64(0x0101010101010101)
-
-
-@njit(cache=True, inline="always")
-def dominated_lanes(x: np.uint64, y: np.uint64) -> np.uint64:
-    """How many of the 8 byte lanes of two words hold x <= y as unsigned bytes (no carry between lanes).
-
-    Per lane, (y | 0x80) - (x & 0x7f) >= 1 never borrows, and its top bit says low7(y) >= low7(x); x <= y
-    when the top bits differ in y's favour, or agree and the low seven bits say so.
-    """
-    low_le = (y | _HIGH_BITS) - (x & _LOW_BITS)
-    le = ((~x & y) | (~(x ^ y) & low_le)) & _HIGH_BITS
-    return ((le >> np.uint64(7)) * _LANE_ONES) >> np.uint64(56)
-
-
 @njit(cache=True, nogil=True)
 def _count_dominated_range(
     words: np.ndarray,
@@ -563,70 +547,6 @@ def _count_dominated(
         _count_dominated_parallel(*args)
     else:
         _count_dominated_range(*args, 0, level.shape[0])
-    return z
-
-
-@njit(cache=True, nogil=True)
-def _count_dominated_full_range(
-    words: np.ndarray,
-    width: int,
-    filled_start: np.ndarray,
-    filled_bucket: np.ndarray,
-    x_row: np.ndarray,
-    y_row: np.ndarray,
-    z: np.ndarray,
-    start: int,
-    stop: int,
-) -> None:
-    """z over all 2^p registers (the exact marginal). A bucket where X is empty always counts, so a column
-    with few filled registers is compared on those only (a column of 12 values: 12 bytes, not 2^p); a full
-    one word by word."""
-    data = words.view(np.uint8)
-    for i in range(start, stop):
-        x0, y0 = x_row[i] * width, y_row[i] * width
-        first, last = filled_start[x_row[i]], filled_start[x_row[i] + 1]
-        if 8 * (last - first) < width or width % 8:
-            exceeding = 0
-            for j in range(first, last):
-                exceeding += data[x0 + filled_bucket[j]] > data[y0 + filled_bucket[j]]
-            z[i] = width - exceeding
-        else:
-            count = 0
-            x_word, y_word = x0 // 8, y0 // 8
-            for j in range(width // 8):
-                count += dominated_lanes(words[x_word + j], words[y_word + j])
-            z[i] = count
-
-
-@njit(cache=True, parallel=True)
-def _count_dominated_full_parallel(
-    words: np.ndarray,
-    width: int,
-    filled_start: np.ndarray,
-    filled_bucket: np.ndarray,
-    x_row: np.ndarray,
-    y_row: np.ndarray,
-    z: np.ndarray,
-) -> None:
-    n = x_row.shape[0]
-    for chunk in prange((n + _CHUNK - 1) // _CHUNK):
-        start, stop = chunk * _CHUNK, min(n, (chunk + 1) * _CHUNK)
-        _count_dominated_full_range(words, width, filled_start, filled_bucket, x_row, y_row, z, start, stop)
-
-
-def _count_dominated_full(regs: np.ndarray, x_row: np.ndarray, y_row: np.ndarray) -> np.ndarray:
-    """Alg. 1 lines 3-6 at m = p for the pairs of rows (x_row[j], y_row[j]) of ``regs``."""
-    width = regs.shape[1]
-    words = np.zeros(_word_aligned(regs.size) // 8, dtype=np.uint64)
-    words.view(np.uint8)[: regs.size].reshape(regs.shape)[...] = regs
-    filled_rows, filled_bucket = np.nonzero(regs)
-    filled_start = np.searchsorted(filled_rows, np.arange(regs.shape[0] + 1)).astype(np.int64)
-    z = np.empty(x_row.shape[0], dtype=np.int64)
-    args = (words, width, filled_start, filled_bucket.astype(np.int64), x_row, y_row, z)
-    if x_row.shape[0] >= _PARALLEL_MIN_PAIRS:
-        _count_dominated_full_parallel(*args)
-    else:
-        _count_dominated_full_range(*args, 0, x_row.shape[0])
     return z
 
 
@@ -721,7 +641,7 @@ def estimate_inclusion(
     x_row, y_row = row_of[x_idx], row_of[y_idx]
     z = np.zeros(x_idx.shape[0], dtype=np.int64)
     if x_idx.shape[0] and exact:
-        z = _count_dominated_full(regs if used.all() else regs[used], x_row, y_row)
+        z = dominated_counts(regs if used.all() else regs[used], x_row, y_row)
     elif x_idx.shape[0]:
         used_levels = np.flatnonzero(np.bincount(m, minlength=p + 1))
         words, level_start, level_width = _register_levels(regs if used.all() else regs[used], used_levels)

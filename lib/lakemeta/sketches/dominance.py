@@ -12,8 +12,8 @@ pairs: 10,000 columns of web tables (10^8 ordered pairs) take about a second.
 A pair with D(X, Y) = 0 has the smallest z that X allows, P̂ = 1 - f_X / 2^p, at or below P(0) under the
 exact marginal (X's empty buckets alone give pr(V^X = 0), estimated by the same registers through linear
 counting): its estimate is Φ̂ = 0 and it is not returned. A column that fills more than an eighth of the
-registers (some 2,300 distinct values at p = 14) is compared word by word with every Y the other rules
-allow, as ``bml`` compares two rows: there the index would visit most of the lake per register.
+registers (some 2,300 distinct values at p = 14) is compared with every Y the other rules allow, by the
+kernel ``dominated_counts`` uses for given pairs: there the index would visit most of the lake per register.
 
 The other rules, applied to every pair returned, are the caller's: ``table_of`` (pairs within one table are
 not returned), ``family_of`` with ``compatible`` (type families that can hold the same values), and
@@ -28,10 +28,14 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit, prange
 
-from lakemeta.sketches.bml import dominated_lanes
-
 _CHUNK = 64  # columns X per parallel work item
+_PAIRS_CHUNK = 256  # pairs per parallel work item of ``dominated_counts``
+_PARALLEL_MIN_PAIRS = 8 * _PAIRS_CHUNK  # below this, starting the thread pool costs more than it saves
 _DENSE_SHARE = 8  # a column filling more than 2^p / 8 registers is compared row against row
+
+_HIGH_BITS = np.uint64(0x8080808080808080)
+_LOW_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
+_LANE_ONES = np.uint64(0x0101010101010101)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,101 @@ class DominatedPairs:
     x: np.ndarray
     y: np.ndarray
     z: np.ndarray
+
+
+@njit(cache=True, inline="always")
+def dominated_lanes(x: np.uint64, y: np.uint64) -> np.uint64:
+    """How many of the 8 byte lanes of two words hold x <= y as unsigned bytes (no carry between lanes).
+
+    Per lane, (y | 0x80) - (x & 0x7f) >= 1 never borrows, and its top bit says low7(y) >= low7(x); x <= y
+    when the top bits differ in y's favour, or agree and the low seven bits say so.
+    """
+    low_le = (y | _HIGH_BITS) - (x & _LOW_BITS)
+    le = ((~x & y) | (~(x ^ y) & low_le)) & _HIGH_BITS
+    return ((le >> np.uint64(7)) * _LANE_ONES) >> np.uint64(56)
+
+
+@njit(cache=True, inline="always")
+def _dominated(
+    x: int, y: int, regs: np.ndarray, words: np.ndarray, filled_start: np.ndarray, filled_bucket: np.ndarray
+) -> int:
+    """z(x, y) over all 2^p registers, by the cheapest of three equal sums: 2^p - f_x plus D(x, y) counted
+    over x's filled registers, or over y's (only a filled register of y can dominate a filled one of x), or
+    z word by word, eight registers per word."""
+    width = regs.shape[1]
+    x_first, x_last = filled_start[x], filled_start[x + 1]
+    y_first, y_last = filled_start[y], filled_start[y + 1]
+    x_filled, y_filled = x_last - x_first, y_last - y_first
+    if 8 * min(x_filled, y_filled) >= width:
+        dominated = 0
+        for w in range(words.shape[1]):
+            dominated += dominated_lanes(words[x, w], words[y, w])
+        return dominated
+    dominated = width - x_filled
+    if x_filled <= y_filled:
+        for j in range(x_first, x_last):
+            dominated += regs[x, filled_bucket[j]] <= regs[y, filled_bucket[j]]
+    else:
+        for j in range(y_first, y_last):
+            bucket = filled_bucket[j]
+            dominated += 0 < regs[x, bucket] <= regs[y, bucket]
+    return dominated
+
+
+@njit(cache=True, nogil=True)
+def _dominated_range(
+    regs: np.ndarray,
+    words: np.ndarray,
+    filled_start: np.ndarray,
+    filled_bucket: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray,
+    start: int,
+    stop: int,
+) -> None:
+    for i in range(start, stop):
+        z[i] = _dominated(x[i], y[i], regs, words, filled_start, filled_bucket)
+
+
+@njit(cache=True, parallel=True)
+def _dominated_parallel(
+    regs: np.ndarray,
+    words: np.ndarray,
+    filled_start: np.ndarray,
+    filled_bucket: np.ndarray,
+    x: np.ndarray,
+    y: np.ndarray,
+    z: np.ndarray,
+) -> None:
+    n = x.shape[0]
+    for chunk in prange((n + _PAIRS_CHUNK - 1) // _PAIRS_CHUNK):
+        start, stop = chunk * _PAIRS_CHUNK, min(n, (chunk + 1) * _PAIRS_CHUNK)
+        _dominated_range(regs, words, filled_start, filled_bucket, x, y, z, start, stop)
+
+
+def _filled(regs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's filled registers: the row's first entry in ``filled_bucket``, and their buckets."""
+    filled_rows, filled_bucket = np.nonzero(regs)
+    filled_start = np.searchsorted(filled_rows, np.arange(regs.shape[0] + 1)).astype(np.int64)
+    return filled_start, filled_bucket.astype(np.int64)
+
+
+def dominated_counts(regs: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """z(x[j], y[j]) = |{i : V^x_i <= V^y_i}| over all 2^p registers of a (columns x 2^p) matrix, for the
+    given pairs (Alg. 1 lines 3-6 at m = p)."""
+    regs = np.ascontiguousarray(regs, dtype=np.uint8)
+    padding = -regs.shape[1] % 8  # empty registers in both rows: each adds one dominated bucket
+    if padding:
+        regs = np.pad(regs, ((0, 0), (0, padding)))
+    x, y = np.asarray(x, np.int64), np.asarray(y, np.int64)
+    z = np.empty(x.shape[0], np.int64)
+    args = (regs, regs.view(np.uint64), *_filled(regs), x, y, z)
+    if x.shape[0] >= _PARALLEL_MIN_PAIRS:
+        _dominated_parallel(*args)
+    else:
+        _dominated_range(*args, 0, x.shape[0])
+    return z - padding
 
 
 @njit(cache=True, inline="always")
@@ -95,17 +194,8 @@ def _pairs_of(
             if not _allowed(x, y, table_of, family_of, compatible, upper, threshold):
                 continue
             if write:
-                y_first, y_last = filled_start[y], filled_start[y + 1]
-                if _DENSE_SHARE * (y_last - y_first) > width:
-                    dominated = 0
-                    for w in range(words.shape[1]):  # eight registers per word
-                        dominated += dominated_lanes(words[x, w], words[y, w])
-                else:  # only y's filled registers can dominate a filled one of x
-                    dominated = width - filled
-                    for j in range(y_first, y_last):
-                        bucket = filled_bucket[j]
-                        dominated += 0 < regs[x, bucket] <= regs[y, bucket]
-                out_y[found], out_z[found] = y, dominated
+                out_y[found] = y
+                out_z[found] = _dominated(x, y, regs, words, filled_start, filled_bucket)
             found += 1
         return found
     n_touched = 0
@@ -204,17 +294,18 @@ class RegisterIndex:
         n = self.regs.shape[0]
         if self.regs.shape[1] % 8:
             raise ValueError(f"registers of 2^p buckets, p >= 3, are compared by words: {self.regs.shape[1]}")
-        filled_rows, filled_bucket = np.nonzero(self.regs)
+        filled_start, filled_bucket = _filled(self.regs)
+        filled_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(filled_start))
         values = self.regs[filled_rows, filled_bucket]
         # the filled registers by bucket, largest value first within a bucket
         order = np.lexsort((-values.astype(np.int16), filled_bucket))
         self._arrays = (
             self.regs,
             self.regs.view(np.uint64),
-            np.searchsorted(filled_rows, np.arange(n + 1)).astype(np.int64),
-            filled_bucket.astype(np.int64),
+            filled_start,
+            filled_bucket,
             np.searchsorted(filled_bucket[order], np.arange(self.regs.shape[1] + 1)).astype(np.int64),
-            filled_rows[order].astype(np.int64),
+            filled_rows[order],
             values[order],
             np.asarray(table_of, np.int64),
             np.asarray(family_of, np.int64),
