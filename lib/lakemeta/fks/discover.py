@@ -13,7 +13,8 @@ with BML pruning, ranked by Quantile-EMD).
    built from every row's tuple hash, combined from the columns' value hashes: registers depend on the
    set of hashes only, so nothing is deduplicated for a candidate this prunes.
 4. Randomness (§3): one Spark task per group of keys reads each key's and its candidates' columns with
-   delta-rs at their committed versions, each read and hashed once (``columns``), and computes EMD_n on
+   delta-rs at their committed versions, each read and hashed once (``columns``; a table above
+   ``scan.max_task_rows`` rows by groups of its files, keeping hashes), and computes EMD_n on
    the key's quantile grid (``randomness``). The values being in hand there, a candidate whose exact
    inclusion |F ∩ P| / |F| is below θ is dropped first: BML's estimate is loose where |F| is far below |P|
    (a ten-value column "included" in a key of thousands), and such a pair is no FK however it ranks.
@@ -56,11 +57,12 @@ log = logging.getLogger(__name__)
 
 RESULTS = "fk_candidates"
 _CANDIDATE = (
-    "struct<fk_table: string, fk_path: string, fk_version: long, fk_columns: array<string>, "
+    "struct<fk_table: string, fk_path: string, fk_version: long, fk_rows: long, fk_columns: array<string>, "
     "estimate: double, error: double>"
 )
 _DESCRIPTOR_SCHEMA = (
-    "pk_table string, pk_path string, pk_version long, pk_columns array<string>, pk_source string, "
+    "pk_table string, pk_path string, pk_version long, pk_rows long, pk_columns array<string>, "
+    "pk_source string, "
     f"candidates array<{_CANDIDATE}>"
 )
 _ROWS = pa.schema(
@@ -144,7 +146,7 @@ def exact_inclusion(dependent: np.ndarray, referenced: np.ndarray) -> float:
 
 
 def _candidate_rows(
-    config: FkConfig, sketches: SketchConfig
+    config: FkConfig, sketches: SketchConfig, max_task_rows: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Per key: phase 2's tuple-sketch estimate of each candidate of several columns (from every row's tuple
     hash: HLL registers depend on the set of hashes only, so no distinct tuples are formed for candidates
@@ -185,13 +187,13 @@ def _candidate_rows(
             }
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        snapshots = ColumnCache()  # the columns this task reads, by table snapshot
+        snapshots = ColumnCache(max_task_rows)  # the columns this task reads, by table snapshot
         for batch in descriptors:
             keys = batch.to_pylist()
             last_use: dict[tuple[str, int, str], int] = {}  # each column's last key in the batch
             for i, key in enumerate(keys):
-                for path, version, columns in _snapshot_columns(key):
-                    snapshots.need(path, version, columns)
+                for path, version, rows, columns in _snapshot_columns(key):
+                    snapshots.need(path, version, columns, rows)
                     last_use.update({(path, version, column): i for column in columns})
             released_after: dict[int, list[tuple[str, int, str]]] = {}
             for where, i in last_use.items():
@@ -206,11 +208,12 @@ def _candidate_rows(
     return run
 
 
-def _snapshot_columns(key: dict) -> Iterator[tuple[str, int, list[str]]]:
-    """The snapshots and columns one key descriptor reads: the key's, then each candidate's."""
-    yield key["pk_path"], key["pk_version"], key["pk_columns"]
+def _snapshot_columns(key: dict) -> Iterator[tuple[str, int, int, list[str]]]:
+    """The snapshots (path, version, rows) and columns one key descriptor reads: the key's, then each
+    candidate's."""
+    yield key["pk_path"], key["pk_version"], key["pk_rows"], key["pk_columns"]
     for candidate in key["candidates"]:
-        yield candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"]
+        yield candidate["fk_path"], candidate["fk_version"], candidate["fk_rows"], candidate["fk_columns"]
 
 
 def smallest_keys_only(scored: pa.Table) -> pa.Table:
@@ -249,7 +252,7 @@ def refresh_fk_candidates(
     catalog: Catalog, lake: Path, config: FkConfig, sketches: SketchConfig, max_task_rows: int
 ) -> int:
     """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count.
-    The key checks hold at most ``max_task_rows`` rows of values a task."""
+    A table above ``max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``)."""
     index = CandidateIndex(catalog.read_small("inclusion_estimates"), config.inclusion_threshold)
 
     def has_candidates(key: Key) -> bool:
@@ -257,13 +260,14 @@ def refresh_fk_candidates(
 
     keys = find_keys(catalog, lake, config, sketches.precision, has_candidates, max_task_rows)
     proposed = {key: found for key in keys if (found := index.candidates(key))}
-    versions = {
-        row["table_name"]: row["last_version"]
-        for row in catalog.read_small("tables").select(["table_name", "last_version"]).to_pylist()
+    snapshots = {
+        row["table_name"]: (row["last_version"], row["n_rows"] or 0)
+        for row in catalog.read_small("tables").select(["table_name", "last_version", "n_rows"]).to_pylist()
     }
 
-    def located(table: str) -> tuple[str, int]:
-        return str(table_path(lake, table)), versions[table]
+    def located(table: str) -> tuple[str, int, int]:
+        """The table's path, committed version and rows."""
+        return str(table_path(lake, table)), *snapshots[table]
 
     rows = [
         (
@@ -283,7 +287,7 @@ def refresh_fk_candidates(
     spark.sparkContext.setJobDescription(f"FK candidates: EMD of {n_proposed} candidates of {len(rows)} keys")
     scored = (
         balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
-        .mapInArrow(_candidate_rows(config, sketches), _ROWS_SPARK)
+        .mapInArrow(_candidate_rows(config, sketches, max_task_rows), _ROWS_SPARK)
         .toArrow()
         if rows
         else _ROWS.empty_table()

@@ -3,9 +3,9 @@
 * Tables with agree-set state (``agree_sets.max_rows``): their minimal unique column combinations of up to
   ``max_key_columns`` columns (``unique_column_combinations``) whose columns hold no null.
 * Larger tables keep no agree-sets; their keys are checked exactly in Spark tasks instead (one task per
-  group of tables, each table's columns read once with delta-rs; a table above ``scan.max_task_rows`` rows
-  in groups of its data files, keeping only the 64-bit value hashes of every row and reading again the
-  few rows whose hashes are shared, so a task holds at most that many rows of values), but only where a
+  group of tables, each table's columns read once with delta-rs through ``columns.ColumnCache``: a table
+  above ``scan.max_task_rows`` rows in groups of its data files, keeping only the 64-bit value hashes of
+  every row and reading again the few rows whose hashes are shared), but only where a
   key could be and would matter:
   - single columns that can be unique: no null, and an HLL distinct estimate within four standard errors
     (1.04 / sqrt(2^p), BML §2.2) of the row count;
@@ -43,9 +43,8 @@ from lakemeta.agreesets.discover import tracked_tables
 from lakemeta.arrays import run_starts
 from lakemeta.catalog import Catalog
 from lakemeta.config import FkConfig
-from lakemeta.fks.columns import ColumnCache
-from lakemeta.hashing import combine_hashes, hash_strings
-from lakemeta.lake.snapshots import file_groups, read_columns
+from lakemeta.fks.columns import ColumnCache, RowValues
+from lakemeta.hashing import combine_hashes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.spark.placement import balanced_frame
@@ -71,14 +70,6 @@ class Key:
     table: str
     columns: tuple[str, ...]
     source: str = field(default="agree_sets", compare=False)
-
-
-RowValues = Callable[[np.ndarray], list[pa.Array]]  # the columns' values at some row positions
-
-
-def values_at(columns: list[pa.Array]) -> RowValues:
-    """``RowValues`` of columns in memory."""
-    return lambda rows: [column.take(pa.array(rows)) for column in columns]
 
 
 def is_unique(values: RowValues, column_hashes: list[tuple[np.ndarray, np.ndarray]]) -> bool:
@@ -115,66 +106,19 @@ def _has_equal_rows(values: RowValues, selected: np.ndarray) -> bool:
     return pa.table(dict(zip(names, columns, strict=True))).group_by(names).aggregate([]).num_rows < len(rows)
 
 
-class CheckedColumns:
-    """The columns of one table snapshot that its key checks read: read once, whole, into a ``ColumnCache``;
-    or, for a table of more than ``max_rows`` rows whose files allow it, in groups of its data files
-    (``snapshots.file_groups``), keeping each column's value hashes for every row and reading the values
-    of chosen rows again from the groups that hold them."""
-
-    def __init__(self, path: str, version: int, columns: set[str], rows: int, max_rows: int) -> None:
-        self._path, self._version = path, version
-        self._groups = file_groups(path, version, max_rows) if rows > max_rows else None
-        self._cache = ColumnCache()
-        self._hashes: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        if self._groups is None:
-            self._cache.need(path, version, columns)
-            return
-        parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {column: [] for column in columns}
-        for files, _ in self._groups:
-            read = read_columns(path, version, sorted(columns), files)
-            for column, values in zip(sorted(columns), read, strict=True):
-                parts[column].append(hash_strings(values))
-        for column, hashed in parts.items():
-            self._hashes[column] = (
-                np.concatenate([h for h, _ in hashed]),
-                np.concatenate([v for _, v in hashed]),
-            )
-
-    def hashes(self, column: str) -> tuple[np.ndarray, np.ndarray]:
-        """(hashes, valid) of the column's values in every row (``hash_strings``)."""
-        if self._groups is None:
-            return self._cache.hashes(self._path, self._version, column)
-        return self._hashes[column]
-
-    def values(self, columns: tuple[str, ...]) -> RowValues:
-        """The columns' values at row positions of the snapshot."""
-        if self._groups is None:
-            return values_at([self._cache.column(self._path, self._version, c) for c in columns])
-
-        def at(rows: np.ndarray) -> list[pa.Array]:
-            taken: list[list[pa.Array]] = []
-            start = 0
-            for files, count in self._groups or []:
-                local = rows[(rows >= start) & (rows < start + count)] - start
-                if len(local):
-                    read = read_columns(self._path, self._version, list(columns), files)
-                    taken.append([column.take(pa.array(local)) for column in read])
-                start += count
-            return [pa.concat_arrays([part[i] for part in taken]) for i in range(len(columns))]
-
-        return at
-
-
 def _table_keys(table: dict, max_rows: int) -> list[dict]:
     """One table's listed columns that are unique, then its listed combinations that are minimal keys."""
     # One table per task row: what it reads ends with it, so a task holds one table's columns at a time.
     needed = set(table["columns"]).union(*table["combinations"])
-    snapshot = CheckedColumns(table["path"], table["version"], needed, table["rows"], max_rows)
+    snapshot = (table["path"], table["version"])
+    cache = ColumnCache(max_rows)
+    cache.need(*snapshot, needed, table["rows"])
     known: dict[tuple[str, ...], bool] = {}
 
     def unique(columns: tuple[str, ...]) -> bool:
         if columns not in known:
-            known[columns] = is_unique(snapshot.values(columns), [snapshot.hashes(c) for c in columns])
+            hashes = [cache.hashes(*snapshot, column) for column in columns]
+            known[columns] = is_unique(cache.values(*snapshot, columns), hashes)
         return known[columns]
 
     def minimal_key(combination: tuple[str, ...]) -> bool:

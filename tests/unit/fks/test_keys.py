@@ -6,7 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakemeta.fks.keys import is_unique, values_at
+from lakemeta.fks.columns import values_at
+from lakemeta.fks.keys import is_unique
 from lakemeta.hashing import hash_strings
 
 
