@@ -133,17 +133,20 @@ class _Output:
 
     def flush(self) -> Iterator[pa.RecordBatch]:
         for column, tables in self.pending.items():
-            yield _staged_batch(self.schema, column, pa.concat_tables(tables))
+            staged = _staged_batch(self.schema, column, pa.concat_tables(tables))
+            for start in range(0, staged.num_rows, _MAX_BATCH_ROWS):  # slices share the buffers
+                yield staged.slice(start, _MAX_BATCH_ROWS)
         self.pending, self.rows = {}, 0
 
 
 _FLUSH_ROWS = 1 << 16
+_MAX_BATCH_ROWS = 1 << 20  # what the JVM side holds of a batch: bounded, whatever a table's partial rows
 
 
 def _scan_tasks(
     partials: Sequence[tuple[str, Callable[[TableChange], TablePartial]]],
     schema: pa.Schema,
-    slice_rows: int,
+    max_rows: int,
     descriptors: Iterator[pa.RecordBatch],
 ) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: read each descriptor's batch once, feed every component, emit their partial rows.
@@ -152,7 +155,7 @@ def _scan_tasks(
     output = _Output(schema)
     for record_batch in descriptors:
         for descriptor in record_batch.to_pylist():
-            change = TableChange(BatchRead(**{**descriptor, "files": tuple(descriptor["files"])}), slice_rows)
+            change = TableChange(BatchRead(**{**descriptor, "files": tuple(descriptor["files"])}), max_rows)
             rows_read, error = 0, None
             try:
                 components = [(name, factory(change)) for name, factory in partials]

@@ -2,8 +2,8 @@
 is computed from, read once per run.
 
 :class:`TableChange` gives a batch's rows signed (``_lm_sign``: +1 inserted, -1 deleted), in slices of a
-bounded number of rows, and the table's snapshots before and after the batch, each read at most once and
-only when asked for:
+bounded number of rows and cells, and the table's snapshots before and after the batch, each read at most
+once and only when asked for:
 
 * ``full`` batch: the snapshot at ``to_version``, every row +1 (the table's state is replaced). A large
   table's full batch comes in parts, each a group of its data files (``BatchRead.files``) read by a task
@@ -11,7 +11,7 @@ only when asked for:
 * ``incremental`` batch from the change data feed: Delta's feed over (from_version, to_version] (an update
   is its pre-image -1 and its post-image +1), streamed batch by batch;
 * ``incremental`` batch from a diff: the multiset difference of the two snapshots
-  (``lakemeta.lake.rows.multiset_difference``); for a table of more rows than a slice, the rows of the
+  (``lakemeta.lake.rows.multiset_difference``); for a table above the task's row budget, the rows of the
   data files the batch removed (-1) and added (+1) (``snapshots.changed_files``), streamed, so no task
   holds either snapshot whole. A file rewritten by a DELETE or an UPDATE then brings its unchanged rows
   once with each sign: every component's delta is a sum over signed rows, so they cancel there.
@@ -45,6 +45,10 @@ from lakemeta.lake.tables import spark_schema
 SIGN = "_lm_sign"
 _FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 _INSERTED = ("insert", "update_postimage")
+# Cells per slice: what a component derives per cell (a posting-list item each, some 100 bytes) must stay
+# small for a wide table too, in the task and in the Arrow batches it hands to Spark (TPC-H lineitem's
+# 16 columns: 65,536 rows a slice, not the task's million).
+_SLICE_CELLS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -64,12 +68,19 @@ class BatchRead:
 class TableChange:
     """One table's batch as the state components see it (module docstring)."""
 
-    def __init__(self, batch: BatchRead, slice_rows: int) -> None:
+    def __init__(self, batch: BatchRead, max_rows: int) -> None:
+        """``max_rows``: the task's row budget (``scan.max_task_rows``); a table above it is never held
+        whole, and no slice is larger."""
         if batch.files and batch.kind != "full":
             raise ValueError(f"{batch.table_name}: only a full batch is read in parts")
         self.batch = batch
         self.table_name = batch.table_name
-        self.slice_rows = slice_rows
+        self.max_rows = max_rows
+
+    @functools.cached_property
+    def slice_rows(self) -> int:
+        """Rows per slice: at most ``max_rows``, and at most ``_SLICE_CELLS`` cells."""
+        return max(1, min(self.max_rows, _SLICE_CELLS // max(1, len(self.schema.fields))))
 
     @property
     def replaces_state(self) -> bool:
@@ -158,7 +169,7 @@ class TableChange:
                 yield feed.select(schema.names).cast(schema).append_column(SIGN, pa.array(signs)), 0
         else:
             changed = None
-            if self.snapshot_rows > self.slice_rows:
+            if self.snapshot_rows > self.max_rows:
                 changed = changed_files(batch.path, batch.from_version, batch.to_version)
             if changed is None:
                 deleted, inserted = multiset_difference(self.before, self.after)
