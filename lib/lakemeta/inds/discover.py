@@ -10,8 +10,8 @@ in a task of its own, as ``lakemeta.lake.snapshots.file_groups`` splits it):
    ``decimal(10, 0)`` or string copy relate), its distinct non-null values emitted for validation and its
    Bloom signature and filter statistics (§3.2) emitted as one small row. A column's values are those of
    one table, so the per-task distinct is the global one, no shuffle, except for a table read in parts:
-   its parts' signatures are OR-ed and their counts added up on the driver, and its distinct counts
-   counted again over the parts' value rows (duplicates across parts are harmless to the validator).
+   its parts' signatures are OR-ed and their counts added up on the driver, and its value rows made
+   distinct across the parts once, for its distinct counts and for the validator.
 2. The signature matrix (Alg. 3) is built on the driver from the signatures (small by construction:
    p·m bits per column) and broadcast; the IND-Proposer (Alg. 4-6 with the indexed bit-vectors of §4.5)
    runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the filters of Alg. 10.
@@ -205,10 +205,13 @@ def _scan(
 
 def _lake_columns(
     scanned: DataFrame, tables: list[TableColumns], params: BloomParams, null_values: tuple[str, ...]
-) -> LakeColumns:
+) -> tuple[LakeColumns, DataFrame, DataFrame | None]:
     """The column rows on the driver, in column-id order (one signature and three counts per column): a
     column read in parts has its parts' signatures OR-ed (a Bloom signature of a union), their valued rows
-    added up, and its distinct counts counted over the parts' value rows."""
+    added up, and its distinct counts counted over its values made distinct across the parts. Also the
+    value rows (column_id, value) for validation, each column's values distinct, and the frame of the split
+    columns' distinct values, persisted, that the caller unpersists after validation (None when no column
+    was read in parts)."""
     rows = (
         scanned.where(F.col("signature").isNotNull())
         .select("column_id", "signature", "set_size", "n_values", "n_distinct", "all_integer")
@@ -230,14 +233,18 @@ def _lake_columns(
     integer_or_empty = rows["all_integer"].to_numpy(zero_copy_only=False) | (part_values == 0)
     all_integer = (n_values > 0) & (np.logical_and.reduceat(integer_or_empty, starts) if len(rows) else True)
     set_sizes, n_distinct = rows["set_size"].to_numpy()[starts], rows["n_distinct"].to_numpy()[starts]
+    values = scanned.where(F.col("value").isNotNull()).select("column_id", "value")
     split = np.flatnonzero(np.diff(np.append(starts, len(rows))) > 1)
+    merged = None
     if len(split):
+        # A value in several parts is one value: made distinct once, then counted and validated.
+        in_split = F.col("column_id").isin(split.tolist())
+        merged = values.where(in_split).distinct().persist(StorageLevel.MEMORY_AND_DISK)
         recounted = (
-            scanned.where(F.col("value").isNotNull() & F.col("column_id").isin(split.tolist()))
-            .groupBy("column_id")
+            merged.groupBy("column_id")
             .agg(
-                F.countDistinct("value").alias("set_size"),
-                F.countDistinct(F.when(~F.col("value").isin(list(null_values)), F.col("value"))).alias("n"),
+                F.count("*").alias("set_size"),
+                F.count(F.when(~F.col("value").isin(list(null_values)), True)).alias("n"),
             )
             .toArrow()
         )
@@ -245,8 +252,13 @@ def _lake_columns(
         set_sizes, n_distinct = set_sizes.copy(), n_distinct.copy()
         set_sizes[split], n_distinct[split] = 0, 0  # a column of no value has no value row
         set_sizes[at], n_distinct[at] = recounted["set_size"].to_numpy(), recounted["n"].to_numpy()
+        values = values.where(~in_split).unionByName(merged)
     stats = ColumnStats(n_values, n_distinct, all_integer)
-    return LakeColumns(table_names, column_names, signatures.astype(np.uint64), set_sizes, stats)
+    return (
+        LakeColumns(table_names, column_names, signatures.astype(np.uint64), set_sizes, stats),
+        values,
+        merged,
+    )
 
 
 def _propose(spark: SparkSession, columns: LakeColumns, config: ManyConfig) -> np.ndarray:
@@ -297,18 +309,20 @@ def discover_inclusion_dependencies(
     started = time.perf_counter()
     spark.sparkContext.setJobDescription(f"Many: signatures of the columns of {len(tables)} tables")
     scanned = _scan(spark, tables, config, max_task_rows).persist(StorageLevel.MEMORY_AND_DISK)
+    merged = None
     try:
-        columns = _lake_columns(scanned, tables, config.params, config.filters.null_values)
+        columns, values, merged = _lake_columns(scanned, tables, config.params, config.filters.null_values)
         stage_seconds["signatures"] = time.perf_counter() - started
         spark.sparkContext.setJobDescription(f"Many: candidates among {len(columns.column_names)} columns")
         candidates = _propose(spark, columns, config)
         stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
         spark.sparkContext.setJobDescription(f"Many: validation of {len(candidates)} candidates")
-        values = scanned.where(F.col("value").isNotNull()).select("column_id", "value")
         valid = _validate(spark, values, candidates)
         stage_seconds["validation"] = time.perf_counter() - started - sum(stage_seconds.values())
     finally:
         scanned.unpersist()
+        if merged is not None:
+            merged.unpersist()
     deps, refs = candidates[valid, 0], candidates[valid, 1]
     dep_distinct, ref_distinct = columns.set_sizes[deps], columns.set_sizes[refs]
     kept = np.ones(len(deps), dtype=bool)
