@@ -46,9 +46,6 @@ class ColumnCache:
         self._rows: dict[Snapshot, int] = {}
         self._groups: dict[Snapshot, list[tuple[list[str], int]] | None] = {}
         self._values: dict[Snapshot, dict[str, pa.Array]] = {}
-        # of a snapshot read by groups: the last group read (its index and needed columns), which the next
-        # rows asked of it most often fall in again (a key check's first rows, combination after combination)
-        self._group: dict[Snapshot, tuple[int, dict[str, pa.Array]]] = {}
         self._hashes: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
         self._distinct_hashes: dict[tuple[str, int, tuple[str, ...]], np.ndarray] = {}
         self._distinct_tuples: dict[tuple[str, int, tuple[str, ...]], list[pa.Array]] = {}
@@ -63,7 +60,6 @@ class ColumnCache:
         gone = set(columns)
         self._needed.get((path, version), set()).difference_update(gone)
         values = self._values.get((path, version), {})
-        self._group.pop((path, version), None)
         for column in gone:
             values.pop(column, None)
             self._hashes.pop((path, version, column), None)
@@ -128,29 +124,19 @@ class ColumnCache:
         def at(rows: np.ndarray) -> list[pa.Array]:
             taken: list[list[pa.Array]] = []
             start = 0
-            for index, (_, count) in enumerate(groups):
+            for files, count in groups:
                 local = rows[(rows >= start) & (rows < start + count)] - start
-                if len(local) or (index == len(groups) - 1 and not taken):  # no rows: the columns' types
-                    read = self._group_columns(path, version, index, columns)
+                if len(local):
+                    read = read_columns(path, version, list(columns), files)
                     taken.append([column.take(pa.array(local, pa.int64())) for column in read])
                 start += count
+            if not taken:  # no rows asked: the columns' types, from the first group
+                taken.append(
+                    [c.slice(0, 0) for c in read_columns(path, version, list(columns), groups[0][0])]
+                )
             return [pa.concat_arrays([part[i] for part in taken]) for i in range(len(columns))]
 
         return at
-
-    def _group_columns(
-        self, path: str, version: int, index: int, columns: list[str] | tuple[str, ...]
-    ) -> list[pa.Array]:
-        """Columns of one group of a snapshot read by groups: the last group read is kept, with every
-        needed column, so that a task holds at most one group's rows of values per snapshot."""
-        snapshot = (path, version)
-        kept_index, kept = self._group.get(snapshot, (-1, {}))
-        if kept_index != index or not set(columns) <= kept.keys():
-            wanted = sorted(self._needed.get(snapshot, set()) | set(columns))
-            files = (self._file_groups(path, version) or [])[index][0]
-            kept = dict(zip(wanted, read_columns(path, version, wanted, files), strict=True))
-            self._group[snapshot] = (index, kept)
-        return [kept[column] for column in columns]
 
     def tuple_hashes(self, path: str, version: int, columns: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(hashes, valid) of the rows' tuples: ``hash_tuples`` combined from the column hashes, or for one
