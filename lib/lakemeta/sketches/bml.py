@@ -554,18 +554,6 @@ def _word_aligned(n_bytes: int) -> int:
     return -(-n_bytes // 8) * 8
 
 
-def count_dominated_buckets(regs: np.ndarray, x_idx: np.ndarray, y_idx: np.ndarray) -> np.ndarray:
-    """Alg. 1 lines 3-6 for many pairs: z = |{i : V^X_i <= V^Y_i}| for rows x_idx[j], y_idx[j] of ``regs``."""
-    regs = np.asarray(regs, dtype=np.uint8)
-    x_idx, y_idx = np.asarray(x_idx, np.int64), np.asarray(y_idx, np.int64)
-    words = np.zeros(_word_aligned(regs.size) // 8, dtype=np.uint64)
-    words.view(np.uint8)[: regs.size].reshape(regs.shape)[...] = regs
-    one_level = np.zeros(x_idx.shape[0], dtype=np.int64)
-    return _count_dominated(
-        words, np.zeros(1, np.int64), np.array([regs.shape[1]], np.int64), one_level, x_idx, y_idx
-    )
-
-
 @njit(cache=True, nogil=True)
 def _halve(rows: np.ndarray, out: np.ndarray) -> None:
     """Registers at m - 1 from registers at m: ``hll.fold_registers`` by one bit (its proof with p - m = 1).

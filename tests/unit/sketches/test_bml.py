@@ -9,13 +9,13 @@ from lakemeta.sketches.bml import (
     EXACT_MARGINAL,
     MODELS,
     choose_buckets_log2,
-    count_dominated_buckets,
     estimate_inclusion,
     inclusion_error_bound,
     lookup,
     prob_x_le_y,
     probability_error,
 )
+from lakemeta.sketches.dominance import dominated_counts
 from lakemeta.sketches.hll import counter_delta, estimate_cardinality, fold_registers, registers
 
 
@@ -165,11 +165,11 @@ def test_slope_is_the_derivative_of_the_probability(n_x: float, n_y: float, m: i
     assert np.allclose(slope, numeric, rtol=1e-4, atol=1e-7)
 
 
-def test_count_dominated_buckets_matches_brute_force() -> None:
+def test_dominated_counts_matches_brute_force() -> None:
     rng = np.random.default_rng(2)
     regs = rng.integers(0, 12, (30, 256)).astype(np.uint8)
     x, y = rng.integers(0, 30, 500), rng.integers(0, 30, 500)
-    assert np.array_equal(count_dominated_buckets(regs, x, y), (regs[x] <= regs[y]).sum(axis=1))
+    assert np.array_equal(dominated_counts(regs, x, y), (regs[x] <= regs[y]).sum(axis=1))
 
 
 def test_choose_buckets_log2_is_equation_12() -> None:
@@ -373,10 +373,10 @@ def test_estimate_inclusion_equals_lookup_on_its_own_p_hat(model: str) -> None:
         assert np.array_equal(run.p_hat, z / np.ldexp(1.0, run.m))
 
 
-def test_count_dominated_buckets_compares_unsigned_bytes_of_any_row_width() -> None:
+def test_dominated_counts_compares_unsigned_bytes_of_any_row_width() -> None:
     rng = np.random.default_rng(3)
     for width in (1, 4, 8, 13, 64):
         regs = rng.integers(0, 256, (20, width)).astype(np.uint8)
         regs[:, : width // 2] = np.minimum(regs[:, : width // 2], 3)  # ties and near-ties too
         x, y = rng.integers(0, 20, 300), rng.integers(0, 20, 300)
-        assert np.array_equal(count_dominated_buckets(regs, x, y), (regs[x] <= regs[y]).sum(axis=1))
+        assert np.array_equal(dominated_counts(regs, x, y), (regs[x] <= regs[y]).sum(axis=1))
