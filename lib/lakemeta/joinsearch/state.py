@@ -49,11 +49,13 @@ Frozen XASH inputs
     recorded), and searches hash their queries with the recorded hasher.
 
 Exactly once
-    All changes of a run go into the posting lists in one MERGE tagged with the component's transaction
+    All changes of a run go into the posting lists in one commit tagged with the component's transaction
     (``lakemeta.posting_lists``, run id; docs/architecture.md, "The state component contract"); a retry of
-    a run that committed finds the transaction in the table's log and writes nothing. The MERGE is
-    idempotent besides: row ids depend only on the versions the plan names, items are inserted only where
-    absent and removed by id, so even a repeated MERGE would leave the same state.
+    a run that committed finds the transaction in the table's log and writes nothing. The commit is a
+    MERGE, or an append while the posting lists hold no items (a first run, a rebuild), where the MERGE
+    would only insert. The MERGE is idempotent besides: row ids depend only on the versions the plan
+    names, items are inserted only where absent and removed by id, so even a repeated MERGE would leave
+    the same state.
 """
 
 from __future__ import annotations
@@ -183,8 +185,10 @@ class PostingLists(StateComponent):
 
     def merge(self, plan: Plan, delta: PostingDelta) -> bool:  # type: ignore[override]
         """Record the delta's hasher (refused while items of another one exist), then insert the new items
-        and remove items by row id in one MERGE tagged with the run."""
-        _record_hasher(self.catalog, delta.hasher)
+        and remove items by row id in one commit tagged with the run: an append while the posting lists
+        hold no items (a first run, a rebuild), a MERGE otherwise."""
+        if not _record_hasher(self.catalog, delta.hasher):
+            return self._append(plan, delta)
         replaced = list(delta.replaced_tables)
         merge = (
             self.catalog.delta_table(STATE)
@@ -211,16 +215,33 @@ class PostingLists(StateComponent):
         )
         return True
 
+    def _append(self, plan: Plan, delta: PostingDelta) -> bool:
+        """Insert the delta's items into posting lists that hold none. Against an empty table the MERGE
+        would insert every item and remove nothing, but it joins the delta with the table and computes
+        the delta twice (once to find the files it touches, once to write): on a first run of TPC-H 1,
+        116.6M items, that was 940 s of the run's 2,430 s."""
+        inserted = delta.rows.where(~F.col(_DELETE)).select(*SCHEMA.fieldNames())
+        with self.catalog.transaction(self.txn(plan)), self.catalog.committing("append to", STATE):
+            inserted.write.format("delta").mode("append").save(self.catalog.path(STATE))
+        log.info(
+            "run %d: posting lists: %s items inserted into empty posting lists",
+            plan.run_id,
+            self.catalog.last_commit_metrics(STATE).get("numOutputRows", "?"),
+        )
+        return True
 
-def _record_hasher(catalog: Catalog, hasher: XashHasher) -> None:
-    """Record ``hasher`` as the posting lists' hasher; refuse another one while items exist."""
+
+def _record_hasher(catalog: Catalog, hasher: XashHasher) -> bool:
+    """Record ``hasher`` as the posting lists' hasher; refuse another one while items exist. True when
+    the posting lists hold items."""
     table = deltalake.DeltaTable(catalog.path(STATE))
+    holds_items = _holds_items(table)
     configuration = table.metadata().configuration
     wanted = {HASHER_PROPERTY: json.dumps(hasher.to_dict(), sort_keys=True), ROW_IDS_PROPERTY: ROW_IDS}
     recorded = {name: configuration.get(name) for name in wanted}
     if recorded == wanted:
-        return
-    if _holds_items(table):
+        return holds_items
+    if holds_items:
         raise ValueError(
             f"{STATE} holds items made with XASH {recorded[HASHER_PROPERTY]} and row ids "
             f"{recorded[ROW_IDS_PROPERTY]}, this version makes XASH {wanted[HASHER_PROPERTY]} and row ids "
@@ -229,6 +250,7 @@ def _record_hasher(catalog: Catalog, hasher: XashHasher) -> None:
         )
     with catalog.committing("set properties of", STATE):
         table.alter.set_table_properties(wanted, raise_if_not_exists=False)
+    return False
 
 
 def _holds_items(table: deltalake.DeltaTable) -> bool:
