@@ -33,11 +33,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -218,6 +220,28 @@ def tpch_lake(scale: int) -> Path:
     return lake
 
 
+_LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) INFO lakemeta\.(\S+?):")
+
+
+def steps_from_log(log: Path) -> dict[str, float]:
+    """Seconds per step of a ``lakemeta run`` from its log: each of the library's INFO lines ends a step
+    (named by its logger; a logger's second line gets a suffix), which began at the line before it."""
+    steps: dict[str, float] = {}
+    previous = None
+    for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+        found = _LOG_LINE.match(line)
+        if not found:
+            continue
+        at = datetime.strptime(found[1], "%Y-%m-%d %H:%M:%S,%f")
+        if previous is not None:
+            name, n = found[2], 2
+            while name in steps:
+                name, n = f"{found[2]} ({n})", n + 1
+            steps[name] = round((at - previous).total_seconds(), 1)
+        previous = at
+    return steps
+
+
 def whole_runs_by_cli(lake: Path, baseline_commit: str, recorded: dict | None) -> dict:
     """``lakemeta run`` on ``lake`` from a fresh catalog, at this checkout and at ``baseline_commit``; the
     baseline's run is taken from ``recorded`` (an earlier result of this benchmark) when that is of the same
@@ -258,6 +282,10 @@ def whole_runs_by_cli(lake: Path, baseline_commit: str, recorded: dict | None) -
         "seconds": seconds,
         "exit_codes": exit_codes,
         "ratio": round(seconds["this_checkout"] / seconds["baseline_commit"], 2),
+        "steps_from_logs_s": {
+            label: steps_from_log(SCRATCH / "tpch_1" / f"cli_{label}.log")
+            for label in ("baseline_commit", "this_checkout")
+        },
     }
 
 
