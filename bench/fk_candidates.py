@@ -9,7 +9,18 @@ and lineitem -> supplier). Precision and recall count the accepted candidates; "
 accepted candidates whose names match once the table prefixes are deleted. For the grid comparison every
 single-column candidate's EMD_n is recomputed in this process at l = 16, 64, 256 and 1024 quantiles.
 
-Run: ``.venv/bin/python bench/fk_candidates.py`` (scales 0.1 and 1; ``--scales 0.01`` for a smoke run).
+``--lakes tpcds,mixed``: TPC-DS 0.1 alone (``tpcds/``, tpcgen-cli), and one lake holding TPC-H 0.1
+(``tpch/``), TPC-DS 0.1, the shared web tables (``web/``, ../shared/data/webtables) and the demo's 200
+generated web tables (``demo/``). Precision, recall and F1 per schema, with names used and ignored; an
+accepted FK counts for the schema of its dependent table, and one whose key lies in another schema is a
+false positive. Ground truth: TPC-H's foreign keys above, and TPC-DS's declared single-column foreign keys
+(../shared/data/tpcds/foreign_keys.tsv) that hold in the generated data (a non-empty dependent column
+included in its key, checked here). Also the FK step's time, its candidate and key counts, and the FKs
+accepted among the web tables.
+
+Run: ``.venv/bin/python bench/fk_candidates.py`` (scales 0.1 and 1; ``--scales 0.01`` for a smoke run);
+``--lakes tpcds,mixed`` for TPC-DS and the mixed lake (each lake's entry of ``fk_candidates_lakes.json``
+replaced).
 """
 
 from __future__ import annotations
@@ -17,15 +28,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config, FkConfig
-from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
+from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
+from lakemeta.demo.webtables import write_web_tables
 from lakemeta.fks.discover import refresh_fk_candidates
 from lakemeta.fks.randomness import distinct_tuples, emd_n
 from lakemeta.hashing import canonical
@@ -35,6 +53,9 @@ from lakemeta.pipeline import Pipeline
 
 BENCH = Path(__file__).resolve().parent
 RESULT = BENCH / "results" / "fk_candidates.json"
+LAKES = {"tpcds": ("tpcds",), "mixed": ("tpch", "tpcds", "web", "demo")}  # a lake's folders: its schemas
+LAKES_RESULT = BENCH / "results" / "fk_candidates_lakes.json"
+TPCDS_FOREIGN_KEYS = BENCH.parents[1] / "shared" / "data" / "tpcds" / "foreign_keys.tsv"
 SCRATCH = BENCH / "results" / "scratch" / "fk_candidates"
 GRIDS = (16, 64, 256, 1024)
 
@@ -83,22 +104,17 @@ def grid_differences(pipeline: Pipeline, rows: list[dict]) -> dict:
     }
 
 
-def run_scale(scale: str) -> dict:
+def state_and_fks(label: str, root: Path, lake: Path) -> tuple[Pipeline, dict, list[dict]]:
+    """The state and inclusion estimates of ``lake`` by the pipeline's own steps, then the FK step timed
+    alone; the session stays open for the caller (``pipeline.catalog.spark``)."""
     from lakemeta.spark import get_session
 
-    root = SCRATCH / f"sf{scale}"
-    lake = root / "lake"
-    if not lake.is_dir():
-        generate_tpch(root / "sources", scale=scale)
-        for path in sorted((root / "sources").glob("*.parquet")):
-            write_deltalake(str(lake / path.stem), pq.read_table(path))
-    spark = get_session("local[2]", f"bench fk candidates sf{scale}", catalog=root / "spark")
+    spark = get_session("local[2]", f"bench fk candidates {label}", catalog=root / "spark")
     pipeline = Pipeline(spark, Config(lake=lake, catalog=root / "catalog"))
     started = time.perf_counter()
-    plan = pipeline.detect()
-    for component in ("column_profile", "hll_counters", "agree_sets"):
-        pipeline.update_state(plan, component)
-    pipeline.commit(plan)
+    plan = pipeline.detect_batches()
+    pipeline.update_state(plan)
+    pipeline.commit_batches(plan)
     pipeline.discover("inclusion_estimates")
     state_s = time.perf_counter() - started
     started = time.perf_counter()
@@ -108,16 +124,31 @@ def run_scale(scale: str) -> dict:
     )
     fk_s = time.perf_counter() - started
     rows = pipeline.catalog.read_small("fk_candidates").sort_by("rank").to_pylist()
-
-    def pairs(kept: list[dict]) -> set:
-        return {(r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"])) for r in kept}
-
     figures = {
-        "scale": scale,
         "state_and_estimates_s": state_s,
         "fk_step_s": fk_s,
         "candidates": len(rows),
+        "keys": len({(r["pk_table"], tuple(r["pk_columns"])) for r in rows}),
         "accepted": accepted_count,
+    }
+    return pipeline, figures, rows
+
+
+def pairs(kept: list[dict]) -> set:
+    return {(r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"])) for r in kept}
+
+
+def run_scale(scale: str) -> dict:
+    root = SCRATCH / f"sf{scale}"
+    lake = root / "lake"
+    if not lake.is_dir():
+        generate_tpch(root / "sources", scale=scale)
+        write_parquet_tables(root / "sources", lake)
+    pipeline, counts, rows = state_and_fks(f"sf{scale}", root, lake)
+    spark = pipeline.catalog.spark
+    figures = {
+        "scale": scale,
+        **counts,
         "without_names": scores(pairs([r for r in rows if r["accepted"]])),
         "with_names": scores(pairs([r for r in rows if r["accepted"] and r["name_match"]])),
         "mean_emd_difference_to_l1024": grid_differences(pipeline, rows),
@@ -127,10 +158,127 @@ def run_scale(scale: str) -> dict:
     return figures
 
 
+def write_parquet_tables(sources: Path, lake: Path) -> None:
+    """Each Parquet file of ``sources`` as a Delta table under ``lake`` (string views as strings)."""
+    for path in sorted(sources.glob("*.parquet")):
+        table = pq.read_table(path)
+        schema = pa.schema(
+            [
+                field.with_type(pa.string()) if field.type == pa.string_view() else field
+                for field in table.schema
+            ]
+        )
+        write_deltalake(str(lake / path.stem), table.cast(schema))
+
+
+def tpcds_foreign_keys(lake: Path) -> tuple[set, list[str]]:
+    """TPC-DS's declared foreign keys (schema prefix ``tpcds/``) that hold in ``lake``: a dependent column
+    with a value, all of its values in the key; and those that do not."""
+    declared = pa_csv.read_csv(TPCDS_FOREIGN_KEYS, parse_options=pa_csv.ParseOptions(delimiter="\t"))
+    holding, not_holding = set(), []
+    for row in declared.to_pylist():
+        dependent = DeltaTable(str(lake / row["fk_table"])).to_pyarrow_table(columns=[row["fk_column"]])
+        key = DeltaTable(str(lake / row["pk_table"])).to_pyarrow_table(columns=[row["pk_column"]])
+        values = pc.unique(pc.drop_null(dependent[row["fk_column"]]))
+        fk = (
+            f"tpcds/{row['fk_table']}",
+            (row["fk_column"],),
+            f"tpcds/{row['pk_table']}",
+            (row["pk_column"],),
+        )
+        if len(values) and pc.all(pc.is_in(values, pc.unique(key[row["pk_column"]]))).as_py():
+            holding.add(fk)
+        else:
+            not_holding.append(str(fk))
+    return holding, not_holding
+
+
+def schema_scores(accepted: set, truth: dict[str, set]) -> dict:
+    """Precision, recall and F1 per schema of ``truth``: an accepted FK counts for its dependent's schema."""
+    out = {}
+    for schema, true in truth.items():
+        found = {fk for fk in accepted if fk[0].split("/")[0] == schema}
+        hits = len(found & true)
+        precision = hits / len(found) if found else 0.0
+        recall = hits / len(true) if true else 0.0
+        out[schema] = {
+            "accepted": len(found),
+            "true": hits,
+            "precision": round(precision, 4),
+            "recall": round(recall, 4),
+            "f1": round(2 * precision * recall / (precision + recall), 4) if hits else 0.0,
+            "missed": sorted(map(str, true - found)),
+            "wrong_into_other_schemas": sum(fk[2].split("/")[0] != schema for fk in found),
+        }
+    return out
+
+
+def write_schema(schema: str, root: Path, lake: Path) -> None:
+    """One schema of the lakes of the module docstring, under ``lake / schema`` (written once)."""
+    from many_inds import web_corpus
+
+    if (lake / schema).is_dir():
+        return
+    sources = root.parent / "sources" / schema
+    if schema == "tpch":
+        generate_tpch(sources, scale="0.1")
+    elif schema == "tpcds":
+        tpcgen = str(Path(sys.executable).with_name("tpcgen-cli"))
+        subprocess.run([tpcgen, "tpcds", "parquet", "-s", "0.1", "--output-dir", str(sources)], check=True)
+    if schema in ("tpch", "tpcds"):
+        write_parquet_tables(sources, lake / schema)
+    elif schema == "web":
+        web_corpus(lake / "web")
+    else:
+        for path in write_web_tables(sources, WEB_TABLES):
+            write_deltalake(str(lake / schema / path.stem), pa_csv.read_csv(path))
+
+
+def run_lake(label: str) -> dict:
+    """TPC-DS alone (``tpcds``) or the mixed lake (``mixed``) of the module docstring."""
+    root = SCRATCH / label
+    lake = root / "lake"
+    schemas = LAKES[label]
+    for schema in schemas:
+        write_schema(schema, root, lake)
+    truth = {}
+    if "tpch" in schemas:
+        truth["tpch"] = {(f"tpch/{f}", fc, f"tpch/{p}", pc_) for f, fc, p, pc_ in TPCH_FOREIGN_KEYS}
+    truth["tpcds"], not_holding = tpcds_foreign_keys(lake / "tpcds")
+    shutil.rmtree(root / "catalog", ignore_errors=True)
+    pipeline, counts, rows = state_and_fks(label, root, lake)
+    pipeline.catalog.spark.stop()
+    accepted = [r for r in rows if r["accepted"]]
+    figures = {
+        "tables": {schema: len(list((lake / schema).iterdir())) for schema in schemas},
+        "tpcds_declared_not_holding": not_holding,
+        **counts,
+        "names_ignored": schema_scores(pairs(accepted), truth),
+        "names_used": schema_scores(pairs([r for r in accepted if r["name_match"]]), truth),
+        "accepted_among_web_tables": sum(r["fk_table"].split("/")[0] in ("web", "demo") for r in accepted),
+    }
+    print(label, json.dumps(figures, indent=2), flush=True)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scales", default="0.1,1", help="comma-separated TPC-H scale factors")
+    parser.add_argument(
+        "--lakes", help=f"instead of TPC-H alone, comma-separated lakes of {sorted(LAKES)} (TPC-DS inside)"
+    )
     args = parser.parse_args()
+    if args.lakes:
+        if not TPCDS_FOREIGN_KEYS.exists():
+            raise SystemExit(f"the lakes hold TPC-DS, whose foreign keys are missing: {TPCDS_FOREIGN_KEYS}")
+        results = json.loads(LAKES_RESULT.read_text()) if LAKES_RESULT.exists() else {}
+        results["load_average_before"] = os.getloadavg()
+        for label in args.lakes.split(","):
+            results[label] = run_lake(label)
+            results["load_average_after"] = os.getloadavg()
+            LAKES_RESULT.write_text(json.dumps(results, indent=2) + "\n")  # after each lake: kept if stopped
+        print(f"results in {LAKES_RESULT}")
+        return
     results = {"load_average_before": os.getloadavg()}
     results["scales"] = [run_scale(scale) for scale in args.scales.split(",")]
     results["load_average_after"] = os.getloadavg()
