@@ -60,18 +60,21 @@ SCRATCH = BENCH / "results" / "scratch" / "fk_candidates"
 GRIDS = (16, 64, 256, 1024)
 
 
-def scores(found: set) -> dict:
-    hits = len(found & TPCH_FOREIGN_KEYS)
+def scores(found: set, truth: set) -> dict:
+    """Precision, recall and F1 of the FKs ``found`` against ``truth``, and the true FKs missed."""
+    hits = len(found & truth)
     precision = hits / len(found) if found else 0.0
-    recall = hits / len(TPCH_FOREIGN_KEYS)
-    f1 = 2 * precision * recall / (precision + recall) if hits else 0.0
+    recall = hits / len(truth) if truth else 0.0
     return {
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "missed": sorted(map(str, TPCH_FOREIGN_KEYS - found)),
-        "wrong": sorted(map(str, found - TPCH_FOREIGN_KEYS)),
+        "precision": round(precision, 4),
+        "recall": round(recall, 4),
+        "f1": round(2 * precision * recall / (precision + recall), 4) if hits else 0.0,
+        "missed": sorted(map(str, truth - found)),
     }
+
+
+def tpch_scores(found: set) -> dict:
+    return {**scores(found, TPCH_FOREIGN_KEYS), "wrong": sorted(map(str, found - TPCH_FOREIGN_KEYS))}
 
 
 def grid_differences(pipeline: Pipeline, rows: list[dict]) -> dict:
@@ -149,8 +152,8 @@ def run_scale(scale: str) -> dict:
     figures = {
         "scale": scale,
         **counts,
-        "without_names": scores(pairs([r for r in rows if r["accepted"]])),
-        "with_names": scores(pairs([r for r in rows if r["accepted"] and r["name_match"]])),
+        "without_names": tpch_scores(pairs([r for r in rows if r["accepted"]])),
+        "with_names": tpch_scores(pairs([r for r in rows if r["accepted"] and r["name_match"]])),
         "mean_emd_difference_to_l1024": grid_differences(pipeline, rows),
     }
     spark.stop()
@@ -198,16 +201,10 @@ def schema_scores(accepted: set, truth: dict[str, set]) -> dict:
     out = {}
     for schema, true in truth.items():
         found = {fk for fk in accepted if fk[0].split("/")[0] == schema}
-        hits = len(found & true)
-        precision = hits / len(found) if found else 0.0
-        recall = hits / len(true) if true else 0.0
         out[schema] = {
             "accepted": len(found),
-            "true": hits,
-            "precision": round(precision, 4),
-            "recall": round(recall, 4),
-            "f1": round(2 * precision * recall / (precision + recall), 4) if hits else 0.0,
-            "missed": sorted(map(str, true - found)),
+            "true": len(found & true),
+            **scores(found, true),
             "wrong_into_other_schemas": sum(fk[2].split("/")[0] != schema for fk in found),
         }
     return out

@@ -187,7 +187,10 @@ class PostingLists(StateComponent):
         """Record the delta's hasher (refused while items of another one exist), then insert the new items
         and remove items by row id in one commit tagged with the run: an append while the posting lists
         hold no items (a first run, a rebuild), a MERGE otherwise."""
-        if not _record_hasher(self.catalog, delta.hasher):
+        table = deltalake.DeltaTable(self.catalog.path(STATE))
+        holds_items = _holds_items(table)
+        _record_hasher(self.catalog, table, delta.hasher, holds_items)
+        if not holds_items:
             return self._append(plan, delta)
         replaced = list(delta.replaced_tables)
         merge = (
@@ -231,16 +234,15 @@ class PostingLists(StateComponent):
         return True
 
 
-def _record_hasher(catalog: Catalog, hasher: XashHasher) -> bool:
-    """Record ``hasher`` as the posting lists' hasher; refuse another one while items exist. True when
-    the posting lists hold items."""
-    table = deltalake.DeltaTable(catalog.path(STATE))
-    holds_items = _holds_items(table)
+def _record_hasher(
+    catalog: Catalog, table: deltalake.DeltaTable, hasher: XashHasher, holds_items: bool
+) -> None:
+    """Record ``hasher`` as the posting lists' hasher; refuse another one while items exist."""
     configuration = table.metadata().configuration
     wanted = {HASHER_PROPERTY: json.dumps(hasher.to_dict(), sort_keys=True), ROW_IDS_PROPERTY: ROW_IDS}
     recorded = {name: configuration.get(name) for name in wanted}
     if recorded == wanted:
-        return holds_items
+        return
     if holds_items:
         raise ValueError(
             f"{STATE} holds items made with XASH {recorded[HASHER_PROPERTY]} and row ids "
@@ -250,7 +252,6 @@ def _record_hasher(catalog: Catalog, hasher: XashHasher) -> bool:
         )
     with catalog.committing("set properties of", STATE):
         table.alter.set_table_properties(wanted, raise_if_not_exists=False)
-    return False
 
 
 def _holds_items(table: deltalake.DeltaTable) -> bool:
