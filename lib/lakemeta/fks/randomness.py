@@ -16,9 +16,10 @@ key P = (C1..Cn) and a candidate F = (C'1..C'n):
   is 1 as the transportation problem needs;
 * the ground distance between two cells is the quantile distance of Def. 2 between their upper corners,
   Σ_i |j_i - j'_i| / l_i (Manhattan, in quantiles);
-* EMD(P̄, F̄) is solved exactly as a transportation problem (POT's network simplex, ``ot.emd2``) over the
-  cells that hold mass, and normalised by the dimension: EMD_n = EMD / n (§3, after Lemma 1, whose bound
-  |EMD_n on values - EMD_n on G_P| <= 2/l sizes the grid).
+* EMD(P̄, F̄) is solved exactly: in one dimension in closed form, in several as a transportation problem
+  (POT's network simplex, ``ot.emd2``) over the cells that hold mass (``KeyGrid``); it is normalised by
+  the dimension: EMD_n = EMD / n (§3, after Lemma 1, whose bound |EMD_n on values - EMD_n on G_P| <= 2/l
+  sizes the grid).
 
 Tuples with a null in any column are not values (a FK tuple with a null references nothing).
 """
@@ -64,33 +65,75 @@ def quantile_bounds(key_ranks: np.ndarray, n_quantiles: int) -> np.ndarray:
     return distinct[np.ceil(len(distinct) * np.arange(1, n + 1) / n).astype(np.int64) - 1]
 
 
+class KeyGrid:
+    """A key's quantile grid G_P and its mass P̄ (Def. 3), built once per key and shared by its candidates.
+
+    A candidate's value falls in the cell of the first quantile not below it, so placing the candidate's
+    values needs their order among the l quantile values only, not among all of the key's values: each
+    candidate orders l + |F| values rather than |P| + |F| (the key's order is built here once).
+
+    In one dimension EMD_n is the L1 distance of the two cumulative masses (the transportation problem on
+    a line, whose optimum moves mass only between neighbouring cells), Σ_j |P̄(≤ j) - F̄(≤ j)| / l, exactly
+    the network simplex's optimum in O(l); several dimensions solve the transportation problem (POT).
+    """
+
+    def __init__(self, key: list[pa.Array], n_quantiles: int) -> None:
+        if not key or not len(key[0]):
+            raise ValueError("EMD needs values on both sides")
+        self.bounds: list[pa.Array] = []  # per dimension, the quantile values in domain order
+        cells = []
+        for values in key:
+            ordered, ranks = order_ranks(values.cast(pa.string()))
+            bounds = quantile_bounds(ranks, n_quantiles)
+            self.bounds.append(ordered.take(pa.array(bounds)))
+            cells.append(np.searchsorted(bounds, ranks, side="left"))
+        self.shape = [len(bounds) for bounds in self.bounds]
+        self.key_cells = np.ravel_multi_index(cells, self.shape)
+
+    def cells(self, candidate: list[pa.Array]) -> np.ndarray:
+        """The flat grid cell of each candidate tuple; values beyond the last quantile in the last cell."""
+        if len(candidate) != len(self.bounds):
+            raise ValueError("a key and its candidate need the same, non-zero number of columns")
+        per_dimension = []
+        for bounds, values in zip(self.bounds, candidate, strict=True):
+            _, ranks = order_ranks(pa.concat_arrays([bounds, values.cast(pa.string())]))
+            cells = np.searchsorted(ranks[: len(bounds)], ranks[len(bounds) :], side="left")
+            per_dimension.append(np.minimum(cells, len(bounds) - 1))
+        return np.ravel_multi_index(per_dimension, self.shape)
+
+    def emd_n(self, candidate: list[pa.Array]) -> float:
+        """EMD_n(F, P) for the candidate's distinct tuples (one array per dimension, no nulls)."""
+        return self.emd_n_of_cells(self.cells(candidate))
+
+    def emd_n_of_cells(self, candidate_cells: np.ndarray) -> float:
+        """EMD_n(F, P) for the candidate's distinct tuples given by their cells (``cells``)."""
+        if not len(candidate_cells):
+            raise ValueError("EMD needs values on both sides")
+        if len(self.shape) == 1:
+            size = self.shape[0]
+            key_mass = np.bincount(self.key_cells, minlength=size) / len(self.key_cells)
+            candidate_mass = np.bincount(candidate_cells, minlength=size) / len(candidate_cells)
+            return float(np.abs(np.cumsum(key_mass - candidate_mass)[:-1]).sum()) / size
+        support = np.union1d(self.key_cells, candidate_cells)
+        key_mass = np.bincount(np.searchsorted(support, self.key_cells), minlength=len(support)) / len(
+            self.key_cells
+        )
+        candidate_mass = np.bincount(np.searchsorted(support, candidate_cells), minlength=len(support)) / len(
+            candidate_cells
+        )
+        corners = np.stack(np.unravel_index(support, self.shape), axis=1) / np.asarray(
+            self.shape, dtype=np.float64
+        )
+        distance = np.abs(corners[:, None, :] - corners[None, :, :]).sum(axis=2)
+        import ot  # POT loads scipy.stats (1.6 s): imported where EMD is solved, not by every job
+
+        cost = ot.emd2(key_mass, candidate_mass, distance, numItermax=_MAX_SIMPLEX_ITERATIONS)
+        return float(cost) / len(self.shape)
+
+
 def emd_n(key: list[pa.Array], candidate: list[pa.Array], n_quantiles: int) -> float:
     """EMD_n(F, P) for a key's distinct tuples ``key`` and a candidate's ``candidate`` (one array per
     dimension, no nulls), on a grid of ``n_quantiles`` quantiles per dimension."""
     if len(key) != len(candidate) or not key:
         raise ValueError("a key and its candidate need the same, non-zero number of columns")
-    if not len(key[0]) or not len(candidate[0]):
-        raise ValueError("EMD needs values on both sides")
-    key_cells, candidate_cells, shape = [], [], []
-    for key_values, candidate_values in zip(key, candidate, strict=True):
-        _, ranks = order_ranks(
-            pa.concat_arrays([key_values.cast(pa.string()), candidate_values.cast(pa.string())])
-        )
-        bounds = quantile_bounds(ranks[: len(key_values)], n_quantiles)
-        cells = np.minimum(np.searchsorted(bounds, ranks, side="left"), len(bounds) - 1)
-        key_cells.append(cells[: len(key_values)])
-        candidate_cells.append(cells[len(key_values) :])
-        shape.append(len(bounds))
-    key_flat = np.ravel_multi_index(key_cells, shape)
-    candidate_flat = np.ravel_multi_index(candidate_cells, shape)
-    support = np.union1d(key_flat, candidate_flat)
-    key_mass = np.bincount(np.searchsorted(support, key_flat), minlength=len(support)) / len(key_flat)
-    candidate_mass = np.bincount(np.searchsorted(support, candidate_flat), minlength=len(support)) / len(
-        candidate_flat
-    )
-    corners = np.stack(np.unravel_index(support, shape), axis=1) / np.asarray(shape, dtype=np.float64)
-    distance = np.abs(corners[:, None, :] - corners[None, :, :]).sum(axis=2)
-    import ot  # POT loads scipy.stats (1.6 s): imported where EMD is solved, not by every job
-
-    cost = ot.emd2(key_mass, candidate_mass, distance, numItermax=_MAX_SIMPLEX_ITERATIONS)
-    return float(cost) / len(key)
+    return KeyGrid(key, n_quantiles).emd_n(candidate)

@@ -6,7 +6,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakemeta.fks.randomness import distinct_tuples, emd_n, quantile_bounds
+from lakemeta.fks.domain_order import order_ranks
+from lakemeta.fks.randomness import KeyGrid, distinct_tuples, emd_n, quantile_bounds
 
 
 def test_quantile_bounds_follow_definition_3_over_distinct_values():
@@ -71,3 +72,59 @@ def test_distinct_tuples_equal_a_set_of_the_tuples(seed):
     found = list(zip(*(c.to_pylist() for c in columns), strict=True))
     expected = {(str(a), b) for a, b in zip(left, right, strict=True) if a is not None and b is not None}
     assert len(found) == len(expected) and set(found) == expected
+
+
+def _emd_by_simplex(key: list[pa.Array], candidate: list[pa.Array], n_quantiles: int) -> float:
+    """Zhang §3 written out directly: ranks over the key's and the candidate's values together, Def. 3's
+    grid, and the transportation problem solved by POT in every dimension (the reference of ``KeyGrid``)."""
+    import ot
+
+    key_cells, candidate_cells, shape = [], [], []
+    for key_values, candidate_values in zip(key, candidate, strict=True):
+        _, ranks = order_ranks(
+            pa.concat_arrays([key_values.cast(pa.string()), candidate_values.cast(pa.string())])
+        )
+        bounds = quantile_bounds(ranks[: len(key_values)], n_quantiles)
+        cells = np.minimum(np.searchsorted(bounds, ranks, side="left"), len(bounds) - 1)
+        key_cells.append(cells[: len(key_values)])
+        candidate_cells.append(cells[len(key_values) :])
+        shape.append(len(bounds))
+    key_flat, candidate_flat = (
+        np.ravel_multi_index(key_cells, shape),
+        np.ravel_multi_index(candidate_cells, shape),
+    )
+    support = np.union1d(key_flat, candidate_flat)
+    key_mass = np.bincount(np.searchsorted(support, key_flat), minlength=len(support)) / len(key_flat)
+    candidate_mass = np.bincount(np.searchsorted(support, candidate_flat), minlength=len(support)) / len(
+        candidate_flat
+    )
+    corners = np.stack(np.unravel_index(support, shape), axis=1) / np.asarray(shape, dtype=np.float64)
+    distance = np.abs(corners[:, None, :] - corners[None, :, :]).sum(axis=2)
+    return float(ot.emd2(key_mass, candidate_mass, distance)) / len(key)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_key_grid_equals_the_transportation_problem_over_joint_ranks(seed):
+    """``KeyGrid`` places a candidate's values among the quantiles only and solves one dimension in closed
+    form; both are exact: equal to the simplex over ranks of all values, candidate values outside the key
+    (below, between and beyond its values; numbers and text mixed) included."""
+    rng = np.random.default_rng(seed)
+    dimensions = 1 + seed % 2
+    n_key = int(rng.integers(1, 400))
+    key = [
+        pa.array([str(v) for v in rng.choice(3000, n_key, replace=False)])
+        if d == 0
+        else pa.array([f"w{v}" for v in rng.integers(0, 40, n_key)])
+        for d in range(dimensions)
+    ]
+    n_candidate = int(rng.integers(1, 300))
+    candidate = [
+        pa.array([str(v) if rng.random() < 0.8 else f"x{v}" for v in rng.integers(-100, 3500, n_candidate)])
+        if d == 0
+        else pa.array([f"w{v}" for v in rng.integers(0, 45, n_candidate)])
+        for d in range(dimensions)
+    ]
+    quantiles = int(rng.choice([4, 16, 256]))
+    assert KeyGrid(key, quantiles).emd_n(candidate) == pytest.approx(
+        _emd_by_simplex(key, candidate, quantiles), abs=1e-9
+    )
