@@ -44,8 +44,10 @@ from deltalake import DeltaTable, write_deltalake
 from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
 from lakemeta.demo.webtables import write_web_tables
+from lakemeta.fks.choice import CHOICE_COLUMNS, choose
 from lakemeta.fks.discover import refresh_fk_candidates
 from lakemeta.fks.randomness import distinct_tuples, emd_n
+from lakemeta.fks.ranking import answer_set
 from lakemeta.hashing import canonical
 from lakemeta.lake.snapshots import read_columns
 from lakemeta.lake.tables import table_path
@@ -58,6 +60,7 @@ LAKES_RESULT = BENCH / "results" / "fk_candidates_lakes.json"
 TPCDS_FOREIGN_KEYS = BENCH.parents[1] / "shared" / "data" / "tpcds" / "foreign_keys.tsv"
 SCRATCH = BENCH / "results" / "scratch" / "fk_candidates"
 GRIDS = (16, 64, 256, 1024)
+NAMES_IGNORED = FkConfig(name_signal=False)
 
 
 def scores(found: set, truth: set) -> dict:
@@ -107,34 +110,59 @@ def grid_differences(pipeline: Pipeline, rows: list[dict]) -> dict:
     }
 
 
-def state_and_fks(label: str, root: Path, lake: Path) -> tuple[Pipeline, dict, list[dict]]:
-    """The state and inclusion estimates of ``lake`` by the pipeline's own steps, then the FK step timed
-    alone; the session stays open for the caller (``pipeline.catalog.spark``)."""
+def state_and_fks(
+    label: str, root: Path, lake: Path, reuse_state: bool = False
+) -> tuple[Pipeline, dict, list[dict]]:
+    """The state and inclusion estimates of ``lake`` by the pipeline's own steps (with
+    ``reuse_state``, the state and estimates of an earlier run kept in ``root``), then the FK step timed
+    alone, names ignored;
+    the session stays open for the caller (``pipeline.catalog.spark``)."""
     from lakemeta.spark import get_session
 
     spark = get_session("local[2]", f"bench fk candidates {label}", catalog=root / "spark")
     pipeline = Pipeline(spark, Config(lake=lake, catalog=root / "catalog"))
     started = time.perf_counter()
-    plan = pipeline.detect_batches()
-    pipeline.update_state(plan)
-    pipeline.commit_batches(plan)
-    pipeline.discover("inclusion_estimates")
+    if not reuse_state:
+        plan = pipeline.detect_batches()
+        pipeline.update_state(plan)
+        pipeline.commit_batches(plan)
+        pipeline.discover("inclusion_estimates")
     state_s = time.perf_counter() - started
     started = time.perf_counter()
     config = pipeline.config
     accepted_count = refresh_fk_candidates(
-        pipeline.catalog, lake, FkConfig(), config.sketches, config.scan.max_task_rows
+        pipeline.catalog, lake, NAMES_IGNORED, config.sketches, config.scan.max_task_rows
     )
     fk_s = time.perf_counter() - started
     rows = pipeline.catalog.read_small("fk_candidates").sort_by("rank").to_pylist()
     figures = {
         "state_and_estimates_s": state_s,
+        "state_reused": reuse_state,
         "fk_step_s": fk_s,
         "candidates": len(rows),
         "keys": len({(r["pk_table"], tuple(r["pk_columns"])) for r in rows}),
         "accepted": accepted_count,
+        "overlaps": pipeline.catalog.read_small("table_overlaps").num_rows,
     }
     return pipeline, figures, rows
+
+
+def chosen_with_names(pipeline: Pipeline) -> list[dict]:
+    """The FK step's candidates chosen again with name similarity as a signal (the choice reads only the
+    stored signals, so the EMD is not computed twice)."""
+    catalog = pipeline.catalog
+    stored = catalog.read_small("fk_candidates")
+    signals = stored.select([name for name in stored.schema.names if name not in CHOICE_COLUMNS.names])
+    chosen = choose(signals, catalog.read_small("table_overlaps"), FkConfig(name_signal=True))
+    return [r for r in chosen.to_pylist() if r["accepted"]]
+
+
+def zhang_answer_set(rows: list[dict]) -> list[dict]:
+    """The paper's answer set (Zhang §5.2, ``ranking.answer_set``): every candidate ranked by EMD_n and cut
+    at the largest jump, the baseline of ``choice``."""
+    ordered = sorted(rows, key=lambda r: (r["emd"], r["fk_table"], r["fk_columns"], r["pk_table"]))
+    kept = answer_set(np.array([r["emd"] for r in ordered]), FkConfig().single_column_quantiles)
+    return [r for r, keep in zip(ordered, kept, strict=True) if keep]
 
 
 def pairs(kept: list[dict]) -> set:
@@ -153,7 +181,8 @@ def run_scale(scale: str) -> dict:
         "scale": scale,
         **counts,
         "without_names": tpch_scores(pairs([r for r in rows if r["accepted"]])),
-        "with_names": tpch_scores(pairs([r for r in rows if r["accepted"] and r["name_match"]])),
+        "with_names": tpch_scores(pairs(chosen_with_names(pipeline))),
+        "zhang_answer_set": tpch_scores(pairs(zhang_answer_set(rows))),
         "mean_emd_difference_to_l1024": grid_differences(pipeline, rows),
     }
     spark.stop()
@@ -231,7 +260,7 @@ def write_schema(schema: str, root: Path, lake: Path) -> None:
             write_deltalake(str(lake / schema / path.stem), pa_csv.read_csv(path))
 
 
-def run_lake(label: str) -> dict:
+def run_lake(label: str, reuse_state: bool) -> dict:
     """TPC-DS alone (``tpcds``) or the mixed lake (``mixed``) of the module docstring."""
     root = SCRATCH / label
     lake = root / "lake"
@@ -242,8 +271,11 @@ def run_lake(label: str) -> dict:
     if "tpch" in schemas:
         truth["tpch"] = {(f"tpch/{f}", fc, f"tpch/{p}", pc_) for f, fc, p, pc_ in TPCH_FOREIGN_KEYS}
     truth["tpcds"], not_holding = tpcds_foreign_keys(lake / "tpcds")
-    shutil.rmtree(root / "catalog", ignore_errors=True)
-    pipeline, counts, rows = state_and_fks(label, root, lake)
+    reuse_state = reuse_state and (root / "catalog" / "inclusion_estimates").is_dir()
+    if not reuse_state:
+        shutil.rmtree(root / "catalog", ignore_errors=True)
+    pipeline, counts, rows = state_and_fks(label, root, lake, reuse_state)
+    with_names = chosen_with_names(pipeline)
     pipeline.catalog.spark.stop()
     accepted = [r for r in rows if r["accepted"]]
     figures = {
@@ -251,7 +283,8 @@ def run_lake(label: str) -> dict:
         "tpcds_declared_not_holding": not_holding,
         **counts,
         "names_ignored": schema_scores(pairs(accepted), truth),
-        "names_used": schema_scores(pairs([r for r in accepted if r["name_match"]]), truth),
+        "names_used": schema_scores(pairs(with_names), truth),
+        "zhang_answer_set": schema_scores(pairs(zhang_answer_set(rows)), truth),
         "accepted_among_web_tables": sum(r["fk_table"].split("/")[0] in ("web", "demo") for r in accepted),
     }
     print(label, json.dumps(figures, indent=2), flush=True)
@@ -264,6 +297,11 @@ def main() -> None:
     parser.add_argument(
         "--lakes", help=f"instead of TPC-H alone, comma-separated lakes of {sorted(LAKES)} (TPC-DS inside)"
     )
+    parser.add_argument(
+        "--reuse-state",
+        action="store_true",
+        help="time the FK step on the state an earlier run of the lakes kept in the scratch folder",
+    )
     args = parser.parse_args()
     if args.lakes:
         if not TPCDS_FOREIGN_KEYS.exists():
@@ -271,7 +309,7 @@ def main() -> None:
         results = json.loads(LAKES_RESULT.read_text()) if LAKES_RESULT.exists() else {}
         results["load_average_before"] = os.getloadavg()
         for label in args.lakes.split(","):
-            results[label] = run_lake(label)
+            results[label] = run_lake(label, args.reuse_state)
             results["load_average_after"] = os.getloadavg()
             LAKES_RESULT.write_text(json.dumps(results, indent=2) + "\n")  # after each lake: kept if stopped
         print(f"results in {LAKES_RESULT}")

@@ -14,6 +14,7 @@ SORT_KEYS = {
     "runs": ["run_id"],
     "joinable_tables": ["query_id", "rank"],
     "fk_candidates": ["rank"],
+    "table_overlaps": ["left_table", "right_table"],
 }
 
 

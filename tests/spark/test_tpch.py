@@ -8,7 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import write_deltalake
 
-from lakemeta.config import AgreeSetConfig, Config, IndConfig
+from lakemeta.config import AgreeSetConfig, Config, FkConfig, IndConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
 from lakemeta.pipeline import Pipeline
 
@@ -37,6 +37,7 @@ def tpch(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pipeline, lis
         catalog=root / "catalog",
         agree_sets=AgreeSetConfig(max_rows=10_000),
         inds=IndConfig(filters="none"),
+        fks=FkConfig(name_signal=False),
     )
     pipeline = Pipeline(spark, config)
     process(pipeline, "column_profile", "hll_counters", "agree_sets")
@@ -54,7 +55,7 @@ def test_tpch_inclusion_dependencies_equal_brute_force_with_the_filters_off(tpch
 
 def test_tpch_foreign_keys_are_the_accepted_candidates(tpch) -> None:
     pipeline, _ = tpch
-    rows = candidates(pipeline)  # ranked by EMD
+    rows = candidates(pipeline)  # the answer sets, each ranked by EMD
     accepted = {
         (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"]))
         for row in rows

@@ -83,6 +83,32 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("name_match", BooleanType()),
         # How the key was found: agree_sets (a minimal UCC), checked (exactly, without agree-sets), declared.
         ("pk_source", StringType()),
+        # The signals the choice reads (lakemeta.fks.signals) and what it made of them (lakemeta.fks.choice).
+        ("inclusion", DoubleType()),
+        ("coverage", DoubleType()),
+        ("fk_distinct", LongType()),
+        ("pk_distinct", LongType()),
+        ("span_start", DoubleType()),
+        ("span_end", DoubleType()),
+        ("pk_is_integer", BooleanType()),
+        ("pk_is_range", BooleanType()),
+        ("fk_is_key", BooleanType()),
+        ("pk_ordinal", IntegerType()),
+        ("same_folder", BooleanType()),
+        ("name_similarity", DoubleType()),
+        ("schema_graph", StringType()),
+        ("choice", IntegerType()),
+        ("answer_set", IntegerType()),
+        ("reason", StringType()),
+    ),
+    # Tables that are copies, samples, versions or extracts of one another (lakemeta.fks.overlaps).
+    "table_overlaps": _schema(
+        ("left_table", StringType()),
+        ("right_table", StringType()),
+        ("columns", STRINGS),
+        ("left_in_right", DoubleType()),
+        ("right_in_left", DoubleType()),
+        ("mutual_keys", BooleanType()),
     ),
     "joinable_tables": _schema(
         ("query_id", StringType()),

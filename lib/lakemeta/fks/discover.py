@@ -5,25 +5,29 @@ with BML pruning, ranked by Quantile-EMD).
    columns of larger tables checked exactly, and the keys declared in the configuration.
 2. Phase 1 (Alg. B.1, first pass; BML §5.3): ``inclusion_estimates`` (BML over the HLL state) gives
    sigma(F, C) for every column F and column C of another table whose types can hold the same values. A
-   single-column candidate (F, P) is a pair whose estimate reaches θ; S(C) is the set of columns reaching θ
-   for each column C of a multi-column key.
+   single-column candidate (F, P) is a pair whose estimate plus its error bound reaches θ (a dirty FK must
+   not be lost to estimator noise; the exact check below decides); S(C) is the set of such columns for
+   each column C of a multi-column key.
 3. Phase 2: for a key P = (C1..Cn), every F = (C'1..C'n) in S(C1) x ... x S(Cn) whose columns are distinct and
    in one table (Zhang §4). A second pass reads only the columns involved, builds the tuple sketches of F
-   and P (HLL of ``hash_tuples``) and prunes the BML estimate of sigma(F, P) at θ again. The sketches are
-   built from every row's tuple hash, combined from the columns' value hashes: registers depend on the
-   set of hashes only, so nothing is deduplicated for a candidate this prunes.
+   and P (HLL of ``hash_tuples``) and prunes BML's sigma(F, P) plus its error bound at θ again. The
+   sketches are built from every row's tuple hash, combined from the columns' value hashes: registers
+   depend on the set of hashes only, so nothing is deduplicated for a candidate this prunes.
 4. Randomness (§3): one Spark task per group of keys reads each key's and its candidates' columns with
    delta-rs at their committed versions, each read and hashed once (``columns``; a table above
    ``scan.max_task_rows`` rows by groups of its files, keeping hashes), and computes EMD_n on
-   the key's quantile grid (``randomness``). The values being in hand there, a candidate whose exact
-   inclusion |F ∩ P| / |F| is below θ is dropped first: BML's estimate is loose where |F| is far below |P|
-   (a ten-value column "included" in a key of thousands), and such a pair is no FK however it ranks.
-   Distinct tuples and their inclusion are found on the tuple hashes (sorted), not by grouping strings.
+   the key's quantile grid, built once per key (``randomness.KeyGrid``). The values being in hand there, a
+   candidate whose exact inclusion |F ∩ P| / |F| is below θ is dropped first: BML's estimate is loose
+   where |F| is far below |P| (a ten-value column "included" in a key of thousands), and such a pair is
+   no FK however it ranks. The candidate's other signals are taken there too (``signals``). Distinct
+   tuples and their inclusion are found on the tuple hashes (sorted), not by grouping strings.
 5. Of each referenced table's keys with candidates left, only the smallest keep theirs (``keys``).
-6. The candidates, single- and multi-column together, are ranked by EMD_n and the answer set is marked
-   ``accepted`` (``ranking``, §5.2); ``name_match`` reports §5.4's name check beside each.
+6. Tables that are copies, samples or extracts of one another go to ``table_overlaps`` (``overlaps``,
+   from the inclusion estimates), and the candidates are chosen per dependent within each schema graph
+   (``choice``); Zhang's global answer set (``ranking.answer_set``) is the baseline the benchmark keeps.
 
-Pairs within one table are not candidates: ``inclusion_estimates`` relates columns of different tables.
+Phase 1 relates columns of different tables (``inclusion_estimates``); a one-column key's own table's
+other columns are candidates too (self-references, an employee's manager), checked exactly.
 Every run recomputes the candidates from the committed state and snapshots (a deterministic function of
 them), replacing the table whole.
 """
@@ -44,18 +48,22 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, FkConfig, SketchConfig
+from lakemeta.fks.choice import SAMPLE_COVERAGE, choose
 from lakemeta.fks.columns import ColumnCache
 from lakemeta.fks.keys import Key, find_keys
-from lakemeta.fks.randomness import emd_n
-from lakemeta.fks.ranking import answer_set, names_match
+from lakemeta.fks.overlaps import find_overlaps
+from lakemeta.fks.randomness import KeyGrid
+from lakemeta.fks.signals import counts_from_first_values, integer_key, span
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
+from lakemeta.sketches.discover import compatible, type_family
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.placement import balanced_frame
 
 log = logging.getLogger(__name__)
 
 RESULTS = "fk_candidates"
+OVERLAPS = "table_overlaps"
 _CANDIDATE = (
     "struct<fk_table: string, fk_path: string, fk_version: long, fk_rows: long, fk_columns: array<string>, "
     "estimate: double, error: double>"
@@ -75,9 +83,19 @@ _ROWS = pa.schema(
         ("inclusion_estimate", pa.float64()),
         ("inclusion_error", pa.float64()),
         ("emd", pa.float64()),
+        ("inclusion", pa.float64()),
+        ("coverage", pa.float64()),
+        ("fk_distinct", pa.int64()),
+        ("pk_distinct", pa.int64()),
+        ("span_start", pa.float64()),
+        ("span_end", pa.float64()),
+        ("pk_is_integer", pa.bool_()),
+        ("pk_is_range", pa.bool_()),
     ]
 )
 _ROWS_SPARK = from_arrow_schema(_ROWS)  # the same schema for mapInArrow
+# The scored candidates with the signals added on the driver (``with_key_signals``): what ``choice`` reads.
+SCORED = _ROWS.append(pa.field("fk_is_key", pa.bool_())).append(pa.field("pk_ordinal", pa.int32()))
 
 
 @dataclass(frozen=True)
@@ -91,23 +109,45 @@ class Candidate:
 
 
 class CandidateIndex:
-    """S(C) for every column C (the columns of other tables whose phase-1 estimate sigma(F, C) reaches θ),
-    and from it the candidates of a key (Alg. B.1, Zhang §4)."""
+    """S(C) for every column C: the columns F of other tables whose phase-1 estimate sigma(F, C) may reach θ
+    (the estimate plus its error bound reaches it, so that a dirty FK, included at 0.95 in a large key,
+    is not lost to estimator noise: the exact check in the task decides), the other columns of C's own
+    table that can hold its values (self-references, Zhang's phase 2 allows the key's table), and from
+    them the candidates of a key (Alg. B.1, Zhang §4)."""
 
-    def __init__(self, estimates: pa.Table, threshold: float) -> None:
+    def __init__(self, estimates: pa.Table, columns: pa.Table, threshold: float) -> None:
+        reach = pc.add(estimates["estimate"], estimates["error_bound"])
         self._included_in: dict[tuple[str, str], list[dict]] = {}
-        for row in estimates.filter(pc.greater_equal(estimates["estimate"], threshold)).to_pylist():
+        for row in estimates.filter(pc.greater_equal(reach, threshold)).to_pylist():
             self._included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
+        self._families: dict[str, dict[str, str]] = {}
+        for row in columns.select(["table_name", "column_name", "data_type"]).to_pylist():
+            family = type_family(row["data_type"] or "")
+            if family is not None:
+                self._families.setdefault(row["table_name"], {})[row["column_name"]] = family
+
+    def _same_table(self, table: str, column: str) -> list[Candidate]:
+        """The columns of the key's own table that could reference it: no BML estimate (BML relates columns
+        of different tables), the exact check decides."""
+        families = self._families.get(table, {})
+        if column not in families:
+            return []
+        return [
+            Candidate(table, (other,), None, None)
+            for other, family in sorted(families.items())
+            if other != column and compatible(family, families[column])
+        ]
 
     def candidates(self, key: Key) -> list[Candidate]:
-        """Phase 1's candidates of a one-column key; phase 2's, before their tuple sketches, of a larger one:
-        every F in S(C1) x ... x S(Cn) whose columns are distinct and in one table."""
+        """Phase 1's candidates of a one-column key, self-references included; phase 2's, before their
+        tuple sketches, of a larger one: every F in S(C1) x ... x S(Cn) whose columns are distinct and in
+        one table."""
         sets = [self._included_in.get((key.table, column), []) for column in key.columns]
         if len(key.columns) == 1:
             return [
                 Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
                 for r in sets[0]
-            ]
+            ] + self._same_table(key.table, key.columns[0])
         found = []
         for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
             per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
@@ -136,13 +176,13 @@ def tuple_inclusion(
     return float(estimates.estimate[0]), float(estimates.error_bound[0])
 
 
-def exact_inclusion(dependent: np.ndarray, referenced: np.ndarray) -> float:
-    """|F ∩ P| / |F| from the sorted distinct tuple hashes of F and P (tuples are told apart by their 64-bit
-    hashes, ``randomness.distinct_rows``, so a collision could only add 1/|F|)."""
+def shared_count(dependent: np.ndarray, referenced: np.ndarray) -> int:
+    """|F ∩ P| from the sorted distinct tuple hashes of F and P (tuples are told apart by their 64-bit
+    hashes, ``randomness.distinct_rows``, so a collision could only add one)."""
     if not len(referenced):
-        return 0.0
+        return 0
     at = np.minimum(np.searchsorted(referenced, dependent), len(referenced) - 1)
-    return float(np.count_nonzero(referenced[at] == dependent)) / len(dependent)
+    return int(np.count_nonzero(referenced[at] == dependent))
 
 
 def _candidate_rows(
@@ -153,14 +193,15 @@ def _candidate_rows(
     it prunes), the exact inclusion check, then EMD_n on the distinct tuples."""
 
     def scored(key: dict, snapshots: ColumnCache) -> Iterator[dict]:
-        """The rows of one key's candidates that pass phase 2 and the exact inclusion check."""
+        """The rows of one key's candidates that pass phase 2 and the exact inclusion check, with their
+        signals (``signals``)."""
         pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
         key_hashes = snapshots.distinct_hashes(*pk)
         if not len(key_hashes):
             return
         several = len(key["pk_columns"]) > 1
         key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several else None
-        quantiles = config.grid_quantiles(len(key["pk_columns"]))
+        grid: KeyGrid | None = None  # built at the key's first candidate that passes
         for candidate in key["candidates"]:
             fk = (candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
             estimate, error = candidate["estimate"], candidate["error"]
@@ -170,11 +211,18 @@ def _candidate_rows(
                     continue
                 fk_sketch = _sketch(fk_hashes, fk_valid, sketches)
                 estimate, error = tuple_inclusion(fk_sketch, key_sketch, sketches)
-                if estimate < config.inclusion_threshold:
+                if estimate + error < config.inclusion_threshold:
                     continue  # Zhang §4: pruned on its tuples' sketches
             fk_distinct = snapshots.distinct_hashes(*fk)
-            if not len(fk_distinct) or exact_inclusion(fk_distinct, key_hashes) < config.inclusion_threshold:
+            shared = shared_count(fk_distinct, key_hashes)
+            if not len(fk_distinct) or shared < config.inclusion_threshold * len(fk_distinct):
                 continue  # not included, though its estimates let it through
+            if grid is None:
+                key_tuples = snapshots.distinct_tuples(*pk)
+                grid = KeyGrid(key_tuples, config.grid_quantiles(len(key_tuples)))
+                pk_is_integer, pk_is_range = (False, False) if several else integer_key(key_tuples[0])
+            cells = grid.cells(snapshots.distinct_tuples(*fk))
+            start, end = (None, None) if several else span(cells, grid.shape[0])
             yield {
                 "fk_table": candidate["fk_table"],
                 "fk_columns": candidate["fk_columns"],
@@ -183,7 +231,15 @@ def _candidate_rows(
                 "pk_source": key["pk_source"],
                 "inclusion_estimate": estimate,
                 "inclusion_error": error,
-                "emd": emd_n(snapshots.distinct_tuples(*pk), snapshots.distinct_tuples(*fk), quantiles),
+                "emd": grid.emd_n_of_cells(cells),
+                "inclusion": shared / len(fk_distinct),
+                "coverage": shared / len(key_hashes),
+                "fk_distinct": len(fk_distinct),
+                "pk_distinct": len(key_hashes),
+                "span_start": start,
+                "span_end": end,
+                "pk_is_integer": pk_is_integer,
+                "pk_is_range": pk_is_range,
             }
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -232,20 +288,48 @@ def smallest_keys_only(scored: pa.Table) -> pa.Table:
     return scored.filter(pa.array(keep, pa.bool_()))
 
 
-def rank_candidates(scored: pa.Table, config: FkConfig) -> pa.Table:
-    """Rank by EMD_n (ties by name, so the order is deterministic), mark the answer set and name matches."""
-    ordered = scored.to_pylist()
-    ordered.sort(key=lambda r: (r["emd"], r["fk_table"], r["fk_columns"], r["pk_table"], r["pk_columns"]))
-    matched = np.array([names_match(r["fk_columns"], r["pk_columns"]) for r in ordered], dtype=bool)
-    accepted = answer_set(np.array([r["emd"] for r in ordered]), config.single_column_quantiles)
-    if config.require_name_match:
-        accepted &= matched
-    ranked = pa.Table.from_pylist(ordered, schema=_ROWS)
-    return (
-        ranked.append_column("rank", pa.array(np.arange(1, len(ordered) + 1), pa.int32()))
-        .append_column("accepted", pa.array(accepted, pa.bool_()))
-        .append_column("name_match", pa.array(matched, pa.bool_()))
+def with_key_signals(scored: pa.Table, keys: list[Key], columns: pa.Table) -> pa.Table:
+    """``scored`` with ``fk_is_key`` (the dependent is a key of its own table) and ``pk_ordinal`` (the
+    key's first column's position in its table; keys come first by convention) (``signals``)."""
+    known = {(key.table, key.columns) for key in keys}
+    ordinals = {
+        (r["table_name"], r["column_name"]): r["ordinal"]
+        for r in columns.select(["table_name", "column_name", "ordinal"]).to_pylist()
+    }
+    rows = scored.select(["fk_table", "fk_columns", "pk_table", "pk_columns"]).to_pylist()
+    fk_is_key = [(r["fk_table"], tuple(r["fk_columns"])) in known for r in rows]
+    pk_ordinal = [min(ordinals.get((r["pk_table"], c), 0) for c in r["pk_columns"]) for r in rows]
+    return scored.append_column("fk_is_key", pa.array(fk_is_key, pa.bool_())).append_column(
+        "pk_ordinal", pa.array(pk_ordinal, pa.int32())
     )
+
+
+def key_inclusions(scored: pa.Table, config: FkConfig) -> set[tuple[str, str]]:
+    """The table pairs (A, B) with a key of A included in a key of B and covering a share of it (a copy,
+    a sample, a version; a dozen stores are no sample of 73,049 dates): candidates whose dependent is a
+    key, unless it only counts from the key's first values (three rows numbered 1..3 fit any id range)."""
+    return {
+        (r["fk_table"], r["pk_table"])
+        for r in scored.to_pylist()
+        if r["fk_is_key"]
+        and r["fk_table"] != r["pk_table"]
+        and r["coverage"] >= SAMPLE_COVERAGE
+        and not counts_from_first_values(r, config.prefix_share)
+    }
+
+
+def mutual_keys(scored: pa.Table) -> set[frozenset[str]]:
+    """The table pairs each of which has a key included in a key of the other (``overlaps``): a candidate
+    F -> P whose dependent F is itself a key with P among its candidates. Keys of integers are left out:
+    two tables of N rows numbered 1..N are not copies of one another."""
+    found = {
+        (r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"]))
+        for r in scored.select(
+            ["fk_table", "fk_columns", "pk_table", "pk_columns", "pk_is_integer"]
+        ).to_pylist()
+        if r["fk_table"] != r["pk_table"] and not r["pk_is_integer"]
+    }
+    return {frozenset((f, p)) for f, fc, p, pc_ in found if (p, pc_, f, fc) in found}
 
 
 def refresh_fk_candidates(
@@ -253,7 +337,9 @@ def refresh_fk_candidates(
 ) -> int:
     """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count.
     A table above ``max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``)."""
-    index = CandidateIndex(catalog.read_small("inclusion_estimates"), config.inclusion_threshold)
+    columns = catalog.read_small("columns")
+    estimates = catalog.read_small("inclusion_estimates")
+    index = CandidateIndex(estimates, columns, config.inclusion_threshold)
 
     def has_candidates(key: Key) -> bool:
         return bool(index.candidates(key))
@@ -292,19 +378,38 @@ def refresh_fk_candidates(
         if rows
         else _ROWS.empty_table()
     )
-    ranked = rank_candidates(smallest_keys_only(scored.cast(_ROWS)), config)
+    kept = with_key_signals(smallest_keys_only(scored.cast(_ROWS)), keys, columns)
+    column_counts: dict[str, int] = {}
+    text_columns = set()
+    for row in columns.select(["table_name", "column_name", "data_type"]).to_pylist():
+        column_counts[row["table_name"]] = column_counts.get(row["table_name"], 0) + 1
+        if type_family(row["data_type"] or "") == "string":
+            text_columns.add((row["table_name"], row["column_name"]))
+    overlaps = find_overlaps(
+        estimates.filter(pc.greater_equal(estimates["estimate"], config.inclusion_threshold)),
+        column_counts,
+        text_columns,
+        key_inclusions(kept, config),
+        mutual_keys(kept),
+        config.overlap_share,
+    )
+    ranked = choose(kept, overlaps, config)
+    catalog.replace_small(
+        OVERLAPS, overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))
+    )
     schema = arrow_schema(RESULTS)
     catalog.replace_small(RESULTS, ranked.select(schema.names).cast(schema))
     n_accepted = int(pc.sum(ranked["accepted"]).as_py() or 0)
     log.info(
         "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f, "
-        "%d after phase 2, %d accepted",
+        "%d after phase 2, %d accepted; %d overlapping table pairs",
         len(keys),
         sum(len(key.columns) > 1 for key in keys),
         n_proposed,
         config.inclusion_threshold,
         len(ranked),
         n_accepted,
+        len(overlaps),
     )
     return n_accepted
 

@@ -140,6 +140,23 @@ def catalog_checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
             ],
         ),
         Check(
+            "accepted_fks",  # each dependent references at most one key (lakemeta.fks.choice)
+            tables["fk_candidates"][_is_true(tables["fk_candidates"]["accepted"])].assign(
+                fk_columns=lambda frame: _joined(frame["fk_columns"])
+            ),
+            [E.ExpectCompoundColumnsToBeUnique(column_list=["fk_table", "fk_columns"])],
+        ),
+        Check(
+            "table_overlaps",
+            tables["table_overlaps"].assign(columns=_joined(tables["table_overlaps"]["columns"])),
+            [
+                *_not_null("left_table", "right_table"),
+                _between("left_in_right", 0.0, 1.0),
+                _between("right_in_left", 0.0, 1.0),
+                E.ExpectCompoundColumnsToBeUnique(column_list=["left_table", "right_table"]),
+            ],
+        ),
+        Check(
             "joinable_tables",
             tables["joinable_tables"],
             [

@@ -1,5 +1,6 @@
 """``fk_candidates`` through the pipeline: ranges of a key ranked below random samples of it, multi-column
-candidates pruned on their tuples (TPC-H's foreign keys: ``test_tpch``)."""
+candidates pruned on their tuples (TPC-H's foreign keys: ``test_tpch``; the choice in a lake of two
+schemas: ``test_choice``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from lakemeta.config import Config
+from lakemeta.config import Config, FkConfig
 from lakemeta.inds.graph import catalog_graph, render
 from lakemeta.pipeline import Pipeline
 
@@ -22,7 +23,8 @@ pytestmark = pytest.mark.spark
 def candidates(pipeline: Pipeline) -> list[dict]:
     rows = pipeline.catalog.read_small("fk_candidates").sort_by("rank").to_pylist()
     assert [row["rank"] for row in rows] == list(range(1, len(rows) + 1))
-    assert [row["emd"] for row in rows] == sorted(row["emd"] for row in rows)
+    ordered = [(row["answer_set"] or 3, row["emd"]) for row in rows]
+    assert ordered == sorted(ordered)  # answer set 1, then 2, then the rest, each by EMD_n
     return rows
 
 
@@ -62,13 +64,12 @@ def test_ranges_of_a_key_rank_below_random_samples_and_tuples_prune_multi_column
     rows = discover_fks(Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog")))
     single = {row["fk_table"]: row for row in rows if row["pk_columns"] == ["account"]}
     assert set(single) >= {"sampled", "prefix", "suffix"}
+    assert single["sampled"]["emd"] <= FkConfig().sample_emd < single["prefix"]["emd"]
     assert single["sampled"]["rank"] < single["prefix"]["rank"]
     assert single["sampled"]["rank"] < single["suffix"]["rank"]
-    assert (
-        single["sampled"]["accepted"]
-        and not single["prefix"]["accepted"]
-        and not single["suffix"]["accepted"]
-    )
+    assert single["suffix"]["emd"] > FkConfig().sample_emd
+    # no sample, but the lake's only key holding them: accepted (``choice``)
+    assert all(single[name]["accepted"] for name in ("sampled", "prefix", "suffix"))
     several = {(row["fk_table"], tuple(row["fk_columns"])): row for row in rows if row["pk_table"] == "grid"}
     assert several[("grid_refs", ("gx", "gy"))]["accepted"]
     assert several[("grid_refs", ("gx", "gy"))]["inclusion_estimate"] >= 0.9

@@ -1,0 +1,109 @@
+"""Tables that are copies, samples, versions or extracts of one another: the catalog's ``table_overlaps``.
+
+In a lake one entity list is kept many times (a table and last month's copy, a sample, an extract of some
+columns). Their key columns are included in one another, and Zhang's search would propose each such
+inclusion as a foreign key (``web/planets_0001.planet -> web/planets_0005.planet``). What tells them
+apart from a reference is that the *other* columns are shared too: a fact table includes its dimension's
+key, not its dimension's name, size and colour.
+
+So tables A and B overlap when
+
+* a key of A is included in a key of B (an FK candidate of ``discover``), and one-to-one at least
+  ``fks.overlap_share`` of the columns of A are included in distinct columns of B, at least two of them
+  and one holding strings. Included means an inclusion estimate of at least θ in
+  ``inclusion_estimates``: Many's exact INDs would wait for the validation of every pair of the lake,
+  and where |A| is small, as in copies of one list, BML with the exact marginal is within 0.001 of exact.
+  The containment of A in B is the size of a maximum matching of A's columns to B's along the
+  inclusions, over A's columns (a matching, so that B's one id column holding every small integer does
+  not count for each of A's). Columns of numbers alone do not make an overlap: a table of ids fits
+  inside any table with larger id columns, and only its rows, which inclusions do not see, would tell a
+  copy; or
+* each has a key of other values than integers included in the other's (a candidate both ways,
+  ``discover``): two copies of one list of names or codes (two tables numbered 1..N are not copies).
+
+A pair is written once, its tables in name order, with the matched columns and the containment each way;
+``choice`` accepts no foreign key between the two tables of an overlap.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+from scipy.sparse import csr_array
+from scipy.sparse.csgraph import maximum_bipartite_matching
+
+SCHEMA = pa.schema(
+    [
+        ("left_table", pa.string()),
+        ("right_table", pa.string()),
+        ("columns", pa.list_(pa.string())),
+        ("left_in_right", pa.float64()),
+        ("right_in_left", pa.float64()),
+        ("mutual_keys", pa.bool_()),
+    ]
+)
+
+
+def matched_columns(inclusions: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """A maximum one-to-one matching of dependent to referenced columns along the given inclusions."""
+    left = sorted({d for d, _ in inclusions})
+    right = sorted({r for _, r in inclusions})
+    if not left:
+        return []
+    at_left, at_right = {c: i for i, c in enumerate(left)}, {c: i for i, c in enumerate(right)}
+    rows = np.array([at_left[d] for d, _ in inclusions])
+    cols = np.array([at_right[r] for _, r in inclusions])
+    graph = csr_array((np.ones(len(rows), np.int8), (rows, cols)), shape=(len(left), len(right)))
+    matched = maximum_bipartite_matching(graph, perm_type="column")
+    return [(left[i], right[j]) for i, j in enumerate(matched) if j >= 0]
+
+
+def find_overlaps(
+    inclusions: pa.Table,
+    column_counts: dict[str, int],
+    text_columns: set[tuple[str, str]],
+    key_inclusions: set[tuple[str, str]],
+    mutual_keys: set[frozenset[str]],
+    share: float,
+) -> pa.Table:
+    """The overlapping table pairs (module docstring): ``inclusions`` the column pairs (dep_table,
+    dep_column, ref_table, ref_column) taken as included,
+    ``column_counts`` per table, ``text_columns`` the (table, column) pairs of string type,
+    ``key_inclusions`` the table pairs (A, B) with a key of A included in a key of B, ``mutual_keys`` the
+    table pairs with keys other than integers included both ways."""
+    by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for row in inclusions.select(["dep_table", "dep_column", "ref_table", "ref_column"]).to_pylist():
+        if row["dep_table"] != row["ref_table"]:
+            by_pair.setdefault((row["dep_table"], row["ref_table"]), []).append(
+                (row["dep_column"], row["ref_column"])
+            )
+    matched = {pair: matched_columns(inclusions) for pair, inclusions in by_pair.items()}
+
+    def containment(a: str, b: str) -> float:
+        return len(matched.get((a, b), [])) / column_counts[a] if column_counts.get(a) else 0.0
+
+    pairs = {tuple(sorted(pair)) for pair in matched} | {tuple(sorted(pair)) for pair in mutual_keys}
+    rows = []
+    for left, right in sorted(pairs):
+        mutual = frozenset((left, right)) in mutual_keys
+        contained = any(
+            (a, b) in key_inclusions
+            and len(matched.get((a, b), [])) >= 2
+            and containment(a, b) >= share
+            and any((a, column) in text_columns for column, _ in matched[(a, b)])
+            for a, b in ((left, right), (right, left))
+        )
+        if not (mutual or contained):
+            continue
+        columns = matched.get((left, right)) or [(l_, r_) for r_, l_ in matched.get((right, left), [])]
+        rows.append(
+            {
+                "left_table": left,
+                "right_table": right,
+                "columns": [f"{a}={b}" for a, b in sorted(columns)],
+                "left_in_right": containment(left, right),
+                "right_in_left": containment(right, left),
+                "mutual_keys": mutual,
+            }
+        )
+    return pa.Table.from_pylist(rows, schema=SCHEMA)

@@ -1,0 +1,110 @@
+"""The signals of a foreign-key candidate F -> P beside Zhang's EMD_n, each stored in ``fk_candidates`` so
+that an analyst sees why a candidate was chosen or not (``choice`` decides on them).
+
+Zhang et al. rank one database's candidates by EMD_n alone. In a lake that is not enough: a column of
+small integers (a line number, a quantity) lies inside every id range that counts from 1, and an id column
+of one schema inside the ids of another. These signals tell such accidents from references.
+
+From the values, in the Spark task that holds them (``discover``), for one-column and composite keys:
+
+* ``inclusion``: |F ∩ P| / |F| exactly, over the distinct tuples' 64-bit hashes (after the exact check,
+  value shape and type agree for at least θ of F's values, so they are not separate signals);
+* ``coverage``: |F ∩ P| / |P|, how much of the key the dependent references; with ``fk_distinct`` and
+  ``pk_distinct`` (the cardinality ratio's two sides);
+* ``span_start``, ``span_end``: where F's values lie along the key's order, as the first and last cell of
+  the key's quantile grid G_P (Def. 3) they fall in, over the cells (one-column keys; None for composite
+  ones): a sample of the key spans [0, 1]; a column that counts from the key's first value spans a
+  prefix [0, e];
+* ``pk_is_integer``: the key's values are all integers (ids numbered 1..N, orders numbered sparsely),
+  where counting columns (line numbers, quantities) fall by accident; ``pk_is_range``: they are every
+  integer from the smallest to the largest (a surrogate key).
+
+From the keys and the tables' schemas, on the driver:
+
+* ``fk_is_key``: the dependent is a key of its own table (one-to-one: a copy, a shared numbering or code
+  list, rarely a reference);
+* ``pk_ordinal``: the position of the key's first column in its table (keys come first by convention:
+  ``t_time_sk`` before ``t_time``, two columns of TPC-DS's time_dim holding the same numbers).
+
+From the names and places, on the driver:
+
+* ``same_folder``: both tables sit in one folder of the lake, which is how lakes keep a schema together;
+* ``name_similarity``: the share of the key column's name tokens that the dependent column's name
+  tokens match, table prefixes deleted (§5.4's convention) and tokens matching when one contains the
+  other (``addr`` and ``address``, ``cdemo`` and ``demo``). Generic tokens (``id``, ``key``, ``sk``) say
+  nothing of what is referenced and are left out; a key column named by them alone is represented by
+  its table's name tokens. Names are a signal, never required (``choice``).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakemeta.fks.ranking import bare_name
+
+_INTEGER = r"^-?[0-9]+$"
+_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+_GENERIC = frozenset({"id", "key", "sk", "pk", "no", "nr", "num", "code"})
+_FIRST_TENTH = 0.1
+_MIN_CONTAINED = 3  # a token matches one containing it only from this length on ("sk" is in "desk")
+
+
+def integer_key(values: pa.Array) -> tuple[bool, bool]:
+    """Whether distinct canonical values are all integers, and whether they are every integer between their
+    smallest and largest."""
+    if not len(values) or not pc.all(pc.match_substring_regex(values, _INTEGER)).as_py():
+        return False, False
+    try:
+        numbers = pc.cast(values, pa.int64())
+    except pa.ArrowInvalid:  # beyond 64 bits: integers, not a surrogate key's
+        return True, False
+    bounds = pc.min_max(numbers)
+    return True, bounds["max"].as_py() - bounds["min"].as_py() + 1 == len(values)
+
+
+def span(cells: np.ndarray, n_cells: int) -> tuple[float, float]:
+    """(first cell, last cell + 1) / cells of a candidate's values on a one-column key's grid."""
+    return float(cells.min()) / n_cells, float(cells.max() + 1) / n_cells
+
+
+def tokens(name: str) -> list[str]:
+    """A name's lower-case tokens: split at non-alphanumerics, case changes and digits."""
+    return [token.lower() for token in _TOKEN.findall(name)]
+
+
+def _matches(token: str, other: str) -> bool:
+    if token == other:
+        return True
+    shorter, longer = sorted((token, other), key=len)
+    return len(shorter) >= _MIN_CONTAINED and shorter in longer
+
+
+def name_similarity(fk_columns: list[str], pk_table: str, pk_columns: list[str]) -> float:
+    """The mean over the key's columns of the share of their tokens matched by the FK column's tokens."""
+    shares = []
+    table_tokens = tokens(pk_table.rsplit("/", 1)[-1])
+    for fk_column, pk_column in zip(fk_columns, pk_columns, strict=True):
+        wanted = [token for token in tokens(bare_name(pk_column)) if token not in _GENERIC] or table_tokens
+        present = tokens(bare_name(fk_column))
+        shares.append(
+            sum(any(_matches(w, p) for p in present) for w in wanted) / len(wanted) if wanted else 0.0
+        )
+    return float(np.mean(shares)) if shares else 0.0
+
+
+def folder(table: str) -> str:
+    """The folder of a table's path relative to the lake root ("" at the root)."""
+    return table.rsplit("/", 1)[0] if "/" in table else ""
+
+
+def counts_from_first_values(candidate: dict, prefix_share: float) -> bool:
+    """Whether a candidate's values start in its integer key's first tenth and end before ``prefix_share``
+    of it: a line number, a quantity or a year inside an id range numbered from 1 (``choice``). A window
+    further in (a few years of a two-century calendar) is left to the other signals."""
+    if not candidate["pk_is_integer"] or candidate["span_end"] > prefix_share:
+        return False
+    return candidate["span_start"] <= _FIRST_TENTH

@@ -1,0 +1,59 @@
+"""The signals of a foreign-key candidate beside its EMD (``signals``)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lakemeta.fks.signals import folder, integer_key, name_similarity, span, tokens
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        (["3", "1", "2"], (True, True)),
+        (["-1", "0", "1"], (True, True)),
+        (["1", "2", "4"], (True, False)),  # a gap
+        (["1", "2", "x"], (False, False)),
+        (["1.5", "2.5"], (False, False)),
+        ([], (False, False)),
+        (["99999999999999999999999", "99999999999999999999998"], (True, False)),  # beyond 64 bits
+    ],
+)
+def test_integer_keys_and_ranges_holding_every_integer_between_their_ends(
+    values: list[str], expected: tuple[bool, bool]
+) -> None:
+    assert integer_key(pa.array(values, pa.string())) == expected
+
+
+def test_span_is_the_first_and_last_cell_over_the_cells() -> None:
+    assert span(np.array([3, 0, 7]), 8) == (0.0, 1.0)
+    assert span(np.array([2, 3]), 10) == (0.2, 0.4)
+
+
+def test_tokens_split_at_separators_case_changes_and_digits() -> None:
+    assert tokens("ss_sold_date_sk") == ["ss", "sold", "date", "sk"]
+    assert tokens("ReportsTo") == ["reports", "to"]
+    assert tokens("customerID2") == ["customer", "id", "2"]
+
+
+@pytest.mark.parametrize(
+    ("fk", "pk_table", "pk", "expected"),
+    [
+        ("l_partkey", "tpch/part", "p_partkey", 1.0),  # §5.4: prefixes deleted, then equal
+        ("ss_sold_date_sk", "tpcds/date_dim", "d_date_sk", 1.0),
+        ("c_current_addr_sk", "tpcds/customer_address", "ca_address_sk", 1.0),  # addr within address
+        ("ss_sold_date_sk", "tpcds/time_dim", "t_time_sk", 0.0),  # the generic sk says nothing
+        ("customer", "shop/customers", "id", 1.0),  # a generic key name brings its table's tokens
+        ("ss_quantity", "tpcds/promotion", "p_promo_sk", 0.0),
+    ],
+)
+def test_name_similarity_is_the_share_of_the_key_names_tokens_matched(
+    fk: str, pk_table: str, pk: str, expected: float
+) -> None:
+    assert name_similarity([fk], pk_table, [pk]) == pytest.approx(expected)
+
+
+def test_the_folder_of_a_table_is_its_path_without_the_last_part() -> None:
+    assert folder("tpcds/store_sales") == "tpcds" and folder("a/b/c") == "a/b" and folder("orders") == ""
