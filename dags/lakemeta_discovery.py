@@ -28,6 +28,10 @@ SETTINGS = {
     "ind_filters": "inds.filters",
     "fk_inclusion_threshold": "fks.inclusion_threshold",
     "require_name_match": "fks.require_name_match",
+    "fk_name_signal": "fks.name_signal",
+    "fk_sample_emd": "fks.sample_emd",
+    "fk_prefix_share": "fks.prefix_share",
+    "fk_overlap_share": "fks.overlap_share",
 }
 
 
@@ -77,6 +81,36 @@ SETTINGS = {
             type="boolean",
             title="Require matching column names",
             description="Accept only FK candidates whose column names match the key's (Zhang §5.4).",
+        ),
+        "fk_name_signal": Param(
+            CONFIG.fks.name_signal,
+            type="boolean",
+            title="Column names as an FK signal",
+            description="Prefer keys whose names the dependent's name matches (never required).",
+        ),
+        "fk_sample_emd": Param(
+            CONFIG.fks.sample_emd,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="EMD of a sample",
+            description="A dependent up to this EMD_n is a random sample of its key and accepted as its FK.",
+        ),
+        "fk_prefix_share": Param(
+            CONFIG.fks.prefix_share,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="Counting-column share",
+            description="Values in an integer key's first tenth ending before this share count, not refer.",
+        ),
+        "fk_overlap_share": Param(
+            CONFIG.fks.overlap_share,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="Overlap share",
+            description="Tables whose columns are included one-to-one in another's at this share overlap.",
         ),
     },
 )

@@ -123,19 +123,27 @@ def test_discovery_dag_wiring_and_params(dagbag):
         "ind_filters": "relational",
         "fk_inclusion_threshold": 0.9,
         "require_name_match": False,
+        "fk_name_signal": True,
+        "fk_sample_emd": 0.05,
+        "fk_prefix_share": 0.5,
+        "fk_overlap_share": 0.5,
     }
     for bad in (
         {"inclusion_floor": 1.5},
         {"fk_inclusion_threshold": 0},
         {"ind_filters": "all"},
         {"require_name_match": "yes"},
+        {"fk_sample_emd": -0.1},
     ):
         with pytest.raises(ParamValidationError):
             triggered(dag.params, bad)
     # The params a run is triggered with reach every discovery step as typed configuration settings.
     from lakemeta.config import load_config, parse_settings
 
-    chosen = triggered(dag.params, {"inclusion_floor": 0.7, "ind_filters": "web", "require_name_match": True})
+    chosen = triggered(
+        dag.params,
+        {"inclusion_floor": 0.7, "ind_filters": "web", "require_name_match": True, "fk_name_signal": False},
+    )
     for task_id in (
         "keys_and_dependencies",
         "inclusion_estimates",
@@ -152,6 +160,7 @@ def test_discovery_dag_wiring_and_params(dagbag):
             True,
         )
         assert (config.agree_sets.max_fd_error, config.fks.inclusion_threshold) == (0.01, 0.9)
+        assert (config.fks.name_signal, config.fks.sample_emd) == (False, 0.05)
 
 
 def test_rebuild_dag_asks_for_confirmation(dagbag):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lakemeta.fks.discover import _ROWS, smallest_keys_only
+from lakemeta.fks.discover import _ROWS, CandidateIndex, smallest_keys_only
+from lakemeta.fks.keys import Key
 
 
 def test_each_table_keeps_the_candidates_of_its_smallest_keys_that_have_any() -> None:
@@ -30,3 +31,50 @@ def test_each_table_keeps_the_candidates_of_its_smallest_keys_that_have_any() ->
         ("orders", 1),
     ]
     assert smallest_keys_only(_ROWS.empty_table()).num_rows == 0
+
+
+def test_has_candidates_answers_as_the_list_of_candidates_does() -> None:
+    estimates = pa.Table.from_pylist(
+        [
+            {
+                "dep_table": "f",
+                "dep_column": c,
+                "ref_table": "k",
+                "ref_column": r,
+                "estimate": e,
+                "error_bound": b,
+            }
+            for c, r, e, b in [
+                ("a", "x", 0.95, 0.0),
+                ("b", "y", 0.6, 0.4),  # the estimate plus its bound reaches θ: a candidate, checked exactly
+                ("a", "z", 0.6, 0.1),  # it does not
+                ("c", "z", 0.9, 0.0),
+            ]
+        ]
+    )
+    columns = pa.Table.from_pylist(
+        [
+            {"table_name": "k", "column_name": c, "data_type": t}
+            for c, t in [("x", "int"), ("y", "int"), ("w", "string"), ("v", "boolean")]
+        ]
+    )
+    index = CandidateIndex(estimates, columns, 0.9)
+    for key in [
+        Key("k", ("x",)),
+        Key("k", ("x", "y")),
+        Key("k", ("y", "x")),
+        Key("k", ("x", "z")),
+        Key("k", ("z", "z")),
+        Key("k", ("q",)),
+        Key("k", ("q", "x")),
+    ]:
+        assert index.has_candidates(key) == bool(index.candidates(key)), key
+    assert [c.columns for c in index.candidates(Key("k", ("x", "y")))] == [("a", "b")]
+    assert [c.columns for c in index.candidates(Key("k", ("x", "z")))] == [("a", "c")]
+    assert not index.candidates(Key("k", ("z", "z")))  # c would stand for both
+    # self-references: the key's table's columns that can hold its values (strings hold any)
+    assert [(c.table, c.columns) for c in index.candidates(Key("k", ("x",)))] == [
+        ("f", ("a",)),
+        ("k", ("w",)),
+        ("k", ("y",)),
+    ]
