@@ -11,9 +11,10 @@ candidates of a schema, under constraints that real schemas obey:
 1. **Ruled out before the choice** (``reason``): the two tables overlap (``overlaps``: copies, samples
    and extracts of one list are not references); the dependent is a key the key is included in as well
    (two tables numbered 1..N: the same values both ways give no direction, and a reference has one);
-   the dependent is a key of its own table and covers at least ``SAMPLE_COVERAGE`` of the key (one-to-one:
-   two numberings or code lists that happen to nest, TPC-DS's customer ids inside its time ids; a dozen
-   stores' closing dates in a calendar stay candidates);
+   the dependent is a one-column key of its own table and covers at least ``SAMPLE_COVERAGE`` of a
+   one-column key (one-to-one: two numberings or code lists that happen to nest, TPC-DS's customer ids
+   inside its time ids; a dozen stores' closing dates in a calendar stay candidates, and so do returns
+   whose (item, ticket) is unique and references a sale's);
    the dependent counts from the key's first values and stops early (a one-column key of integers, and
    the dependent's values start in its first tenth and end before ``fks.prefix_share`` of it: a line
    number or a quantity inside any id column numbered from 1, where a reference would spread over the
@@ -32,9 +33,11 @@ candidates of a schema, under constraints that real schemas obey:
 3. **The choice is accepted** when the data make it a reference rather than an accident: its values are
    a random sample of the key (EMD_n at most ``fks.sample_emd``), or no other key of its schema can hold
    them (the only explanation left; TPC-DS's date keys, referenced by a few years of a two-century
-   calendar, are far from a sample), or with ``fks.name_signal`` its name matches the key's wholly. A key
-   in another folder needs the sample test: a coincidence across schemas has nothing else to vouch
-   for it.
+   calendar, are far from a sample; a dependent of one value says nothing), or with ``fks.name_signal``
+   its name matches the key's wholly. A key in another folder needs the sample test, and must be more
+   than a numbering 1..N: a coincidence across schemas has nothing else to vouch for it, and every
+   schema numbers its rows from 1 (TPC-DS's order numbers 1..20,000 are a perfect sample of TPC-H's part
+   keys).
 
 Schema graphs are the connected components of the tables joined by candidates not ruled out, within one
 folder; ``schema_graph`` names each by its first table. Each graph's answer sets are ranked: set 1 is the
@@ -76,7 +79,13 @@ def _ruled_out(
         return "tables overlap"
     if (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"])) in reverse:
         return "keys included both ways"
-    if row["fk_is_key"] and row["fk_table"] != row["pk_table"] and row["coverage"] >= SAMPLE_COVERAGE:
+    one_column = len(row["pk_columns"]) == 1  # a unique tuple of ids may well reference a composite key
+    if (
+        row["fk_is_key"]
+        and one_column
+        and row["fk_table"] != row["pk_table"]
+        and row["coverage"] >= SAMPLE_COVERAGE
+    ):
         return "the dependent is a key of its table"
     if counts_from_first_values(row, config.prefix_share):
         return "counts from the key's first values"
@@ -160,11 +169,16 @@ def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
             continue
         in_folder = sum(r["same_folder"] and not r["ruled_out"] for r in alternatives)
         sample = best["emd"] <= config.sample_emd
-        only = best["same_folder"] and in_folder == 1
-        named = config.name_signal and best["name_similarity"] >= 1.0 and best["same_folder"]
-        best["answer_set"] = 1 if sample or only or named else 2
+        if best["same_folder"]:
+            only = in_folder == 1 and best["fk_distinct"] >= 2
+            named = config.name_signal and best["name_similarity"] >= 1.0
+            best["answer_set"] = 1 if sample or only or named else 2
+            reason = "neither a sample of the key nor its schema's only key holding it"
+        else:
+            best["answer_set"] = 1 if sample and not best["pk_is_range"] else 2
+            reason = "in another schema, and not a sample of a key other than a numbering 1..N"
         if best["answer_set"] == 2:
-            best["reason"] = "neither a sample of the key nor its schema's only key holding it"
+            best["reason"] = reason
     graphs = _graphs(rows)
     for row in rows:
         row["schema_graph"] = graphs[row["fk_table"]]

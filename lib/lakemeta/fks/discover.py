@@ -138,12 +138,15 @@ class CandidateIndex:
             if other != column and compatible(family, families[column])
         ]
 
-    def has_candidates(self, key: Key) -> bool:
-        """Whether ``candidates`` would find any, stopping at the first (the key checks ask this of every
-        column combination of a wide table, where listing the products would cost millions of tuples)."""
+    def referenced(self, key: Key) -> bool:
+        """Whether another table holds candidates of the key, stopping at the first (the key checks ask
+        this of every column combination of a wide table, where listing the products would cost millions
+        of tuples). Keys are looked for where other tables reference them; once found, their own table's
+        columns are candidates too (``candidates``), but these alone do not make a key worth checking:
+        nearly every column has a sibling of a compatible type."""
         sets = [self._included_in.get((key.table, column), []) for column in key.columns]
         if len(key.columns) == 1:
-            return bool(sets[0]) or bool(self._same_table(key.table, key.columns[0]))
+            return bool(sets[0])
         for table in set.intersection(*({r["dep_table"] for r in s} for s in sets)):
             per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
             if any(len(set(columns)) == len(columns) for columns in itertools.product(*per_column)):
@@ -353,7 +356,7 @@ def refresh_fk_candidates(
     estimates = catalog.read_small("inclusion_estimates")
     index = CandidateIndex(estimates, columns, config.inclusion_threshold)
 
-    keys = find_keys(catalog, lake, config, sketches.precision, index.has_candidates, max_task_rows)
+    keys = find_keys(catalog, lake, config, sketches.precision, index.referenced, max_task_rows)
     proposed = {key: found for key in keys if (found := index.candidates(key))}
     snapshots = {
         row["table_name"]: (row["last_version"], row["n_rows"] or 0)

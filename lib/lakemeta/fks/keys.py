@@ -155,7 +155,7 @@ def _checked_keys(
     lake: Path,
     config: FkConfig,
     precision: int,
-    has_candidates: Callable[[Key], bool],
+    referenced: Callable[[Key], bool],
     max_rows: int,
 ) -> set[Key]:
     """Exactly checked keys of the tables without agree-set state (module docstring); a task holds at most
@@ -176,14 +176,14 @@ def _checked_keys(
     rows = []
     for name, distinct in sorted(estimates.items()):
         n_rows = tables[name]["n_rows"]
-        referenced = sorted(column for column in distinct if has_candidates(Key(name, (column,))))
-        singles = [column for column in referenced if distinct[column] >= n_rows * (1 - sigmas)]
+        wanted = sorted(column for column in distinct if referenced(Key(name, (column,))))
+        singles = [column for column in wanted if distinct[column] >= n_rows * (1 - sigmas)]
         combinations = [
             list(combination)
             for size in range(2, config.max_key_columns + 1)
-            for combination in itertools.combinations(referenced, size)
+            for combination in itertools.combinations(wanted, size)
             if math.prod(distinct[column] * (1 + sigmas) for column in combination) >= n_rows
-            and has_candidates(Key(name, combination))
+            and referenced(Key(name, combination))
         ]
         if singles or combinations:
             work = len(set(singles).union(*combinations)) + len(combinations)
@@ -206,12 +206,15 @@ def find_keys(
     lake: Path,
     config: FkConfig,
     precision: int,
-    has_candidates: Callable[[Key], bool],
+    referenced: Callable[[Key], bool],
     max_rows: int,
 ) -> list[Key]:
-    """The key candidates of the lake's committed tables, sorted by table and columns; ``has_candidates``
-    tells whether a column combination would have FK candidates (phase 2 of Zhang §4); the checks hold at
-    most ``max_rows`` rows of values a task (``scan.max_task_rows``)."""
+    """The key candidates of the lake's committed tables, sorted by table and columns: every null-free
+    minimal unique column combination of the agree-sets (they cost nothing; whether a column is a key
+    is a signal of the choice, ``signals``), the checked and the declared keys. ``referenced`` tells
+    whether another table would hold FK candidates of a column combination (phase 2 of Zhang §4), which
+    is where the checks look; they hold at most ``max_rows`` rows of values a task
+    (``scan.max_task_rows``)."""
     nulls = {
         (row["table_name"], row["column_name"]): row["n_nulls"]
         for row in catalog.read_small("columns").select(["table_name", "column_name", "n_nulls"]).to_pylist()
@@ -222,7 +225,7 @@ def find_keys(
         if 0 < len(row["columns"]) <= config.max_key_columns
         and all(nulls.get((row["table_name"], column)) == 0 for column in row["columns"])
     }
-    checked = _checked_keys(catalog, lake, config, precision, has_candidates, max_rows)
+    checked = _checked_keys(catalog, lake, config, precision, referenced, max_rows)
     declared = {
         Key(table, tuple(columns), "declared")
         for table, listed in config.declared_keys.items()
@@ -237,5 +240,5 @@ def find_keys(
         len(declared),
     )
     # A key found several ways keeps the first: agree-sets, then checked, then declared.
-    found = {key for key in keys if has_candidates(key)} | checked | declared
+    found = keys | checked | declared
     return sorted(found, key=lambda key: (key.table, key.columns))

@@ -38,7 +38,7 @@ def random_table(rng: np.random.Generator) -> pa.Table:
     )
 
 
-def has_candidates(key: Key) -> bool:
+def referenced(key: Key) -> bool:
     """Other tables would reference every column but ``id``."""
     return "id" not in key.columns
 
@@ -55,8 +55,8 @@ def minimal_keys(name: str, table: pa.Table, max_columns: int) -> set[Key]:
         if len(set(zip(*(values[c] for c in combination), strict=True))) == table.num_rows
     ]
     minimal = [c for c in unique if not any(set(smaller) < set(c) for smaller in unique)]
-    referenced = [c for c in minimal if has_candidates(Key(name, c))]
-    return {Key(name, c) for c in referenced if len(c) == min(map(len, referenced))}  # the smallest
+    wanted = [c for c in minimal if referenced(Key(name, c))]
+    return {Key(name, c) for c in wanted if len(c) == min(map(len, wanted))}  # the smallest
 
 
 @pytest.mark.parametrize("max_rows, max_task_rows", [(0, 1_000_000), (0, 5)])
@@ -80,7 +80,7 @@ def test_checked_keys_equal_brute_force_and_the_agree_set_keys(
     pipeline = Pipeline(spark, config)
     process(pipeline, "column_profile", "hll_counters", "agree_sets")
     found = find_keys(
-        pipeline.catalog, lake, config.fks, config.sketches.precision, has_candidates, max_task_rows
+        pipeline.catalog, lake, config.fks, config.sketches.precision, referenced, max_task_rows
     )
     expected = set().union(
         *(minimal_keys(name, table, config.fks.max_key_columns) for name, table in tables.items())

@@ -16,7 +16,8 @@ def candidate(fk: str, pk: str, emd: float, **signals: object) -> dict:
     return {
         "fk_table": fk_table, "fk_columns": [fk_column], "pk_table": pk_table, "pk_columns": [pk_column],
         "pk_source": "agree_sets", "emd": emd, "inclusion": 1.0, "coverage": 0.5,
-        "pk_distinct": 1000, "span_start": 0.0, "span_end": 1.0, "pk_is_integer": True, "pk_is_range": True,
+        "fk_distinct": 100, "pk_distinct": 1000, "span_start": 0.0, "span_end": 1.0,
+        "pk_is_integer": True, "pk_is_range": True,
         "fk_is_key": False, "pk_ordinal": 0,
         **signals,
     }  # fmt: skip
@@ -43,8 +44,9 @@ def test_each_dependent_takes_one_key_its_own_schema_first() -> None:
         # the same ids 1..N in two schemas: a sample of both; its own folder's key wins
         candidate("a/orders.cust", "a/customers.id", 0.01),
         candidate("a/orders.cust", "b/accounts.id", 0.0),
-        # a dependent of schema c with a key only elsewhere: taken only as a sample
-        candidate("c/events.user", "a/customers.id", 0.02),
+        # a dependent of schema c with a key only elsewhere: taken only as a sample of more than a numbering
+        candidate("c/events.user", "a/customers.id", 0.02, pk_is_range=False),
+        candidate("c/events.line", "a/customers.id", 0.0),
         candidate("c/logs.code", "a/customers.id", 0.3, span_start=0.3, span_end=0.7),
     ]
     assert accepted(rows, NAMES_IGNORED) == {
@@ -67,6 +69,8 @@ def test_accidents_are_ruled_out_and_the_only_key_left_is_accepted() -> None:
         candidate("s/dates.year", "s/parts.id", 0.35, span_start=0.38, span_end=0.42),
         # a self-reference
         candidate("s/employees.manager", "s/employees.id", 0.01),
+        # one value is no evidence: the only key holding it, yet not accepted
+        candidate("s/flags.one", "s/parts.id", 0.3, fk_distinct=1, span_start=0.5, span_end=0.51),
     ]
     assert accepted(rows, NAMES_IGNORED) == {
         "s/sales.sold_date": "s/dates.date_sk",
