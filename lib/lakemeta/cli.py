@@ -60,10 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     joinable.add_argument("--query-id", default="cli", help="results go to joinable_tables under this id")
 
-    graph = commands.add_parser("graph", help="draw the IND and FK graph of tables (no JVM)")
+    graph = commands.add_parser("graph", help="draw the schemas: accepted FKs per schema graph (no JVM)")
     add_location_arguments(graph, lake=False)
-    graph.add_argument("--out", type=Path, default=Path("ind-graph.html"), help=".html or .png")
-    graph.add_argument("--component", type=int, default=0, help="the component drawn in detail (0: largest)")
+    graph.add_argument("--out", type=Path, default=Path("schemas.html"), help="the page to write (HTML)")
+    graph.add_argument("--inds", action="store_true", help="draw the INDs within each schema too")
 
     show = commands.add_parser("show", help="print a catalog table (no JVM)")
     add_location_arguments(show, lake=False)
@@ -168,16 +168,14 @@ def _joinable(args: argparse.Namespace, config: Config) -> int:
 
 
 def _graph(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.inds.graph import catalog_graph, render
+    from lakemeta.fks.schema_view import write_catalog_page
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    graph = catalog_graph(config.catalog)
-    path = render(graph, args.out, args.component)
+    overview, views = write_catalog_page(config.catalog, args.out, args.inds)
     print(
-        f"{len(graph.tables)} tables, {graph.kinds.count('ind')} INDs, "
-        f"{graph.kinds.count('fk')} accepted FKs, {graph.n_components} components; "
-        f"component {args.component} drawn in {path}"
+        f"{len(overview)} schemas, {sum(info['fks'] for info in overview.values())} accepted FKs, "
+        f"{len(views)} schema graphs drawn in {args.out}"
     )
     return 0
 

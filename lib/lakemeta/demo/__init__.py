@@ -19,6 +19,7 @@ import pyspark.sql.functions as F
 from lakemeta.config import Config, IngestConfig
 from lakemeta.demo.dag_runs import airflow_environment, run_dag
 from lakemeta.demo.webtables import write_web_tables
+from lakemeta.fks.schema_view import write_catalog_page
 from lakemeta.fks.signals import folder
 from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.lake.tables import table_path
@@ -150,6 +151,8 @@ def run_demo(workdir: Path, config: Config) -> int:
     overlaps = read_catalog_table(catalog, "table_overlaps")
     print(f"\n{len(overlaps)} pairs of tables that are copies, samples or extracts of one another:")
     print(format_table(overlaps, 20))
+    _, views = write_catalog_page(catalog, workdir / "schemas.html")
+    print(f"\nthe schemas drawn ({len(views)} schema graphs; lakemeta graph): {workdir / 'schemas.html'}")
     print(
         "\ntables joinable with web/cities_0002 on (city, country) (MATE, top 5; lakemeta_joinable_search):"
     )

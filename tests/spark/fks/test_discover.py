@@ -12,7 +12,7 @@ import pytest
 from deltalake import write_deltalake
 
 from lakemeta.config import Config, FkConfig
-from lakemeta.inds.graph import catalog_graph, render
+from lakemeta.fks.schema_view import write_catalog_page
 from lakemeta.pipeline import Pipeline
 
 from ..lake_changes import process
@@ -74,5 +74,5 @@ def test_ranges_of_a_key_rank_below_random_samples_and_tuples_prune_multi_column
     assert several[("grid_refs", ("gx", "gy"))]["accepted"]
     assert several[("grid_refs", ("gx", "gy"))]["inclusion_estimate"] >= 0.9
     assert not [table for table, _ in several if table == "crossed"]  # pruned on its tuples
-    page = render(catalog_graph(tmp_path / "catalog"), tmp_path / "graph.html")
-    assert "(ref) \u2192 (account)" in page.read_text(encoding="utf-8")  # accepted FKs drawn as edges
+    write_catalog_page(tmp_path / "catalog", tmp_path / "schemas.html")
+    assert "(ref) \u2192 (account)" in (tmp_path / "schemas.html").read_text(encoding="utf-8")  # FKs drawn
