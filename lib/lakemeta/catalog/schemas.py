@@ -109,6 +109,7 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("left_in_right", DoubleType()),
         ("right_in_left", DoubleType()),
         ("mutual_keys", BooleanType()),
+        ("same_shape", BooleanType()),
     ),
     "joinable_tables": _schema(
         ("query_id", StringType()),

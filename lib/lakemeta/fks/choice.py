@@ -31,13 +31,13 @@ candidates of a schema, under constraints that real schemas obey:
    still take part in a one-column and a composite FK (TPC-H's ``l_partkey``): they are different
    dependents.
 3. **The choice is accepted** when the data make it a reference rather than an accident: its values are
-   a random sample of the key (EMD_n at most ``fks.sample_emd``), or no other key of its schema can hold
-   them (the only explanation left; TPC-DS's date keys, referenced by a few years of a two-century
-   calendar, are far from a sample; a dependent of one value says nothing), or with ``fks.name_signal``
-   its name matches the key's wholly. A key in another folder needs the sample test, and must be more
-   than a numbering 1..N: a coincidence across schemas has nothing else to vouch for it, and every
-   schema numbers its rows from 1 (TPC-DS's order numbers 1..20,000 are a perfect sample of TPC-H's part
-   keys).
+   a random sample of the key (EMD_n at most ``fks.sample_emd``), or no other table of its schema has a
+   key that can hold them (the only explanation left; TPC-DS's date keys, referenced by a few years of a
+   two-century calendar, are far from a sample; a dependent of one value says nothing), or with
+   ``fks.name_signal`` its name matches the key's wholly. A key in another folder needs the sample test,
+   and must be more than a numbering 1..N: a coincidence across schemas has nothing else to vouch for
+   it, and every schema numbers its rows from 1 (TPC-DS's order numbers 1..20,000 are a perfect sample of
+   TPC-H's part keys).
 
 Schema graphs are the connected components of the tables joined by candidates not ruled out, within one
 folder; ``schema_graph`` names each by its first table. Each graph's answer sets are ranked: set 1 is the
@@ -167,7 +167,9 @@ def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
             best["reason"] = f"as likely {alternatives[1]['pk_table']}"
             best["answer_set"] = 2
             continue
-        in_folder = sum(r["same_folder"] and not r["ruled_out"] for r in alternatives)
+        # tables, not keys: two keys of one table holding the same values (TPC-DS's t_time_sk and t_time)
+        # are one explanation, and the key's position chose between them
+        in_folder = len({r["pk_table"] for r in alternatives if r["same_folder"] and not r["ruled_out"]})
         sample = best["emd"] <= config.sample_emd
         if best["same_folder"]:
             only = in_folder == 1 and best["fk_distinct"] >= 2

@@ -333,6 +333,30 @@ def key_inclusions(scored: pa.Table, config: FkConfig) -> set[tuple[str, str]]:
     }
 
 
+def same_shape(scored: pa.Table, columns: pa.Table) -> set[frozenset[str]]:
+    """The table pairs of one shape (the type families of their columns, in order) with a candidate from a
+    column of one to the key at the same place in the other, a key of other values than integers
+    (``overlaps``: two tables of ids numbered 1..N are not versions of one another)."""
+    shapes: dict[str, list[tuple[int, str | None]]] = {}
+    ordinal = {}
+    for r in columns.select(["table_name", "column_name", "ordinal", "data_type"]).to_pylist():
+        shapes.setdefault(r["table_name"], []).append((r["ordinal"], type_family(r["data_type"] or "")))
+        ordinal[(r["table_name"], r["column_name"])] = r["ordinal"]
+    shape = {table: tuple(family for _, family in sorted(kinds)) for table, kinds in shapes.items()}
+    return {
+        frozenset((r["fk_table"], r["pk_table"]))
+        for r in scored.select(
+            ["fk_table", "fk_columns", "pk_table", "pk_columns", "pk_is_integer"]
+        ).to_pylist()
+        if r["fk_table"] != r["pk_table"]
+        and len(r["fk_columns"]) == 1
+        and not r["pk_is_integer"]
+        and shape.get(r["fk_table"]) == shape.get(r["pk_table"])
+        and ordinal.get((r["fk_table"], r["fk_columns"][0]))
+        == ordinal.get((r["pk_table"], r["pk_columns"][0]))
+    }
+
+
 def mutual_keys(scored: pa.Table) -> set[frozenset[str]]:
     """The table pairs each of which has a key included in a key of the other (``overlaps``): a candidate
     F -> P whose dependent F is itself a key with P among its candidates. Keys of integers are left out:
@@ -403,6 +427,7 @@ def refresh_fk_candidates(
         text_columns,
         key_inclusions(kept, config),
         mutual_keys(kept),
+        same_shape(kept, columns),
         config.overlap_share,
     )
     ranked = choose(kept, overlaps, config)

@@ -19,7 +19,11 @@ So tables A and B overlap when
   inside any table with larger id columns, and only its rows, which inclusions do not see, would tell a
   copy; or
 * each has a key of other values than integers included in the other's (a candidate both ways,
-  ``discover``): two copies of one list of names or codes (two tables numbered 1..N are not copies).
+  ``discover``): two copies of one list of names or codes (two tables numbered 1..N are not copies); or
+* both have one shape (as many columns, of the same types in the same order) and a column of A is
+  included in the key of B at the same place, a key of other values than integers: two samples or
+  versions of one table (the demo's ``languages_0055.language`` inside ``languages_0047.language``),
+  where a reference would join two tables of different shapes.
 
 A pair is written once, its tables in name order, with the matched columns and the containment each way;
 ``choice`` accepts no foreign key between the two tables of an overlap.
@@ -40,6 +44,7 @@ SCHEMA = pa.schema(
         ("left_in_right", pa.float64()),
         ("right_in_left", pa.float64()),
         ("mutual_keys", pa.bool_()),
+        ("same_shape", pa.bool_()),
     ]
 )
 
@@ -64,13 +69,15 @@ def find_overlaps(
     text_columns: set[tuple[str, str]],
     key_inclusions: set[tuple[str, str]],
     mutual_keys: set[frozenset[str]],
+    same_shape: set[frozenset[str]],
     share: float,
 ) -> pa.Table:
     """The overlapping table pairs (module docstring): ``inclusions`` the column pairs (dep_table,
     dep_column, ref_table, ref_column) taken as included,
     ``column_counts`` per table, ``text_columns`` the (table, column) pairs of string type,
     ``key_inclusions`` the table pairs (A, B) with a key of A included in a key of B, ``mutual_keys`` the
-    table pairs with keys other than integers included both ways."""
+    table pairs with keys other than integers included both ways, ``same_shape`` the pairs of one shape
+    with a column included in the other's key at its place."""
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for row in inclusions.select(["dep_table", "dep_column", "ref_table", "ref_column"]).to_pylist():
         if row["dep_table"] != row["ref_table"]:
@@ -82,10 +89,11 @@ def find_overlaps(
     def containment(a: str, b: str) -> float:
         return len(matched.get((a, b), [])) / column_counts[a] if column_counts.get(a) else 0.0
 
-    pairs = {tuple(sorted(pair)) for pair in matched} | {tuple(sorted(pair)) for pair in mutual_keys}
+    pairs = {tuple(sorted(pair)) for pair in matched} | {tuple(sorted(p)) for p in mutual_keys | same_shape}
     rows = []
     for left, right in sorted(pairs):
         mutual = frozenset((left, right)) in mutual_keys
+        shaped = frozenset((left, right)) in same_shape
         contained = any(
             (a, b) in key_inclusions
             and len(matched.get((a, b), [])) >= 2
@@ -93,7 +101,7 @@ def find_overlaps(
             and any((a, column) in text_columns for column, _ in matched[(a, b)])
             for a, b in ((left, right), (right, left))
         )
-        if not (mutual or contained):
+        if not (mutual or shaped or contained):
             continue
         columns = matched.get((left, right)) or [(l_, r_) for r_, l_ in matched.get((right, left), [])]
         rows.append(
@@ -104,6 +112,7 @@ def find_overlaps(
                 "left_in_right": containment(left, right),
                 "right_in_left": containment(right, left),
                 "mutual_keys": mutual,
+                "same_shape": shaped,
             }
         )
     return pa.Table.from_pylist(rows, schema=SCHEMA)

@@ -261,7 +261,8 @@ def _svg(view: SchemaView, index: int) -> str:
 
 
 _STYLE = """
-body{font-family:sans-serif;margin:12px} h2{margin:18px 0 4px} td,th{padding:2px 8px;text-align:left}
+body{font-family:sans-serif;margin:12px} h2,h3{margin:14px 0 4px} td,th{padding:2px 8px;text-align:left}
+.section{display:inline-block;vertical-align:top;margin-right:18px}
 .view{border:1px solid #ccc;cursor:grab;display:block} path{fill:none;stroke-width:1.4}
 path.fk{stroke:#c0392b} path.ind{stroke:#1f5fa8;stroke-dasharray:5,3}
 rect.single{fill:#fdd49e;stroke:#7f2704} rect.group{fill:#c7e9c0;stroke:#238b45}
@@ -314,10 +315,11 @@ def render_page(overview: dict[str, dict], views: list[SchemaView], title: str) 
             for edge in view.edges
         )
         sections.append(
-            f"<h2>{e(view.schema or '(lake root)')}: view {i}, {sum(len(m) for m in view.members.values())} "
-            f"tables, {sum(edge.kind == 'fk' for edge in view.edges)} foreign keys</h2>{_svg(view, i)}"
+            f'<div class="section"><h3>{e(view.schema or "(lake root)")}: view {i}, '
+            f"{sum(len(m) for m in view.members.values())} tables, "
+            f"{sum(edge.kind == 'fk' for edge in view.edges)} foreign keys</h3>{_svg(view, i)}"
             f"<details><summary>edges</summary><table><tr><th>dependent</th><th>referenced</th><th>columns"
-            f"</th><th>kind</th></tr>{listed}</table></details>"
+            f"</th><th>kind</th></tr>{listed}</table></details></div>"
         )
     legend = (
         "Red: accepted foreign key, from the dependent table to the referenced one (above to below); "

@@ -36,13 +36,16 @@ def test_samples_extracts_and_mutual_keys_overlap_and_fact_tables_do_not() -> No
         {("web/p1", "planet"), ("web/p1", "kind"), ("shop/customers", "name")},
         {("web/p1", "web/p2"), ("shop/invoices", "shop/orders")},
         {frozenset(("b/a", "shop/customers"))},
+        {frozenset(("web/l1", "web/l2"))},
         0.5,
     ).to_pylist()
     assert [(r["left_table"], r["right_table"]) for r in found] == [
         ("b/a", "shop/customers"),
+        ("web/l1", "web/l2"),
         ("web/p1", "web/p2"),
     ]
-    sample = found[1]
+    assert found[1]["same_shape"] and not found[0]["same_shape"]
+    sample = found[2]
     assert sample["left_in_right"] == 0.75 and sample["right_in_left"] == 0.0 and not sample["mutual_keys"]
     assert sample["columns"] == ["kind=kind", "moons=moons", "planet=planet"]
     assert found[0]["mutual_keys"]
