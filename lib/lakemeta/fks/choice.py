@@ -15,10 +15,10 @@ candidates of a schema, under constraints that real schemas obey:
    one-column key (one-to-one: two numberings or code lists that happen to nest, TPC-DS's customer ids
    inside its time ids; a dozen stores' closing dates in a calendar stay candidates, and so do returns
    whose (item, ticket) is unique and references a sale's);
-   the dependent counts from the key's first values and stops early (a one-column key of integers, and
-   the dependent's values start in its first tenth and end before ``fks.prefix_share`` of it: a line
-   number or a quantity inside any id column numbered from 1, where a reference would spread over the
-   key); names differ while
+   the dependent counts from the key's first values (a one-column key of integers, and the dependent's
+   values start in its first tenth and end before ``fks.prefix_share`` of it, or hold every key value up
+   to their largest and stop short of its end: a line number, a quantity or a counter inside any id
+   column numbered from 1, where a reference would spread over the key, ``signals``); names differ while
    ``fks.require_name_match`` asks for §5.4's check.
 2. **Each dependent column (or column combination) references at most one key.** Its candidates are
    ordered by: same folder of the lake first (a schema lives in a folder; a key in another schema is

@@ -50,6 +50,7 @@ _INTEGER = r"^-?[0-9]+$"
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _GENERIC = frozenset({"id", "key", "sk", "pk", "no", "nr", "num", "code"})
 _FIRST_TENTH = 0.1
+_DENSE = 0.95  # every key value in a span but 5%, and a span ending before the last 5%
 _MIN_CONTAINED = 3  # a token matches one containing it only from this length on ("sk" is in "desk")
 
 
@@ -102,9 +103,14 @@ def folder(table: str) -> str:
 
 
 def counts_from_first_values(candidate: dict, prefix_share: float) -> bool:
-    """Whether a candidate's values start in its integer key's first tenth and end before ``prefix_share``
-    of it: a line number, a quantity or a year inside an id range numbered from 1 (``choice``). A window
-    further in (a few years of a two-century calendar) is left to the other signals."""
-    if not candidate["pk_is_integer"] or candidate["span_end"] > prefix_share:
+    """Whether a candidate counts from its integer key's first values rather than referring to the key: its
+    values start in the key's first tenth and end before ``prefix_share`` of it (a line number, a
+    quantity or a year inside an id range numbered from 1), or they hold every key value up to their
+    largest and stop short of the key's end (TPC-H's ps_availqty, 1..9,999 inside c_custkey's 1..15,000:
+    a counter; a sample of the key has gaps or reaches its end). A window further in (a few years of a
+    two-century calendar) is left to the other signals (``choice``)."""
+    if not candidate["pk_is_integer"] or candidate["span_start"] > _FIRST_TENTH:
         return False
-    return candidate["span_start"] <= _FIRST_TENTH
+    width = candidate["span_end"] - candidate["span_start"]
+    dense = candidate["coverage"] >= _DENSE * width and candidate["span_end"] < _DENSE
+    return candidate["span_end"] <= prefix_share or dense

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakemeta.fks.signals import folder, integer_key, name_similarity, span, tokens
+from lakemeta.fks.signals import counts_from_first_values, folder, integer_key, name_similarity, span, tokens
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,26 @@ def test_name_similarity_is_the_share_of_the_key_names_tokens_matched(
 
 def test_the_folder_of_a_table_is_its_path_without_the_last_part() -> None:
     assert folder("tpcds/store_sales") == "tpcds" and folder("a/b/c") == "a/b" and folder("orders") == ""
+
+
+@pytest.mark.parametrize(
+    ("span_start", "span_end", "coverage", "integer", "expected"),
+    [
+        (0.0, 0.3, 0.05, True, True),  # a line number in the first part of an id range
+        (0.0, 0.668, 0.666, True, True),  # every value 1..9,999 of 1..15,000: a counter
+        (0.0, 0.867, 0.58, True, False),  # a sample of the first 87% (TPC-DS catalog pages): gaps
+        (0.0, 1.0, 1.0, True, False),  # the whole key
+        (0.49, 0.52, 0.02, True, False),  # a window of a calendar
+        (0.0, 0.3, 0.3, False, False),  # not a key of integers
+    ],
+)
+def test_counting_columns_start_at_the_keys_first_values(
+    span_start: float, span_end: float, coverage: float, integer: bool, expected: bool
+) -> None:
+    candidate = {
+        "span_start": span_start,
+        "span_end": span_end,
+        "coverage": coverage,
+        "pk_is_integer": integer,
+    }
+    assert counts_from_first_values(candidate, 0.5) is expected
