@@ -169,13 +169,16 @@ def pairs(kept: list[dict]) -> set:
     return {(r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"])) for r in kept}
 
 
-def run_scale(scale: str) -> dict:
+def run_scale(scale: str, reuse_state: bool) -> dict:
     root = SCRATCH / f"sf{scale}"
     lake = root / "lake"
     if not lake.is_dir():
         generate_tpch(root / "sources", scale=scale)
         write_parquet_tables(root / "sources", lake)
-    pipeline, counts, rows = state_and_fks(f"sf{scale}", root, lake)
+    reuse_state = reuse_state and (root / "catalog" / "inclusion_estimates").is_dir()
+    if not reuse_state:
+        shutil.rmtree(root / "catalog", ignore_errors=True)
+    pipeline, counts, rows = state_and_fks(f"sf{scale}", root, lake, reuse_state)
     spark = pipeline.catalog.spark
     figures = {
         "scale": scale,
@@ -300,7 +303,7 @@ def main() -> None:
     parser.add_argument(
         "--reuse-state",
         action="store_true",
-        help="time the FK step on the state an earlier run of the lakes kept in the scratch folder",
+        help="time the FK step on the state an earlier run kept in the scratch folder",
     )
     args = parser.parse_args()
     if args.lakes:
@@ -315,7 +318,7 @@ def main() -> None:
         print(f"results in {LAKES_RESULT}")
         return
     results = {"load_average_before": os.getloadavg()}
-    results["scales"] = [run_scale(scale) for scale in args.scales.split(",")]
+    results["scales"] = [run_scale(scale, args.reuse_state) for scale in args.scales.split(",")]
     results["load_average_after"] = os.getloadavg()
     if args.scales == "0.1,1":
         RESULT.write_text(json.dumps(results, indent=2) + "\n")

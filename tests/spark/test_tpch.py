@@ -12,7 +12,7 @@ from lakemeta.config import AgreeSetConfig, Config, FkConfig, IndConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
 from lakemeta.pipeline import Pipeline
 
-from .fks.test_discover import candidates
+from .fks.test_choice import candidates
 from .inds.test_discover import brute_force, discovered
 from .lake_changes import process
 

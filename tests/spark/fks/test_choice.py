@@ -1,5 +1,11 @@
-"""The FK choice on a small lake of two schemas with known foreign keys: ids 1..N in both schemas, a copy
-of a table, a self-reference, a dirty FK, counting columns inside every id range; names ignored."""
+"""``fk_candidates`` through the pipeline, on one lake run once, names ignored (TPC-H's foreign keys:
+``test_tpch``):
+
+* ``shop/`` and ``billing/``: two schemas with known foreign keys, ids 1..N in both, a copy of a table, a
+  self-reference, a dirty FK, counting columns inside every id range: the choice accepts exactly the
+  true FKs and finds the overlaps;
+* ``ranges/``: ranges of a key rank below random samples of it, and multi-column candidates are pruned
+  on their tuples."""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import pytest
 from deltalake import write_deltalake
 
 from lakemeta.config import Config, FkConfig
+from lakemeta.fks.schema_view import write_catalog_page
 from lakemeta.pipeline import Pipeline
 
 from ..lake_changes import process
@@ -80,17 +87,58 @@ def write_lake(lake: Path) -> None:
     )
 
 
-def test_the_choice_accepts_exactly_the_true_foreign_keys_and_finds_the_overlaps(
-    spark, tmp_path: Path
-) -> None:
-    lake = tmp_path / "lake"
-    write_lake(lake)
-    config = Config(lake=lake, catalog=tmp_path / "catalog", fks=FkConfig(name_signal=False))
+def write_ranges(lake: Path) -> None:
+    rng = np.random.default_rng(3)
+    key = np.arange(1, 4001)
+    write_deltalake(str(lake / "ranges/accounts"), pa.table({"account": key, "region": key % 7}))
+    samples = {
+        "sampled": rng.choice(key, 2500),  # random subset, with repeats
+        "prefix": rng.choice(key[:2500], 2500),
+        "suffix": rng.choice(key[-2500:], 2500),
+    }
+    for name, values in samples.items():
+        write_deltalake(str(lake / "ranges" / name), pa.table({"ref": values}))
+    # A two-column key (x, y) = (a, a + d mod 60), d < 10, and candidates whose columns are each included
+    # in x and y: one holding the key's tuples, one holding (a, a + 30 + d mod 60), none of them the key's.
+    tuples = [(a, (a + d) % 60) for a in range(60) for d in range(10)]
+    write_deltalake(
+        str(lake / "ranges/grid"), pa.table({"x": [a for a, _ in tuples], "y": [b for _, b in tuples]})
+    )
+    chosen = [tuples[i] for i in rng.choice(len(tuples), 400, replace=False)]
+    write_deltalake(
+        str(lake / "ranges/grid_refs"), pa.table({"gx": [a for a, _ in chosen], "gy": [b for _, b in chosen]})
+    )
+    crossed = [(a, (b + 30) % 60) for a, b in tuples]
+    write_deltalake(
+        str(lake / "ranges/crossed"), pa.table({"cx": [a for a, _ in crossed], "cy": [b for _, b in crossed]})
+    )
+
+
+def candidates(pipeline: Pipeline) -> list[dict]:
+    """The ranked candidates: answer set 1, then 2, then the rest, each by EMD_n."""
+    rows = pipeline.catalog.read_small("fk_candidates").sort_by("rank").to_pylist()
+    assert [row["rank"] for row in rows] == list(range(1, len(rows) + 1))
+    ordered = [(row["answer_set"] or 3, row["emd"]) for row in rows]
+    assert ordered == sorted(ordered)
+    return rows
+
+
+@pytest.fixture(scope="module")
+def discovered(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pipeline, list[dict]]:
+    root = tmp_path_factory.mktemp("fks")
+    write_lake(root / "lake")
+    write_ranges(root / "lake")
+    config = Config(lake=root / "lake", catalog=root / "catalog", fks=FkConfig(name_signal=False))
     pipeline = Pipeline(spark, config)
-    process(pipeline, "column_profile", "hll_counters", "agree_sets")
+    process(pipeline, "column_profile", "hll_counters", "agree_sets")  # keys come from the agree-sets
     for step in ("inclusion_estimates", "fk_candidates"):
         pipeline.discover(step)
-    rows = pipeline.catalog.read_small("fk_candidates").to_pylist()
+    return pipeline, candidates(pipeline)
+
+
+def test_the_choice_accepts_exactly_the_true_foreign_keys_and_finds_the_overlaps(discovered) -> None:
+    pipeline, rows = discovered
+    rows = [r for r in rows if not r["fk_table"].startswith("ranges/")]
     accepted = {
         (r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"]))
         for r in rows
@@ -109,3 +157,26 @@ def test_the_choice_accepts_exactly_the_true_foreign_keys_and_finds_the_overlaps
     assert overlaps[("shop/orders", "shop/orders_copy")]["right_in_left"] == 1.0
     quantity = [r for r in rows if r["fk_table"] == "shop/orders" and r["fk_columns"] == ["quantity"]]
     assert quantity and all(r["reason"] == "counts from the key's first values" for r in quantity)
+
+
+def test_ranges_of_a_key_rank_below_random_samples_and_tuples_prune_multi_column_candidates(
+    discovered,
+) -> None:
+    pipeline, rows = discovered
+    single = {
+        row["fk_table"].removeprefix("ranges/"): row for row in rows if row["pk_columns"] == ["account"]
+    }
+    assert set(single) >= {"sampled", "prefix", "suffix"}
+    assert single["sampled"]["emd"] <= FkConfig().sample_emd < single["prefix"]["emd"]
+    assert single["sampled"]["rank"] < single["prefix"]["rank"]
+    assert single["sampled"]["rank"] < single["suffix"]["rank"]
+    assert single["suffix"]["emd"] > FkConfig().sample_emd
+    # no sample, but the lake's only key holding them: accepted (``choice``)
+    assert all(single[name]["accepted"] for name in ("sampled", "prefix", "suffix"))
+    several = {(r["fk_table"], tuple(r["fk_columns"])): r for r in rows if r["pk_table"] == "ranges/grid"}
+    assert several[("ranges/grid_refs", ("gx", "gy"))]["accepted"]
+    assert several[("ranges/grid_refs", ("gx", "gy"))]["inclusion_estimate"] >= 0.9
+    assert not [table for table, _ in several if table == "ranges/crossed"]  # pruned on its tuples
+    write_catalog_page(pipeline.config.catalog, pipeline.config.catalog.parent / "schemas.html")
+    page = (pipeline.config.catalog.parent / "schemas.html").read_text(encoding="utf-8")
+    assert "(ref) \u2192 (account)" in page  # accepted FKs drawn
