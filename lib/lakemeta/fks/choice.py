@@ -50,6 +50,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lakemeta.config import FkConfig
+from lakemeta.fks.overlaps import joined_groups
 from lakemeta.fks.ranking import names_match
 from lakemeta.fks.signals import counts_from_first_values, folder, name_similarity
 
@@ -114,25 +115,6 @@ def _same_evidence(row: dict, other: dict, config: FkConfig) -> bool:
     return _preference(row, config)[:-2] == _preference(other, config)[:-2]
 
 
-def _graphs(rows: list[dict]) -> dict[str, str]:
-    """Each table's schema graph: the first table of its component, joined by candidates not ruled out
-    within one folder (union-find)."""
-    parent: dict[str, str] = {}
-
-    def root(table: str) -> str:
-        parent.setdefault(table, table)
-        while parent[table] != table:
-            parent[table] = parent[parent[table]]
-            table = parent[table]
-        return table
-
-    for row in rows:
-        a, b = root(row["fk_table"]), root(row["pk_table"])
-        if row["reason"] is None and row["same_folder"] and a != b:
-            parent[max(a, b)] = min(a, b)
-    return {table: root(table) for table in list(parent)}
-
-
 def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
     """``scored`` (candidates and their signals) with the choice's columns (``CHOICE_COLUMNS``), ranked:
     answer set 1 first, then set 2, then the rest, each by EMD_n."""
@@ -181,7 +163,11 @@ def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
             reason = "in another schema, and not a sample of a key other than a numbering 1..N"
         if best["answer_set"] == 2:
             best["reason"] = reason
-    graphs = _graphs(rows)
+    # Schema graphs: the tables joined by candidates not ruled out, within one folder.
+    graphs = joined_groups(
+        [(r["fk_table"], r["pk_table"]) for r in rows if not r["ruled_out"] and r["same_folder"]]
+        + [(r["fk_table"], r["fk_table"]) for r in rows]
+    )
     for row in rows:
         row["schema_graph"] = graphs[row["fk_table"]]
     rows.sort(

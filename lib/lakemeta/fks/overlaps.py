@@ -31,6 +31,8 @@ A pair is written once, its tables in name order, with the matched columns and t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 import pyarrow as pa
 from scipy.sparse import csr_array
@@ -47,6 +49,25 @@ SCHEMA = pa.schema(
         ("same_shape", pa.bool_()),
     ]
 )
+
+
+def joined_groups(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """Each table of the pairs and its group's first table, the groups being the connected components of
+    the pairs (union-find): overlap groups (``schema_view``), schema graphs (``choice``)."""
+    parent: dict[str, str] = {}
+
+    def root(table: str) -> str:
+        parent.setdefault(table, table)
+        while parent[table] != table:
+            parent[table] = parent[parent[table]]
+            table = parent[table]
+        return table
+
+    for left, right in pairs:
+        a, b = root(left), root(right)
+        if a != b:
+            parent[max(a, b)] = min(a, b)
+    return {table: root(table) for table in list(parent)}
 
 
 def matched_columns(inclusions: list[tuple[str, str]]) -> list[tuple[str, str]]:

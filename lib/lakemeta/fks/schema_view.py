@@ -27,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from lakemeta.fks.overlaps import joined_groups
 from lakemeta.fks.signals import folder
 
 _LAYER_GAP = 110.0
@@ -59,24 +60,6 @@ class SchemaView:
     edges: list[Edge]
     position: dict[str, tuple[float, float]] = field(default_factory=dict)
     width: dict[str, float] = field(default_factory=dict)
-
-
-def _groups(overlaps: list[tuple[str, str]]) -> dict[str, str]:
-    """Each overlapping table's group, named by the group's first table (union-find)."""
-    parent: dict[str, str] = {}
-
-    def root(table: str) -> str:
-        parent.setdefault(table, table)
-        while parent[table] != table:
-            parent[table] = parent[parent[table]]
-            table = parent[table]
-        return table
-
-    for left, right in overlaps:
-        a, b = root(left), root(right)
-        if a != b:
-            parent[max(a, b)] = min(a, b)
-    return {table: root(table) for table in list(parent)}
 
 
 def _components(nodes: list[str], edges: list[Edge]) -> list[list[str]]:
@@ -187,7 +170,7 @@ def schema_views(
     """The lake overview (per schema: tables seen, accepted FKs, overlap groups) and the laid-out views of
     every schema graph, from the accepted FKs (rows of ``fk_candidates``), the overlapping table pairs and,
     when given, the INDs (rows of ``inclusion_dependencies``) within a schema."""
-    group = _groups(overlaps)
+    group = joined_groups(overlaps)
     node_of = lambda table: group.get(table, table)  # noqa: E731
     by_schema: dict[str, list[Edge]] = defaultdict(list)
     overview: dict[str, dict] = defaultdict(lambda: {"fks": 0, "tables": set(), "overlap_groups": set()})

@@ -53,6 +53,10 @@ def test_each_dependent_takes_one_key_its_own_schema_first() -> None:
         "a/orders.cust": "a/customers.id",
         "c/events.user": "a/customers.id",
     }
+    chosen = choose(pa.Table.from_pylist(rows, schema=SCORED), OVERLAPS.empty_table(), NAMES_IGNORED)
+    graphs = {(r["fk_table"], r["schema_graph"]) for r in chosen.to_pylist()}
+    # schema graphs join tables of one folder only: c's tables reference a's, each is its own graph
+    assert graphs == {("a/orders", "a/customers"), ("c/events", "c/events"), ("c/logs", "c/logs")}
 
 
 def test_accidents_are_ruled_out_and_the_only_key_left_is_accepted() -> None:

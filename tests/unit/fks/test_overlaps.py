@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lakemeta.fks.overlaps import find_overlaps, matched_columns
+from lakemeta.fks.overlaps import find_overlaps, joined_groups, matched_columns
 
 
 def inds(*pairs: tuple[str, str, str, str]) -> pa.Table:
@@ -49,3 +49,8 @@ def test_samples_extracts_and_mutual_keys_overlap_and_fact_tables_do_not() -> No
     assert sample["left_in_right"] == 0.75 and sample["right_in_left"] == 0.0 and not sample["mutual_keys"]
     assert sample["columns"] == ["kind=kind", "moons=moons", "planet=planet"]
     assert found[0]["mutual_keys"]
+
+
+def test_joined_groups_are_named_by_their_first_table() -> None:
+    groups = joined_groups([("b", "c"), ("d", "c"), ("x", "y"), ("a", "a")])
+    assert groups == {"b": "b", "c": "b", "d": "b", "x": "x", "y": "x", "a": "a"}
