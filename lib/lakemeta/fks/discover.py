@@ -56,7 +56,7 @@ from lakemeta.fks.randomness import KeyGrid
 from lakemeta.fks.signals import counts_from_first_values, integer_key, span
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
-from lakemeta.sketches.discover import compatible, type_family
+from lakemeta.sketches.discover import type_family
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.placement import balanced_frame
 
@@ -127,7 +127,8 @@ class CandidateIndex:
                 self._families.setdefault(row["table_name"], {})[row["column_name"]] = family
 
     def _same_table(self, table: str, column: str) -> list[Candidate]:
-        """The columns of the key's own table that could reference it: no BML estimate (BML relates columns
+        """The columns of the key's own table that could reference it, those of the key's type family (a
+        manager's id is an id, not text that happens to hold digits): no BML estimate (BML relates columns
         of different tables), the exact check decides."""
         families = self._families.get(table, {})
         if column not in families:
@@ -135,7 +136,7 @@ class CandidateIndex:
         return [
             Candidate(table, (other,), None, None)
             for other, family in sorted(families.items())
-            if other != column and compatible(family, families[column])
+            if other != column and family == families[column]
         ]
 
     def referenced(self, key: Key) -> bool:
