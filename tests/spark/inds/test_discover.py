@@ -122,7 +122,7 @@ def test_inclusion_dependencies_equal_brute_force(
     assert any(x[4] == 0 for x in everything)  # an empty column is included in every other one
 
 
-def test_the_graph_command_draws_the_tables_of_the_catalog_inds(spark, tmp_path: Path, capsys) -> None:
+def test_the_graph_command_draws_the_inds_of_each_schema(spark, tmp_path: Path, capsys) -> None:
     lake = tmp_path / "lake"
     write_deltalake(str(lake / "orders"), pa.table({"customer": [1, 2, 2], "note": ["a", "b", "c"]}))
     write_deltalake(str(lake / "customers"), pa.table({"id": [1, 2, 3]}))
@@ -131,8 +131,8 @@ def test_the_graph_command_draws_the_tables_of_the_catalog_inds(spark, tmp_path:
     process(pipeline, "column_profile")  # the tables and columns Many reads
     pipeline.discover("inclusion_dependencies")
     page = tmp_path / "graph.html"
-    assert main(["graph", "--catalog", str(tmp_path / "catalog"), "--out", str(page)]) == 0
-    assert "2 tables, 1 INDs, 0 accepted FKs, 1 components" in capsys.readouterr().out
+    assert main(["graph", "--catalog", str(tmp_path / "catalog"), "--out", str(page), "--inds"]) == 0
+    assert "1 schemas, 0 accepted FKs, 1 schema graphs drawn" in capsys.readouterr().out
     text = page.read_text(encoding="utf-8")
     assert "orders" in text and "customers" in text and "customer \u2286 id" in text
     assert "elsewhere" not in text
