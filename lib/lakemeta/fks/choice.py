@@ -52,10 +52,13 @@ import pyarrow as pa
 from lakemeta.config import FkConfig
 from lakemeta.fks.overlaps import joined_groups
 from lakemeta.fks.ranking import names_match
-from lakemeta.fks.signals import counts_from_first_values, folder, name_similarity
-
-SAMPLE_COVERAGE = 0.05
-"""The share of a key that another table's key must cover to be a numbering, copy or sample of it."""
+from lakemeta.fks.signals import (
+    SAMPLE_COVERAGE,
+    both_ways,
+    counts_from_first_values,
+    folder,
+    name_similarity,
+)
 
 CHOICE_COLUMNS = pa.schema(
     [
@@ -125,7 +128,7 @@ def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
             overlaps["left_table"].to_pylist(), overlaps["right_table"].to_pylist(), strict=True
         )
     }
-    reverse = {(r["pk_table"], tuple(r["pk_columns"]), r["fk_table"], tuple(r["fk_columns"])) for r in rows}
+    reverse = both_ways(rows)
     for row in rows:
         row["same_folder"] = folder(row["fk_table"]) == folder(row["pk_table"])
         row["name_similarity"] = name_similarity(row["fk_columns"], row["pk_table"], row["pk_columns"])

@@ -48,15 +48,14 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, FkConfig, SketchConfig
-from lakemeta.fks.choice import SAMPLE_COVERAGE, choose
+from lakemeta.fks.choice import choose
 from lakemeta.fks.columns import ColumnCache
 from lakemeta.fks.keys import Key, find_keys
 from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.randomness import KeyGrid
-from lakemeta.fks.signals import counts_from_first_values, integer_key, span
+from lakemeta.fks.signals import ColumnTypes, integer_key, span
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
-from lakemeta.sketches.discover import type_family
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.placement import balanced_frame
 
@@ -115,29 +114,35 @@ class CandidateIndex:
     table that can hold its values (self-references, Zhang's phase 2 allows the key's table), and from
     them the candidates of a key (Alg. B.1, Zhang §4)."""
 
-    def __init__(self, estimates: pa.Table, columns: pa.Table, threshold: float) -> None:
+    def __init__(self, estimates: pa.Table, types: ColumnTypes, threshold: float) -> None:
         reach = pc.add(estimates["estimate"], estimates["error_bound"])
         self._included_in: dict[tuple[str, str], list[dict]] = {}
         for row in estimates.filter(pc.greater_equal(reach, threshold)).to_pylist():
             self._included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
-        self._families: dict[str, dict[str, str]] = {}
-        for row in columns.select(["table_name", "column_name", "data_type"]).to_pylist():
-            family = type_family(row["data_type"] or "")
-            if family is not None:
-                self._families.setdefault(row["table_name"], {})[row["column_name"]] = family
+        self._types = types
 
     def _same_table(self, table: str, column: str) -> list[Candidate]:
         """The columns of the key's own table that could reference it, those of the key's type family (a
         manager's id is an id, not text that happens to hold digits): no BML estimate (BML relates columns
         of different tables), the exact check decides."""
-        families = self._families.get(table, {})
-        if column not in families:
+        family = self._types.family.get((table, column))
+        if family is None:
             return []
         return [
             Candidate(table, (other,), None, None)
-            for other, family in sorted(families.items())
-            if other != column and family == families[column]
+            for other in sorted(self._types.columns.get(table, []))
+            if other != column and self._types.family[(table, other)] == family
         ]
+
+    def _several(self, key: Key) -> Iterator[Candidate]:
+        """Phase 2's candidates of a key of several columns, before their tuple sketches, one by one: every
+        F in S(C1) x ... x S(Cn) whose columns are distinct and in one table."""
+        sets = [self._included_in.get((key.table, column), []) for column in key.columns]
+        for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
+            per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
+            for columns in itertools.product(*per_column):
+                if len(set(columns)) == len(columns):
+                    yield Candidate(table, columns, None, None)
 
     def referenced(self, key: Key) -> bool:
         """Whether another table holds candidates of the key, stopping at the first (the key checks ask
@@ -145,32 +150,20 @@ class CandidateIndex:
         of tuples). Keys are looked for where other tables reference them; once found, their own table's
         columns are candidates too (``candidates``), but these alone do not make a key worth checking:
         nearly every column has a sibling of a compatible type."""
-        sets = [self._included_in.get((key.table, column), []) for column in key.columns]
         if len(key.columns) == 1:
-            return bool(sets[0])
-        for table in set.intersection(*({r["dep_table"] for r in s} for s in sets)):
-            per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
-            if any(len(set(columns)) == len(columns) for columns in itertools.product(*per_column)):
-                return True
-        return False
+            return bool(self._included_in.get((key.table, key.columns[0])))
+        return next(self._several(key), None) is not None
 
     def candidates(self, key: Key) -> list[Candidate]:
         """Phase 1's candidates of a one-column key, self-references included; phase 2's, before their
         tuple sketches, of a larger one: every F in S(C1) x ... x S(Cn) whose columns are distinct and in
         one table."""
-        sets = [self._included_in.get((key.table, column), []) for column in key.columns]
         if len(key.columns) == 1:
             return [
                 Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
-                for r in sets[0]
+                for r in self._included_in.get((key.table, key.columns[0]), [])
             ] + self._same_table(key.table, key.columns[0])
-        found = []
-        for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
-            per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
-            for columns in itertools.product(*per_column):
-                if len(set(columns)) == len(columns):
-                    found.append(Candidate(table, columns, None, None))
-        return found
+        return list(self._several(key))
 
 
 def _sketch(tuple_hashes: np.ndarray, valid: np.ndarray, sketches: SketchConfig) -> np.ndarray:
@@ -304,72 +297,16 @@ def smallest_keys_only(scored: pa.Table) -> pa.Table:
     return scored.filter(pa.array(keep, pa.bool_()))
 
 
-def with_key_signals(scored: pa.Table, keys: list[Key], columns: pa.Table) -> pa.Table:
+def with_key_signals(scored: pa.Table, keys: list[Key], types: ColumnTypes) -> pa.Table:
     """``scored`` with ``fk_is_key`` (the dependent is a key of its own table) and ``pk_ordinal`` (the
     key's first column's position in its table; keys come first by convention) (``signals``)."""
     known = {(key.table, key.columns) for key in keys}
-    ordinals = {
-        (r["table_name"], r["column_name"]): r["ordinal"]
-        for r in columns.select(["table_name", "column_name", "ordinal"]).to_pylist()
-    }
     rows = scored.select(["fk_table", "fk_columns", "pk_table", "pk_columns"]).to_pylist()
     fk_is_key = [(r["fk_table"], tuple(r["fk_columns"])) in known for r in rows]
-    pk_ordinal = [min(ordinals.get((r["pk_table"], c), 0) for c in r["pk_columns"]) for r in rows]
+    pk_ordinal = [min(types.ordinal.get((r["pk_table"], c), 0) for c in r["pk_columns"]) for r in rows]
     return scored.append_column("fk_is_key", pa.array(fk_is_key, pa.bool_())).append_column(
         "pk_ordinal", pa.array(pk_ordinal, pa.int32())
     )
-
-
-def key_inclusions(scored: pa.Table, config: FkConfig) -> set[tuple[str, str]]:
-    """The table pairs (A, B) with a key of A included in a key of B and covering a share of it (a copy,
-    a sample, a version; a dozen stores are no sample of 73,049 dates): candidates whose dependent is a
-    key, unless it only counts from the key's first values (three rows numbered 1..3 fit any id range)."""
-    return {
-        (r["fk_table"], r["pk_table"])
-        for r in scored.to_pylist()
-        if r["fk_is_key"]
-        and r["fk_table"] != r["pk_table"]
-        and r["coverage"] >= SAMPLE_COVERAGE
-        and not counts_from_first_values(r, config.prefix_share)
-    }
-
-
-def same_shape(scored: pa.Table, columns: pa.Table) -> set[frozenset[str]]:
-    """The table pairs of one shape (the type families of their columns, in order) with a candidate from a
-    column of one to the key at the same place in the other, a key of other values than integers
-    (``overlaps``: two tables of ids numbered 1..N are not versions of one another)."""
-    shapes: dict[str, list[tuple[int, str | None]]] = {}
-    ordinal = {}
-    for r in columns.select(["table_name", "column_name", "ordinal", "data_type"]).to_pylist():
-        shapes.setdefault(r["table_name"], []).append((r["ordinal"], type_family(r["data_type"] or "")))
-        ordinal[(r["table_name"], r["column_name"])] = r["ordinal"]
-    shape = {table: tuple(family for _, family in sorted(kinds)) for table, kinds in shapes.items()}
-    return {
-        frozenset((r["fk_table"], r["pk_table"]))
-        for r in scored.select(
-            ["fk_table", "fk_columns", "pk_table", "pk_columns", "pk_is_integer"]
-        ).to_pylist()
-        if r["fk_table"] != r["pk_table"]
-        and len(r["fk_columns"]) == 1
-        and not r["pk_is_integer"]
-        and shape.get(r["fk_table"]) == shape.get(r["pk_table"])
-        and ordinal.get((r["fk_table"], r["fk_columns"][0]))
-        == ordinal.get((r["pk_table"], r["pk_columns"][0]))
-    }
-
-
-def mutual_keys(scored: pa.Table) -> set[frozenset[str]]:
-    """The table pairs each of which has a key included in a key of the other (``overlaps``): a candidate
-    F -> P whose dependent F is itself a key with P among its candidates. Keys of integers are left out:
-    two tables of N rows numbered 1..N are not copies of one another."""
-    found = {
-        (r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"]))
-        for r in scored.select(
-            ["fk_table", "fk_columns", "pk_table", "pk_columns", "pk_is_integer"]
-        ).to_pylist()
-        if r["fk_table"] != r["pk_table"] and not r["pk_is_integer"]
-    }
-    return {frozenset((f, p)) for f, fc, p, pc_ in found if (p, pc_, f, fc) in found}
 
 
 def refresh_fk_candidates(
@@ -377,9 +314,9 @@ def refresh_fk_candidates(
 ) -> int:
     """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count.
     A table above ``max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``)."""
-    columns = catalog.read_small("columns")
+    types = ColumnTypes(catalog.read_small("columns"))
     estimates = catalog.read_small("inclusion_estimates")
-    index = CandidateIndex(estimates, columns, config.inclusion_threshold)
+    index = CandidateIndex(estimates, types, config.inclusion_threshold)
 
     keys = find_keys(catalog, lake, config, sketches.precision, index.referenced, max_task_rows)
     proposed = {key: found for key in keys if (found := index.candidates(key))}
@@ -415,22 +352,9 @@ def refresh_fk_candidates(
         if rows
         else _ROWS.empty_table()
     )
-    kept = with_key_signals(smallest_keys_only(scored.cast(_ROWS)), keys, columns)
-    column_counts: dict[str, int] = {}
-    text_columns = set()
-    for row in columns.select(["table_name", "column_name", "data_type"]).to_pylist():
-        column_counts[row["table_name"]] = column_counts.get(row["table_name"], 0) + 1
-        if type_family(row["data_type"] or "") == "string":
-            text_columns.add((row["table_name"], row["column_name"]))
-    overlaps = find_overlaps(
-        estimates.filter(pc.greater_equal(estimates["estimate"], config.inclusion_threshold)),
-        column_counts,
-        text_columns,
-        key_inclusions(kept, config),
-        mutual_keys(kept),
-        same_shape(kept, columns),
-        config.overlap_share,
-    )
+    kept = with_key_signals(smallest_keys_only(scored.cast(_ROWS)), keys, types)
+    included = estimates.filter(pc.greater_equal(estimates["estimate"], config.inclusion_threshold))
+    overlaps = find_overlaps(included, types, kept, config)
     ranked = choose(kept, overlaps, config)
     catalog.replace_small(
         OVERLAPS, overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))

@@ -38,6 +38,9 @@ import pyarrow as pa
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
+from lakemeta.config import FkConfig
+from lakemeta.fks.signals import SAMPLE_COVERAGE, ColumnTypes, both_ways, counts_from_first_values
+
 SCHEMA = pa.schema(
     [
         ("left_table", pa.string()),
@@ -84,21 +87,55 @@ def matched_columns(inclusions: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(left[i], right[j]) for i, j in enumerate(matched) if j >= 0]
 
 
-def find_overlaps(
-    inclusions: pa.Table,
-    column_counts: dict[str, int],
-    text_columns: set[tuple[str, str]],
-    key_inclusions: set[tuple[str, str]],
-    mutual_keys: set[frozenset[str]],
-    same_shape: set[frozenset[str]],
-    share: float,
-) -> pa.Table:
+def key_inclusions(candidates: list[dict], prefix_share: float) -> set[tuple[str, str]]:
+    """The table pairs (A, B) with a key of A included in a key of B and covering a share of it (a copy,
+    a sample, a version; a dozen stores are no sample of 73,049 dates): candidates whose dependent is a
+    key, unless it only counts from the key's first values (three rows numbered 1..3 fit any id range)."""
+    return {
+        (r["fk_table"], r["pk_table"])
+        for r in candidates
+        if r["fk_is_key"]
+        and r["fk_table"] != r["pk_table"]
+        and r["coverage"] >= SAMPLE_COVERAGE
+        and not counts_from_first_values(r, prefix_share)
+    }
+
+
+def same_shape(candidates: list[dict], types: ColumnTypes) -> set[frozenset[str]]:
+    """The table pairs of one shape with a candidate from a column of one to the key at the same place in
+    the other, a key of other values than integers (two tables of ids 1..N are not versions)."""
+    return {
+        frozenset((r["fk_table"], r["pk_table"]))
+        for r in candidates
+        if r["fk_table"] != r["pk_table"]
+        and len(r["fk_columns"]) == 1
+        and not r["pk_is_integer"]
+        and types.shape.get(r["fk_table"]) == types.shape.get(r["pk_table"])
+        and types.ordinal.get((r["fk_table"], r["fk_columns"][0]))
+        == types.ordinal.get((r["pk_table"], r["pk_columns"][0]))
+    }
+
+
+def mutual_keys(candidates: list[dict]) -> set[frozenset[str]]:
+    """The table pairs each of which has a key included in a key of the other, keys of other values than
+    integers (two tables of N rows numbered 1..N are not copies of one another)."""
+    integer = {(r["pk_table"], tuple(r["pk_columns"])) for r in candidates if r["pk_is_integer"]}
+    return {
+        frozenset((f, p))
+        for f, fc, p, pc_ in both_ways(candidates)
+        if f != p and (f, fc) not in integer and (p, pc_) not in integer
+    }
+
+
+def find_overlaps(inclusions: pa.Table, types: ColumnTypes, scored: pa.Table, config: FkConfig) -> pa.Table:
     """The overlapping table pairs (module docstring): ``inclusions`` the column pairs (dep_table,
-    dep_column, ref_table, ref_column) taken as included,
-    ``column_counts`` per table, ``text_columns`` the (table, column) pairs of string type,
-    ``key_inclusions`` the table pairs (A, B) with a key of A included in a key of B, ``mutual_keys`` the
-    table pairs with keys other than integers included both ways, ``same_shape`` the pairs of one shape
-    with a column included in the other's key at its place."""
+    dep_column, ref_table, ref_column) taken as included, ``types`` the lake's columns, ``scored`` the FK
+    candidates with their signals (``discover``)."""
+    candidates = scored.to_pylist()
+    column_counts = {table: len(columns) for table, columns in types.columns.items()}
+    key_inclusion = key_inclusions(candidates, config.prefix_share)
+    mutual, shaped_pairs = mutual_keys(candidates), same_shape(candidates, types)
+    share = config.overlap_share
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for row in inclusions.select(["dep_table", "dep_column", "ref_table", "ref_column"]).to_pylist():
         if row["dep_table"] != row["ref_table"]:
@@ -110,19 +147,19 @@ def find_overlaps(
     def containment(a: str, b: str) -> float:
         return len(matched.get((a, b), [])) / column_counts[a] if column_counts.get(a) else 0.0
 
-    pairs = {tuple(sorted(pair)) for pair in matched} | {tuple(sorted(p)) for p in mutual_keys | same_shape}
+    pairs = {tuple(sorted(pair)) for pair in matched} | {tuple(sorted(p)) for p in mutual | shaped_pairs}
     rows = []
     for left, right in sorted(pairs):
-        mutual = frozenset((left, right)) in mutual_keys
-        shaped = frozenset((left, right)) in same_shape
+        both = frozenset((left, right)) in mutual
+        shaped = frozenset((left, right)) in shaped_pairs
         contained = any(
-            (a, b) in key_inclusions
+            (a, b) in key_inclusion
             and len(matched.get((a, b), [])) >= 2
             and containment(a, b) >= share
-            and any((a, column) in text_columns for column, _ in matched[(a, b)])
+            and any(types.family.get((a, column)) == "string" for column, _ in matched[(a, b)])
             for a, b in ((left, right), (right, left))
         )
-        if not (mutual or shaped or contained):
+        if not (both or shaped or contained):
             continue
         columns = matched.get((left, right)) or [(l_, r_) for r_, l_ in matched.get((right, left), [])]
         rows.append(
@@ -132,7 +169,7 @@ def find_overlaps(
                 "columns": [f"{a}={b}" for a, b in sorted(columns)],
                 "left_in_right": containment(left, right),
                 "right_in_left": containment(right, left),
-                "mutual_keys": mutual,
+                "mutual_keys": both,
                 "same_shape": shaped,
             }
         )

@@ -64,25 +64,11 @@ class SchemaView:
 
 def _components(nodes: list[str], edges: list[Edge]) -> list[list[str]]:
     """The connected components of the nodes joined by the edges, each sorted, largest first."""
-    neighbours: dict[str, set[str]] = defaultdict(set)
-    for edge in edges:
-        neighbours[edge.dep].add(edge.ref)
-        neighbours[edge.ref].add(edge.dep)
-    seen: set[str] = set()
-    found = []
-    for start in sorted(nodes):
-        if start in seen:
-            continue
-        stack, component = [start], []
-        seen.add(start)
-        while stack:
-            node = stack.pop()
-            component.append(node)
-            for other in neighbours[node] - seen:
-                seen.add(other)
-                stack.append(other)
-        found.append(sorted(component))
-    return sorted(found, key=lambda c: (-len(c), c[0]))
+    group = joined_groups([(n, n) for n in nodes] + [(e.dep, e.ref) for e in edges])
+    members: dict[str, list[str]] = defaultdict(list)
+    for node in sorted(nodes):
+        members[group[node]].append(node)
+    return sorted(members.values(), key=lambda c: (-len(c), c[0]))
 
 
 def layers(nodes: list[str], edges: list[Edge]) -> dict[str, int]:

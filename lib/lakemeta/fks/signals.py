@@ -39,16 +39,20 @@ From the names and places, on the driver:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakemeta.fks.ranking import bare_name
+from lakemeta.sketches.discover import type_family
 
 _INTEGER = r"^-?[0-9]+$"
 _TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _GENERIC = frozenset({"id", "key", "sk", "pk", "no", "nr", "num", "code"})
+SAMPLE_COVERAGE = 0.05
+"""The share of a key that another table's key must cover to be a numbering, copy or sample of it."""
 _FIRST_TENTH = 0.1
 _DENSE = 0.95  # every key value in a span but 5%, and a span ending before the last 5%
 _MIN_CONTAINED = 3  # a token matches one containing it only from this length on ("sk" is in "desk")
@@ -114,3 +118,32 @@ def counts_from_first_values(candidate: dict, prefix_share: float) -> bool:
     width = candidate["span_end"] - candidate["span_start"]
     dense = candidate["coverage"] >= _DENSE * width and candidate["span_end"] < _DENSE
     return candidate["span_end"] <= prefix_share or dense
+
+
+class ColumnTypes:
+    """What the catalog's ``columns`` says of each column that the FK search reads: its type family
+    (``sketches.discover.type_family``) and its place in its table, and of each table its shape (the
+    families in order), read once for the index of candidates, the key signals and the overlaps."""
+
+    def __init__(self, columns: pa.Table) -> None:
+        self.family: dict[tuple[str, str], str | None] = {}
+        self.ordinal: dict[tuple[str, str], int] = {}
+        by_table: dict[str, list[tuple[int, str, str | None]]] = {}
+        for r in columns.select(["table_name", "column_name", "ordinal", "data_type"]).to_pylist():
+            where = (r["table_name"], r["column_name"])
+            self.family[where] = type_family(r["data_type"] or "")
+            self.ordinal[where] = r["ordinal"]
+            by_table.setdefault(r["table_name"], []).append(
+                (r["ordinal"], r["column_name"], self.family[where])
+            )
+        self.columns = {table: [c for _, c, _ in sorted(listed)] for table, listed in by_table.items()}
+        self.shape = {table: tuple(f for _, _, f in sorted(listed)) for table, listed in by_table.items()}
+
+
+def both_ways(candidates: Iterable[dict]) -> set[tuple]:
+    """The candidates (fk_table, fk_columns, pk_table, pk_columns) whose reverse is a candidate too: keys
+    included in one another (``choice`` rules them out, ``overlaps`` takes copies from them)."""
+    found = {
+        (r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"])) for r in candidates
+    }
+    return {(f, fc, p, pc_) for f, fc, p, pc_ in found if (p, pc_, f, fc) in found}

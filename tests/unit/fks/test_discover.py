@@ -6,6 +6,7 @@ import pyarrow as pa
 
 from lakemeta.fks.discover import _ROWS, CandidateIndex, smallest_keys_only
 from lakemeta.fks.keys import Key
+from lakemeta.fks.signals import ColumnTypes
 
 
 def test_each_table_keeps_the_candidates_of_its_smallest_keys_that_have_any() -> None:
@@ -54,11 +55,11 @@ def test_a_key_is_referenced_when_other_tables_hold_its_candidates() -> None:
     )
     columns = pa.Table.from_pylist(
         [
-            {"table_name": "k", "column_name": c, "data_type": t}
-            for c, t in [("x", "int"), ("y", "int"), ("w", "string"), ("v", "boolean")]
+            {"table_name": "k", "column_name": c, "ordinal": i, "data_type": t}
+            for i, (c, t) in enumerate([("x", "int"), ("y", "int"), ("w", "string"), ("v", "boolean")])
         ]
     )
-    index = CandidateIndex(estimates, columns, 0.9)
+    index = CandidateIndex(estimates, ColumnTypes(columns), 0.9)
     for key in [
         Key("k", ("x",)),
         Key("k", ("x", "y")),

@@ -6,7 +6,15 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from lakemeta.fks.signals import counts_from_first_values, folder, integer_key, name_similarity, span, tokens
+from lakemeta.fks.signals import (
+    both_ways,
+    counts_from_first_values,
+    folder,
+    integer_key,
+    name_similarity,
+    span,
+    tokens,
+)
 
 
 @pytest.mark.parametrize(
@@ -80,3 +88,13 @@ def test_counting_columns_start_at_the_keys_first_values(
         "pk_is_integer": integer,
     }
     assert counts_from_first_values(candidate, 0.5) is expected
+
+
+def test_both_ways_finds_keys_included_in_one_another_within_a_table_too() -> None:
+    def c(f: str, p: str) -> dict:
+        return {"fk_table": f.split(".")[0], "fk_columns": [f.split(".")[1]], "pk_table": p.split(".")[0],
+                "pk_columns": [p.split(".")[1]]}  # fmt: skip
+
+    rows = [c("t.a", "t.b"), c("t.b", "t.a"), c("u.x", "v.y"), c("v.y", "u.x"), c("u.z", "v.y")]
+    assert both_ways(rows) == {("t", ("a",), "t", ("b",)), ("t", ("b",), "t", ("a",)),
+                               ("u", ("x",), "v", ("y",)), ("v", ("y",), "u", ("x",))}  # fmt: skip
