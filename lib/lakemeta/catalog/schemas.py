@@ -92,6 +92,7 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("span_end", DoubleType()),
         ("pk_is_integer", BooleanType()),
         ("pk_is_range", BooleanType()),
+        ("fk_step", LongType()),
         ("fk_is_key", BooleanType()),
         ("pk_ordinal", IntegerType()),
         ("same_folder", BooleanType()),

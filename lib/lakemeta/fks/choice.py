@@ -15,11 +15,15 @@ candidates of a schema, under constraints that real schemas obey:
    one-column key (one-to-one: two numberings or code lists that happen to nest, TPC-DS's customer ids
    inside its time ids; a dozen stores' closing dates in a calendar stay candidates, and so do returns
    whose (item, ticket) is unique and references a sale's);
-   the dependent counts from the key's first values (a one-column key of integers, and the dependent's
-   values start in its first tenth and end before ``fks.prefix_share`` of it, or hold every key value up
-   to their largest and stop short of its end: a line number, a quantity or a counter inside any id
-   column numbered from 1, where a reference would spread over the key, ``signals``); names differ while
-   ``fks.require_name_match`` asks for §5.4's check.
+   the dependent has more distinct values than the key (at least the surplus would dangle: a longer
+   numbering, TPC-DS's 10,436 week numbers "in" its 10,000 customer ids at θ = 0.95, or days of the
+   month 1..31 in 30 promotions); the dependent counts from the key's first values (a one-column key
+   of integers, and the dependent's values start in its first tenth and end before ``fks.prefix_share``
+   of it, or hold every key value up to their largest and stop short of its end: a line number, a
+   quantity or a counter inside any id column numbered from 1, where a reference would spread over the
+   key, ``signals``); the dependent's integers, ``ROUND_VALUES`` or more, are all multiples of a step
+   the key's are not (``fk_step``: amounts in round numbers, TPC-DS's purchase estimates in 500s inside
+   customer ids); names differ while ``fks.require_name_match`` asks for §5.4's check.
 2. **Each dependent column (or column combination) references at most one key.** Its candidates are
    ordered by: same folder of the lake first (a schema lives in a folder; a key in another schema is
    taken only when the dependent's own schema has none); then, when ``fks.name_signal`` is on, the name
@@ -60,6 +64,9 @@ from lakemeta.fks.signals import (
     name_similarity,
 )
 
+ROUND_VALUES = 10
+"""From this many distinct values on, a dependent whose integers share a divisor the key's do not is a
+measure in round numbers: k random ids of the key share one with probability about 2^-k."""
 CHOICE_COLUMNS = pa.schema(
     [
         ("same_folder", pa.bool_()),
@@ -91,8 +98,12 @@ def _ruled_out(
         and row["coverage"] >= SAMPLE_COVERAGE
     ):
         return "the dependent is a key of its table"
+    if row["fk_distinct"] > row["pk_distinct"]:
+        return "more distinct values than the key"
     if counts_from_first_values(row, config.prefix_share):
         return "counts from the key's first values"
+    if row["fk_step"] is not None and row["fk_step"] >= 2 and row["fk_distinct"] >= ROUND_VALUES:
+        return f"multiples of {row['fk_step']}"
     if config.require_name_match and not row["name_match"]:
         return "names differ"
     return None

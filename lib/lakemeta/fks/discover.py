@@ -53,7 +53,7 @@ from lakemeta.fks.columns import ColumnCache
 from lakemeta.fks.keys import Key, find_keys
 from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.randomness import KeyGrid
-from lakemeta.fks.signals import ColumnTypes, integer_key, span
+from lakemeta.fks.signals import ColumnTypes, common_divisor, integer_key, span, step
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
@@ -90,6 +90,7 @@ _ROWS = pa.schema(
         ("span_end", pa.float64()),
         ("pk_is_integer", pa.bool_()),
         ("pk_is_range", pa.bool_()),
+        ("fk_step", pa.int64()),
     ]
 )
 _ROWS_SPARK = from_arrow_schema(_ROWS)  # the same schema for mapInArrow
@@ -230,7 +231,9 @@ def _candidate_rows(
                 key_tuples = snapshots.distinct_tuples(*pk)
                 grid = KeyGrid(key_tuples, config.grid_quantiles(len(key_tuples)))
                 pk_is_integer, pk_is_range = (False, False) if several else integer_key(key_tuples[0])
-            cells = grid.cells(snapshots.distinct_tuples(*fk))
+                key_divisor = common_divisor(key_tuples[0]) if pk_is_integer else None
+            fk_tuples = snapshots.distinct_tuples(*fk)
+            cells = grid.cells(fk_tuples)
             start, end = (None, None) if several else span(cells, grid.shape[0])
             yield {
                 "fk_table": candidate["fk_table"],
@@ -249,6 +252,7 @@ def _candidate_rows(
                 "span_end": end,
                 "pk_is_integer": pk_is_integer,
                 "pk_is_range": pk_is_range,
+                "fk_step": None if several else step(fk_tuples[0], key_divisor),
             }
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

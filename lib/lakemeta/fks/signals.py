@@ -17,7 +17,9 @@ From the values, in the Spark task that holds them (``discover``), for one-colum
   prefix [0, e];
 * ``pk_is_integer``: the key's values are all integers (ids numbered 1..N, orders numbered sparsely),
   where counting columns (line numbers, quantities) fall by accident; ``pk_is_range``: they are every
-  integer from the smallest to the largest (a surrogate key).
+  integer from the smallest to the largest (a surrogate key);
+* ``fk_step``: the common divisor of the dependent's integers beyond the key's (``step``): round amounts
+  inside an id range are measures, not references.
 
 From the keys and the tables' schemas, on the driver:
 
@@ -38,6 +40,7 @@ From the names and places, on the driver:
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 
@@ -58,17 +61,40 @@ _DENSE = 0.95  # every key value in a span but 5%, and a span ending before the 
 _MIN_CONTAINED = 3  # a token matches one containing it only from this length on ("sk" is in "desk")
 
 
+def _integers(values: pa.Array) -> np.ndarray | None:
+    """Distinct canonical values as 64-bit integers, or None when one is not an integer or exceeds 64 bits."""
+    if not len(values) or not pc.all(pc.match_substring_regex(values, _INTEGER)).as_py():
+        return None
+    try:
+        return pc.cast(values, pa.int64()).to_numpy(zero_copy_only=False)
+    except pa.ArrowInvalid:
+        return None
+
+
 def integer_key(values: pa.Array) -> tuple[bool, bool]:
     """Whether distinct canonical values are all integers, and whether they are every integer between their
     smallest and largest."""
-    if not len(values) or not pc.all(pc.match_substring_regex(values, _INTEGER)).as_py():
-        return False, False
-    try:
-        numbers = pc.cast(values, pa.int64())
-    except pa.ArrowInvalid:  # beyond 64 bits: integers, not a surrogate key's
-        return True, False
-    bounds = pc.min_max(numbers)
-    return True, bounds["max"].as_py() - bounds["min"].as_py() + 1 == len(values)
+    numbers = _integers(values)
+    if numbers is None:  # not integers, or beyond 64 bits: integers, not a surrogate key's
+        return len(values) > 0 and pc.all(pc.match_substring_regex(values, _INTEGER)).as_py(), False
+    return True, int(numbers.max()) - int(numbers.min()) + 1 == len(numbers)
+
+
+def common_divisor(values: pa.Array) -> int | None:
+    """The greatest common divisor of distinct canonical values that are all integers (None otherwise)."""
+    numbers = _integers(values)
+    return None if numbers is None else int(np.gcd.reduce(np.abs(numbers)))
+
+
+def step(dependent: pa.Array, key_divisor: int | None) -> int | None:
+    """``fk_step``: the common divisor of the dependent's integers beyond the key's own (a key numbered in
+    tens has references in tens), None when either is not all integers. Amounts, estimates and sizes are
+    round numbers (TPC-DS's cd_purchase_estimate: multiples of 500 inside customer ids 1..10,000); k
+    random ids of a key share a divisor above 1 with probability about 2^-k."""
+    divisor = common_divisor(dependent)
+    if divisor is None or not key_divisor:
+        return None
+    return divisor // math.gcd(divisor, key_divisor)
 
 
 def span(cells: np.ndarray, n_cells: int) -> tuple[float, float]:

@@ -2,8 +2,8 @@
 ``test_tpch``):
 
 * ``shop/`` and ``billing/``: two schemas with known foreign keys, ids 1..N in both, a copy of a table, a
-  self-reference, a dirty FK, counting columns inside every id range: the choice accepts exactly the
-  true FKs and finds the overlaps;
+  self-reference, a dirty FK, a one-row table, counting columns and round amounts inside id ranges: the
+  choice accepts exactly the true FKs and finds the overlaps;
 * ``ranges/``: ranges of a key rank below random samples of it, and multi-column candidates are pruned
   on their tuples."""
 
@@ -31,6 +31,8 @@ TRUE_FKS = {
     ("shop/payments", ("order_ref",), "shop/orders", ("order_id",)),  # 5% of its values dangle
     ("billing/invoices", ("acct_id",), "billing/accounts", ("acct_id",)),  # ids 1..300 as shop's
     ("shop/customers", ("segment",), "shop/segments", ("segment",)),  # not the copy in billing/
+    ("shop/orders", ("wh_id",), "shop/warehouses", ("wh_id",)),  # a one-row table's first column
+    ("shop/orders_copy", ("wh_id",), "shop/warehouses", ("wh_id",)),
 }
 SEGMENTS = ["retail", "trade", "public"]
 
@@ -57,6 +59,8 @@ def write_lake(lake: Path) -> None:
             "cust_id": rng.choice(customers, 2400),
             "quantity": rng.integers(1, 21, 2400),  # 1..20 inside every id range: no FK
             "status": rng.choice(["open", "shipped", "returned", "lost"], 2400),
+            "wh_id": np.ones(2400, dtype=np.int64),
+            "budget": rng.choice(np.arange(100, 2401, 100), 2400),  # round amounts among the order ids
         }
     )
     write_deltalake(str(lake / "shop/orders"), orders)
@@ -73,6 +77,7 @@ def write_lake(lake: Path) -> None:
             }
         ),
     )
+    write_deltalake(str(lake / "shop/warehouses"), pa.table({"wh_id": [1], "city": ["Leeds"]}))
     write_deltalake(
         str(lake / "billing/accounts"),
         pa.table({"acct_id": customers, "plan": rng.choice(["basic", "gold"], 300)}),
@@ -157,6 +162,8 @@ def test_the_choice_accepts_exactly_the_true_foreign_keys_and_finds_the_overlaps
     assert overlaps[("shop/orders", "shop/orders_copy")]["right_in_left"] == 1.0
     quantity = [r for r in rows if r["fk_table"] == "shop/orders" and r["fk_columns"] == ["quantity"]]
     assert quantity and all(r["reason"] == "counts from the key's first values" for r in quantity)
+    budget = [r for r in rows if r["fk_table"] == "shop/orders" and r["fk_columns"] == ["budget"]]
+    assert budget and all(r["reason"] == "multiples of 100" for r in budget)
 
 
 def test_ranges_of_a_key_rank_below_random_samples_and_tuples_prune_multi_column_candidates(

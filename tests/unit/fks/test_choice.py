@@ -17,7 +17,7 @@ def candidate(fk: str, pk: str, emd: float, **signals: object) -> dict:
         "fk_table": fk_table, "fk_columns": [fk_column], "pk_table": pk_table, "pk_columns": [pk_column],
         "pk_source": "agree_sets", "emd": emd, "inclusion": 1.0, "coverage": 0.5,
         "fk_distinct": 100, "pk_distinct": 1000, "span_start": 0.0, "span_end": 1.0,
-        "pk_is_integer": True, "pk_is_range": True,
+        "pk_is_integer": True, "pk_is_range": True, "fk_step": 1,
         "fk_is_key": False, "pk_ordinal": 0,
         **signals,
     }  # fmt: skip
@@ -75,10 +75,16 @@ def test_accidents_are_ruled_out_and_the_only_key_left_is_accepted() -> None:
         candidate("s/employees.manager", "s/employees.id", 0.01),
         # one value is no evidence: the only key holding it, yet not accepted
         candidate("s/flags.one", "s/parts.id", 0.3, fk_distinct=1, span_start=0.5, span_end=0.51),
+        # more week numbers than ids, 95% of them among the ids: a longer numbering
+        candidate("s/weeks.week", "s/orders.id", 0.02, fk_distinct=1040, inclusion=0.96, coverage=1.0),
+        # amounts in round hundreds spread over the ids: a measure; ten of them are enough to tell
+        candidate("s/quotes.amount", "s/orders.id", 0.01, fk_step=100, fk_distinct=10),
+        candidate("s/quotes.bids", "s/orders.id", 0.01, fk_step=2, fk_distinct=9),
     ]
     assert accepted(rows, NAMES_IGNORED) == {
         "s/sales.sold_date": "s/dates.date_sk",
         "s/employees.manager": "s/employees.id",
+        "s/quotes.bids": "s/orders.id",
     }
     chosen = {
         (r["fk_table"], r["pk_table"]): r
@@ -90,6 +96,8 @@ def test_accidents_are_ruled_out_and_the_only_key_left_is_accepted() -> None:
         chosen[("s/dates", "s/orders")]["answer_set"] == 2 and chosen[("s/dates", "s/parts")]["choice"] == 2
     )
     assert chosen[("s/lineitem", "s/orders")]["reason"] == "counts from the key's first values"
+    reasons = {r["fk_columns"][0]: r["reason"] for r in chosen.values() if r["pk_table"] == "s/orders"}
+    assert reasons["week"] == "more distinct values than the key" and reasons["amount"] == "multiples of 100"
     # with names as a signal, a wholly matching name takes the year's... nothing: no key is named year
     assert accepted(rows, FkConfig()) == accepted(rows, NAMES_IGNORED)
 

@@ -8,11 +8,13 @@ import pytest
 
 from lakemeta.fks.signals import (
     both_ways,
+    common_divisor,
     counts_from_first_values,
     folder,
     integer_key,
     name_similarity,
     span,
+    step,
     tokens,
 )
 
@@ -33,6 +35,18 @@ def test_integer_keys_and_ranges_holding_every_integer_between_their_ends(
     values: list[str], expected: tuple[bool, bool]
 ) -> None:
     assert integer_key(pa.array(values, pa.string())) == expected
+
+
+def test_the_step_is_the_dependents_common_divisor_beyond_the_keys() -> None:
+    strings = lambda values: pa.array([str(v) for v in values], pa.string())  # noqa: E731
+    assert common_divisor(strings([500, 1000, 10000])) == 500
+    assert common_divisor(strings([0, -6, 9])) == 3
+    assert common_divisor(strings(["a", 2])) is None
+    assert common_divisor(strings([])) is None
+    assert step(strings(range(500, 10001, 500)), common_divisor(strings(range(1, 10001)))) == 500
+    assert step(strings([20, 70, 130]), common_divisor(strings(range(10, 1001, 10)))) == 1  # numbered in tens
+    assert step(strings([20, 40, 60]), common_divisor(strings(range(10, 1001, 10)))) == 2
+    assert step(strings(["x1"]), 1) is None and step(strings([4, 8]), None) is None
 
 
 def test_span_is_the_first_and_last_cell_over_the_cells() -> None:
