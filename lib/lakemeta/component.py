@@ -10,7 +10,8 @@ subtracts; the three parts are:
   It has two halves, as Deequ's scan-shareable analyzers do: :meth:`StateComponent.partial` works inside
   the executor tasks of the run's one scan (``lakemeta.scan``), on each table's change read once for all
   components, and returns the component's partial rows for that table; :meth:`StateComponent.delta`
-  turns the partial rows of all tables (a DataFrame) into the rows to merge.
+  turns the partial rows of all tables (a DataFrame) into the rows to merge (by default the sums of
+  signed counts per key).
 * :meth:`StateComponent.merge`: the delta into the stored state, in one idempotent Delta commit tagged with
   the run (Delta's ``txnAppId`` / ``txnVersion``), so a retried run never applies a batch twice. The default
   is the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, rows whose counts reach
@@ -27,7 +28,9 @@ from :attr:`StateComponent.name`.
 
 from __future__ import annotations
 
+import functools
 import logging
+import operator
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -35,6 +38,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
+import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
@@ -97,15 +101,20 @@ class StateComponent(ABC):
         """What the scan's tasks run for this component on each table's change: a picklable factory (it is
         shipped to the executors, so it holds settings, never the catalog or the session)."""
 
-    @abstractmethod
     def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
         """The rows ``merge`` applies for the plan's batches, from the partial rows the scan staged for
-        them (computed lazily where Spark allows)."""
+        them (computed lazily where Spark allows). The default, for partial rows of signed counts: their
+        sums per ``merge_keys`` (a table read in parts gives a row per part), zeros left out; for full
+        batches they are the table's complete counts, which the MERGE puts in place of the stored ones."""
+        summed = partials.groupBy(*self.merge_keys).agg(*(F.sum(c).alias(c) for c in self.count_columns))
+        nonzero = functools.reduce(operator.or_, (F.col(c) != 0 for c in self.count_columns))
+        return StateDelta(summed.where(nonzero), plan.replaced_tables)
 
     def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """Apply ``delta`` to the stored state in one commit tagged with the run; False when the run had
-        already been applied. The default is the shared MERGE of signed counts."""
-        return self.catalog.merge_counts(
+        already been applied. The default is the shared MERGE of signed counts, then what it changed in
+        the log."""
+        merged = self.catalog.merge_counts(
             self.state_table(),
             delta.rows,
             keys=self.merge_keys,
@@ -115,6 +124,18 @@ class StateComponent(ABC):
             drop_zero=self.drop_zero,
             replace_columns=self.replace_columns,
         )
+        if merged:
+            metrics = self.catalog.last_commit_metrics(self.state_table())
+            log.info(
+                "run %d: %s of %d tables merged (%s rows inserted, %s updated, %s deleted)",
+                plan.run_id,
+                self.name,
+                len(plan.batches),
+                metrics.get("numTargetRowsInserted", 0),
+                metrics.get("numTargetRowsUpdated", 0),
+                metrics.get("numTargetRowsDeleted", 0),
+            )
+        return merged
 
     def derive(self) -> pa.Table | None:
         """Per-column metrics derived from the stored state (``table_name``, ``column_name`` and metric

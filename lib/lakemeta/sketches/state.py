@@ -37,9 +37,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
-from lakemeta.component import StateComponent, StateDelta
+from lakemeta.component import StateComponent
 from lakemeta.hashing import hash_strings, hash_tuples
-from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name, source_column
 from lakemeta.profile.state import ColumnProfile
@@ -112,28 +111,6 @@ class HllCounters(StateComponent):
 
     def partial(self) -> functools.partial[_CounterPartial]:
         return functools.partial(_CounterPartial, p=self.config.sketches.precision)
-
-    def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
-        """The plan's counter delta: each table's, summed in its scan task and over the parts of a table
-        read in parts (no zeros). For full batches it is the table's complete counters (the MERGE replaces
-        the stored ones)."""
-        summed = partials.groupBy(*KEYS).agg(F.sum("count").alias("count"))
-        return StateDelta(summed.where(F.col("count") != 0), plan.replaced_tables)
-
-    def merge(self, plan: Plan, delta: StateDelta) -> bool:
-        """The shared MERGE of counts, then what it changed in the log."""
-        merged = super().merge(plan, delta)
-        if merged:
-            metrics = self.catalog.last_commit_metrics(self.state_table())
-            log.info(
-                "run %d: HLL counters of %d tables merged (%s counter rows inserted, %s updated, %s deleted)",
-                plan.run_id,
-                len(plan.batches),
-                metrics.get("numTargetRowsInserted", 0),
-                metrics.get("numTargetRowsUpdated", 0),
-                metrics.get("numTargetRowsDeleted", 0),
-            )
-        return merged
 
     def derive(self) -> pa.Table:
         """``n_distinct_estimate`` of every column of the profile (:func:`distinct_estimates`)."""
