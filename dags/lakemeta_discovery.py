@@ -24,6 +24,8 @@ CONFIG = load_config()
 # Param name -> the configuration value it sets.
 SETTINGS = {
     "inclusion_floor": "sketches.inclusion_floor",
+    "exact_max_distinct": "sketches.exact_max_distinct",
+    "max_error_bound": "sketches.max_error_bound",
     "max_fd_error": "agree_sets.max_fd_error",
     "ind_filters": "inds.filters",
     "fk_inclusion_threshold": "fks.inclusion_threshold",
@@ -51,7 +53,23 @@ SETTINGS = {
             minimum=0,
             maximum=1,
             title="Inclusion-estimate floor",
-            description="inclusion_estimates keeps the column pairs whose BML estimate reaches this.",
+            description="inclusion_estimates keeps the column pairs whose inclusion reaches this.",
+        ),
+        "exact_max_distinct": Param(
+            CONFIG.sketches.exact_max_distinct,
+            type="integer",
+            minimum=0,
+            title="Exact inclusion up to this many values",
+            description="A dependent column with at most this many distinct values gets its inclusion "
+            "counted exactly from the value sets instead of estimated (0: estimates only).",
+        ),
+        "max_error_bound": Param(
+            CONFIG.sketches.max_error_bound,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="Widest error bound reported",
+            description="An estimate whose error bound is wider is reported as undetermined, without it.",
         ),
         "max_fd_error": Param(
             CONFIG.agree_sets.max_fd_error,

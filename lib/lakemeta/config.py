@@ -39,6 +39,12 @@ class SketchConfig:
     # Confidence of the error bound (Theorem 4 with Eq. 11) and the look-up tolerance ε (Alg. 2).
     confidence: float = 0.95
     tolerance: float = 1e-5
+    # Pairs whose dependent has at most this many distinct values get Φ counted exactly from the value
+    # sets (state/column_values) instead of estimated: |X| rows of a Spark join per pair. At 2^p values a
+    # column fills about 63% of the registers, and below that the registers say little more than its size.
+    exact_max_distinct: int = 16_384
+    # An estimate whose error bound is wider than this is reported as undetermined (no estimate).
+    max_error_bound: float = 0.25
 
 
 @dataclasses.dataclass(frozen=True)

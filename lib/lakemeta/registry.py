@@ -58,6 +58,7 @@ class DiscoveryStep:
 STATE_COMPONENTS: tuple[ComponentEntry, ...] = (
     ComponentEntry("column_profile", "lakemeta.profile.state:ColumnProfile"),
     ComponentEntry("hll_counters", "lakemeta.sketches.state:HllCounters"),
+    ComponentEntry("column_values", "lakemeta.values.state:ColumnValues"),
     ComponentEntry("agree_sets", "lakemeta.agreesets.state:AgreeSets"),
     ComponentEntry("posting_lists", "lakemeta.joinsearch.state:PostingLists"),
 )

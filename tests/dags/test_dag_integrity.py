@@ -60,6 +60,7 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
     assert state_updates == [
         "update_column_profile",
         "update_hll_counters",
+        "update_column_values",
         "update_agree_sets",
         "update_posting_lists",
     ]
@@ -119,6 +120,8 @@ def test_discovery_dag_wiring_and_params(dagbag):
     defaults = triggered(dag.params, {})
     assert defaults == {
         "inclusion_floor": 0.5,
+        "exact_max_distinct": 16_384,
+        "max_error_bound": 0.25,
         "max_fd_error": 0.01,
         "ind_filters": "relational",
         "fk_inclusion_threshold": 0.9,
@@ -130,6 +133,7 @@ def test_discovery_dag_wiring_and_params(dagbag):
     }
     for bad in (
         {"inclusion_floor": 1.5},
+        {"exact_max_distinct": -1},
         {"fk_inclusion_threshold": 0},
         {"ind_filters": "all"},
         {"require_name_match": "yes"},

@@ -40,7 +40,7 @@ def tpch(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pipeline, lis
         fks=FkConfig(name_signal=False),
     )
     pipeline = Pipeline(spark, config)
-    process(pipeline, "column_profile", "hll_counters", "agree_sets")
+    process(pipeline, "column_profile", "hll_counters", "column_values", "agree_sets")
     pipeline.discover()
     return pipeline, names
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 LIB = Path(__file__).resolve().parents[2] / "lib"
-PACKAGES = {"profile", "sketches", "agreesets", "joinsearch", "inds", "fks"}
+PACKAGES = {"profile", "sketches", "values", "agreesets", "joinsearch", "inds", "fks"}
 # Lowest first; a module may import from its own layer and the ones below it.
 LAYERS = [
     {"hashing", "arrays", "config", "logs", "crash_points"},
@@ -74,6 +74,7 @@ SPARK_ADAPTERS = {
     for package, extra in {
         "profile": set(),
         "sketches": set(),
+        "values": {"inclusion"},
         "agreesets": set(),
         "joinsearch": set(),
         "inds": set(),

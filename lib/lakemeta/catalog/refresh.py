@@ -20,12 +20,12 @@ log = logging.getLogger(__name__)
 def refresh_tables_and_columns(catalog: Catalog, column_metrics: Sequence[pa.Table]) -> None:
     """Rewrite ``tables`` and ``columns`` from the state; ``column_metrics`` are tables keyed by
     (table_name, column_name) holding metric columns of ``columns`` derived from other state components
-    (``n_distinct_estimate``, ``is_unique``); a metric missing for a column is null."""
+    (``n_distinct_estimate``, ``is_unique``, ``n_distinct``); a metric missing for a column is null."""
     profile = catalog.read_small("state/column_profile")
     columns = profile
     for metrics in column_metrics:
         columns = columns.join(metrics, ["table_name", "column_name"], join_type="left outer")
-    for name in ("n_distinct_estimate", "is_unique"):
+    for name in ("n_distinct_estimate", "is_unique", "n_distinct"):
         if name not in columns.column_names:
             columns = columns.append_column(
                 name, pa.nulls(len(columns), arrow_schema("columns").field(name).type)

@@ -51,6 +51,7 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("n_nulls", LongType()),
         ("n_distinct_estimate", LongType()),
         ("is_unique", BooleanType()),
+        ("n_distinct", LongType()),  # exact (lakemeta.values.state)
     ),
     "unique_column_combinations": _schema(("table_name", StringType()), ("columns", STRINGS)),
     "functional_dependencies": _schema(
@@ -69,6 +70,8 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         *COLUMN_PAIR,
         ("estimate", DoubleType()),
         ("error_bound", DoubleType()),
+        # exact (counted from the value sets), estimated, or undetermined (no estimate: bound too wide)
+        ("status", StringType()),
     ),
     "fk_candidates": _schema(
         ("fk_table", StringType()),

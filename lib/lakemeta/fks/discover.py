@@ -58,6 +58,7 @@ from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.placement import balanced_frame
+from lakemeta.values.hashes import shared_count
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +117,8 @@ class CandidateIndex:
     them the candidates of a key (Alg. B.1, Zhang §4)."""
 
     def __init__(self, estimates: pa.Table, types: ColumnTypes, threshold: float) -> None:
-        reach = pc.add(estimates["estimate"], estimates["error_bound"])
+        # an undetermined pair (no estimate: its bound is too wide) may reach θ
+        reach = pc.fill_null(pc.add(estimates["estimate"], estimates["error_bound"]), 1.0)
         self._included_in: dict[tuple[str, str], list[dict]] = {}
         for row in estimates.filter(pc.greater_equal(reach, threshold)).to_pylist():
             self._included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
@@ -184,15 +186,6 @@ def tuple_inclusion(
         eps=sketches.tolerance,
     )
     return float(estimates.estimate[0]), float(estimates.error_bound[0])
-
-
-def shared_count(dependent: np.ndarray, referenced: np.ndarray) -> int:
-    """|F ∩ P| from the sorted distinct tuple hashes of F and P (tuples are told apart by their 64-bit
-    hashes, ``randomness.distinct_rows``, so a collision could only add one)."""
-    if not len(referenced):
-        return 0
-    at = np.minimum(np.searchsorted(referenced, dependent), len(referenced) - 1)
-    return int(np.count_nonzero(referenced[at] == dependent))
 
 
 def _candidate_rows(

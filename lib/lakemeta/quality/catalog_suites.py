@@ -1,8 +1,9 @@
 """What the catalog must satisfy before analysts see it: one Great Expectations suite per catalog table,
 plus suites over frames that relate two tables (docs/architecture.md, "The catalog contract").
 
-* Ranges: estimates, coverages, FD errors and EMD_n in [0, 1] (EMD_n is normalised by the dimension, so a
-  cell's corner distance is at most 1), counts non-negative, ranks from 1.
+* Ranges: estimates (present unless undetermined), coverages, FD errors and EMD_n in [0, 1] (EMD_n is
+  normalised by the dimension, so a cell's corner distance is at most 1), counts non-negative, ranks
+  from 1.
 * Keys non-null: the columns that name a table, a column or a run.
 * No duplicates: one row per table, column, dependency, candidate, run.
 * Cross-table: every accepted FK references a key (a minimal unique column combination, a unique column,
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 
 import great_expectations as gx
 import pandas as pd
+from great_expectations.expectations.row_conditions import Column
 
 E = gx.expectations
 
@@ -114,7 +116,13 @@ def catalog_checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
             "inclusion_estimates",
             tables["inclusion_estimates"],
             [
-                *_not_null("dep_table", "dep_column", "ref_table", "ref_column", "estimate"),
+                *_not_null("dep_table", "dep_column", "ref_table", "ref_column", "error_bound"),
+                E.ExpectColumnValuesToNotBeNull(
+                    column="estimate", row_condition=Column("status") != "undetermined"
+                ),
+                E.ExpectColumnValuesToBeInSet(
+                    column="status", value_set=["exact", "estimated", "undetermined"]
+                ),
                 _between("estimate", 0.0, 1.0),
                 _between("error_bound", 0.0),
                 E.ExpectCompoundColumnsToBeUnique(

@@ -18,10 +18,15 @@ tables is considered, and a pair is estimated unless a cheap exact argument rule
   visiting the others.
 
 Every other pair is estimated (Alg. 1-2 with every bucket's exact marginal at m = p, ``bml``; error bound
-by Theorem 4 and Eq. 11), and those whose estimate reaches the floor are written to
-``inclusion_estimates``, replacing its content in one commit (a deterministic function of the state, so a
-retried run writes the same rows).
-``run_step`` runs it as the discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`).
+by Theorem 4 and Eq. 11, e_p from the binomial variance). Where the estimate plus its bound reaches the
+floor and one of the two columns is small (at most ``sketches.exact_max_distinct`` values), Φ is counted
+exactly from the value sets of the state instead (``values.inclusion``): that is where the sketch is
+weakest, a few values inside a large column (BML's Theorem 1), and where counting is cheap. The pairs
+that reach the floor, and those whose bound is too wide to say (``undetermined``, no estimate), are
+written to ``inclusion_estimates`` with their ``status`` (``refresh_inclusion_estimates``), replacing its
+content in one commit (a deterministic function of the state, so a retried run writes the same rows).
+``run_step`` runs it as the discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads
+the state only, not the lake.
 """
 
 from __future__ import annotations
@@ -41,10 +46,12 @@ from lakemeta.sketches.bml import estimate_from_dominated
 from lakemeta.sketches.dominance import RegisterIndex
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.sketches.state import ColumnRegisters, column_registers
+from lakemeta.values.inclusion import PAIR, shared_values
 
 log = logging.getLogger(__name__)
 
 TARGET = "inclusion_estimates"
+EXACT, ESTIMATED, UNDETERMINED = "exact", "estimated", "undetermined"  # the rows' status
 _CARDINALITY_SIGMAS = 4.0
 # Pairs estimated at once: bounds the memory of the pair arrays on lakes with very many columns.
 _PAIRS_PER_BLOCK = 1 << 22
@@ -75,6 +82,8 @@ class PairCounts:
 
     considered: int = 0
     estimated: int = 0
+    exact: int = 0
+    undetermined: int = 0
     written: int = 0
 
 
@@ -127,8 +136,48 @@ def _column_families(catalog: Catalog, registers: ColumnRegisters) -> list[str |
     ]
 
 
+def _value_counts(catalog: Catalog, registers: ColumnRegisters) -> np.ndarray:
+    """Each register row's exact number of distinct values (``columns.n_distinct``, from the value sets),
+    0 where unknown."""
+    columns = catalog.read_small("columns")
+    if "n_distinct" not in columns.column_names:
+        return np.zeros(len(registers.table_names), np.int64)
+    known = {
+        (t, c): n
+        for t, c, n in zip(
+            columns["table_name"].to_pylist(),
+            columns["column_name"].to_pylist(),
+            columns["n_distinct"].to_pylist(),
+            strict=True,
+        )
+        if n is not None
+    }
+    names = zip(registers.table_names, registers.column_names, strict=True)
+    return np.array([known.get(key, 0) for key in names], np.int64)
+
+
+def _rows(pairs: pa.Table, estimate: np.ndarray, bound: np.ndarray, status: np.ndarray | str) -> pa.Table:
+    """Rows of ``inclusion_estimates`` for ``pairs``; an undetermined row has no estimate."""
+    status = np.broadcast_to(np.asarray(status, dtype=object), (len(pairs),))
+    return (
+        pairs.select(PAIR)
+        .append_column("estimate", pa.array(estimate, pa.float64(), mask=status == UNDETERMINED))
+        .append_column("error_bound", pa.array(bound, pa.float64()))
+        .append_column("status", pa.array(status, pa.string()))
+    )
+
+
 def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairCounts:
-    """Estimate Φ for every candidate pair and replace ``inclusion_estimates`` with those >= the floor."""
+    """Φ for every candidate pair, and ``inclusion_estimates`` replaced with the pairs that reach the floor
+    or may reach it:
+
+    * ``exact``: one of the two columns has at most ``exact_max_distinct`` values and the estimate plus
+      its bound reaches the floor: Φ counted from the value sets (``values.inclusion``), kept when it
+      reaches the floor, with bound 0;
+    * ``estimated``: the estimate reaches the floor and its bound is at most ``max_error_bound``;
+    * ``undetermined``: the bound is wider than ``max_error_bound`` and the estimate plus the bound
+      reaches the floor: no estimate is reported, as the sketch cannot say (an FK search still treats the
+      pair as a candidate, ``fks.discover``)."""
     registers = column_registers(catalog, config.precision)
     families = _column_families(catalog, registers)
     counts = PairCounts()
@@ -148,7 +197,7 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
             eps=config.tolerance,
         )
         counts.estimated += len(pairs.x)
-        kept = estimates.estimate >= config.inclusion_floor
+        kept = estimates.estimate + estimates.error_bound >= config.inclusion_floor
         kept_x.append(pairs.x[kept])
         kept_y.append(pairs.y[kept])
         kept_estimate.append(estimates.estimate[kept])
@@ -157,29 +206,53 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     estimate, bound = (np.concatenate([np.zeros(0), *kept]) for kept in (kept_estimate, kept_bound))
     tables = np.array(registers.table_names, dtype=object)
     columns = np.array(registers.column_names, dtype=object)
-    result = pa.table(
+    value_counts = _value_counts(catalog, registers)
+    dep_distinct, ref_distinct = value_counts[x_idx], value_counts[y_idx]
+    smaller = np.minimum(dep_distinct, ref_distinct)
+    exact = (smaller > 0) & (smaller <= config.exact_max_distinct)
+    pairs = pa.table(
         {
             "dep_table": pa.array(tables[x_idx], pa.string()),
             "dep_column": pa.array(columns[x_idx], pa.string()),
             "ref_table": pa.array(tables[y_idx], pa.string()),
             "ref_column": pa.array(columns[y_idx], pa.string()),
-            "estimate": pa.array(estimate),
-            "error_bound": pa.array(bound),
+            "dep_distinct": pa.array(dep_distinct),
+            "ref_distinct": pa.array(ref_distinct),
         }
     )
-    result = result.sort_by(
-        [(name, "ascending") for name in ("dep_table", "dep_column", "ref_table", "ref_column")]
+    counted = pairs.filter(pa.array(exact))
+    counts.exact = len(counted)
+    phi = shared_values(catalog, counted) / np.maximum(counted["dep_distinct"].to_numpy(), 1)
+    reaches = phi >= config.inclusion_floor
+    estimated = ~exact & (estimate >= config.inclusion_floor) & (bound <= config.max_error_bound)
+    undetermined = ~exact & (bound > config.max_error_bound)
+    sketched = estimated | undetermined
+    result = pa.concat_tables(
+        [
+            _rows(counted.filter(pa.array(reaches)), phi[reaches], np.zeros(int(reaches.sum())), EXACT),
+            _rows(
+                pairs.filter(pa.array(sketched)),
+                estimate[sketched],
+                bound[sketched],
+                np.where(estimated, ESTIMATED, UNDETERMINED)[sketched],
+            ),
+        ]
     )
+    result = result.sort_by([(name, "ascending") for name in PAIR])
     catalog.replace_small(TARGET, result)
     counts.written = len(result)
+    counts.undetermined = int(undetermined.sum())
     log.info(
         "inclusion estimates: %d columns, %d cross-table pairs; %d estimated (a dominated register, types "
-        "and cardinalities that allow the floor %.2f), %d written (>= floor)",
+        "and cardinalities that allow the floor %.2f), %d counted exactly from the value sets, %d written "
+        "(reaching the floor, or undetermined: %d)",
         len(registers.table_names),
         counts.considered,
         counts.estimated,
         config.inclusion_floor,
+        counts.exact,
         counts.written,
+        counts.undetermined,
     )
     return counts
 

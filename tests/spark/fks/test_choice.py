@@ -135,7 +135,9 @@ def discovered(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pipelin
     write_ranges(root / "lake")
     config = Config(lake=root / "lake", catalog=root / "catalog", fks=FkConfig(name_signal=False))
     pipeline = Pipeline(spark, config)
-    process(pipeline, "column_profile", "hll_counters", "agree_sets")  # keys come from the agree-sets
+    process(
+        pipeline, "column_profile", "hll_counters", "column_values", "agree_sets"
+    )  # keys come from the agree-sets
     for step in ("inclusion_estimates", "fk_candidates"):
         pipeline.discover(step)
     return pipeline, candidates(pipeline)

@@ -78,7 +78,7 @@ def test_checked_keys_equal_brute_force_and_the_agree_set_keys(
             write_deltalake(str(lake / name), table.slice(part[0], len(part)), mode="append")
     config = Config(lake=lake, catalog=tmp_path / "catalog", agree_sets=AgreeSetConfig(max_rows=max_rows))
     pipeline = Pipeline(spark, config)
-    process(pipeline, "column_profile", "hll_counters", "agree_sets")
+    process(pipeline, "column_profile", "hll_counters", "column_values", "agree_sets")
     found = find_keys(
         pipeline.catalog, lake, config.fks, config.sketches.precision, referenced, max_task_rows
     )

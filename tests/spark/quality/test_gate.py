@@ -29,7 +29,7 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path
     write_deltalake(str(lake / "orders"), pa.table({"id": [1, 2, 3, 4], "note": ["a", None, "c", "a"]}))
     write_deltalake(str(lake / "items"), pa.table({"order_id": [1, 1, 2, 4, 3]}))
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    process(pipeline, "column_profile", "hll_counters", "agree_sets")
+    process(pipeline, "column_profile", "hll_counters", "column_values", "agree_sets")
     pipeline.discover()
 
     passed = pipeline.audit()

@@ -8,6 +8,7 @@ from lakemeta.sketches.bml import (
     AVERAGE_LOAD,
     EXACT_MARGINAL,
     MODELS,
+    binomial_probability_error,
     choose_buckets_log2,
     estimate_inclusion,
     inclusion_error_bound,
@@ -186,6 +187,20 @@ def test_probability_error_solves_theorem_4() -> None:
         probability_error(7, 1.0)
 
 
+def test_the_binomial_error_of_p_hat_covers_its_confidence_and_shrinks_near_one() -> None:
+    rng = np.random.default_rng(21)
+    m, trials = 10, 4000
+    for p in (0.5, 0.9, 0.99, 0.999):
+        p_hat = rng.binomial(2**m, p, trials) / 2**m
+        covered = np.abs(p_hat - p) <= binomial_probability_error(p_hat, m)
+        assert covered.mean() >= 0.93, p  # a Wilson interval at 95 %
+    hoeffding = float(probability_error(m))
+    errors = binomial_probability_error(np.array([0.5, 0.99, 1.0]), m)
+    assert errors[0] <= hoeffding and errors[1] < hoeffding / 3 and 0.0 < errors[2] < errors[1]
+    with pytest.raises(ValueError):
+        binomial_probability_error(np.array([0.5]), m, 1.0)
+
+
 def test_error_bound_is_equation_11_capped_at_one() -> None:
     e_p = float(probability_error(7))
     bounds = inclusion_error_bound(np.array([0.7, 0.01, 0.0]), 7)
@@ -360,7 +375,8 @@ def test_estimate_inclusion_equals_lookup_on_its_own_p_hat(model: str) -> None:
     n = estimate_cardinality(regs)
     phi, slope = lookup(res.p_hat, n[x], n[y], res.m, model=model)
     assert np.array_equal(res.estimate, phi)
-    assert np.array_equal(res.error_bound, inclusion_error_bound(slope, res.m))
+    e_p = binomial_probability_error(res.p_hat, res.m) if model == EXACT_MARGINAL else None
+    assert np.array_equal(res.error_bound, inclusion_error_bound(slope, res.m, e_p=e_p))
     # z at every m, the precision p itself included (huge given cardinalities), with rows no pair uses
     some = (x < 30) & (y < 30) & (rng.random(x.size) < 0.3)
     huge = np.where(np.arange(40) % 2, 2.0**30, n)

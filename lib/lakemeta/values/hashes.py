@@ -1,0 +1,42 @@
+"""A column's value set: the distinct 64-bit hashes of its canonical values (``lakemeta.hashing``), each with
+the number of rows holding it. Free of Spark; the state component (``values.state``) feeds it.
+
+Counts make deletions exact: a value leaves the set when its last row is deleted, and a batch's change to
+the set is the signed tally of its rows (+1 inserted, -1 deleted), which sums like the HLL counters do
+(BML §4). The set is what HLL registers summarise: where a column is small, its inclusion in any other
+column is counted here exactly instead of estimated (the hybrid BML §7 names as future work).
+
+Two different values share a 64-bit hash with probability 2^-64 per pair; an inclusion count |X ∩ Y|
+compares |X| · |Y| pairs, so a collision adds a false shared value with probability at most
+|X| · |Y| / 2^64 (5·10^-11 for a column of 1,000 values in one of 10^6).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def tally(hashes: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The sorted distinct ``hashes`` and the sum of ``signs`` over each, hashes whose sum is zero left
+    out. With ``signs`` the rows' +1 / -1 it is a batch's change to the value set; with stored counts,
+    their sum."""
+    distinct, inverse = np.unique(hashes, return_inverse=True)
+    # float64 sums are exact below 2^53 rows
+    counts = np.bincount(inverse, weights=signs, minlength=len(distinct)).astype(np.int64)
+    kept = counts != 0
+    return distinct[kept], counts[kept]
+
+
+def add(
+    left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The sum of two tallies (hashes, counts)."""
+    return tally(np.concatenate([left[0], right[0]]), np.concatenate([left[1], right[1]]))
+
+
+def shared_count(dependent: np.ndarray, referenced: np.ndarray) -> int:
+    """|X ∩ Y| from the sorted distinct hashes of X and Y."""
+    if not len(referenced):
+        return 0
+    at = np.minimum(np.searchsorted(referenced, dependent), len(referenced) - 1)
+    return int(np.count_nonzero(referenced[at] == dependent))

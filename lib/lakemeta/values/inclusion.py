@@ -1,0 +1,66 @@
+"""Exact inclusion coefficients Φ(X, Y) = |X ∩ Y| / |X| from the value sets of the state
+(``state/column_values``), for pairs with a small side.
+
+This is the hybrid BML §7 names as future work: an HLL sketch cannot tell whether a few values lie in a
+column of millions (BML's Theorem 1: no sublinear sketch can), but the state holds every column's values
+as 64-bit hashes. |X ∩ Y| is counted in Spark by joining the values of the pair's smaller column with the
+larger one's: the work is min(|X|, |Y|) rows per pair, which is why only pairs with a side of at most
+``sketches.exact_max_distinct`` values are counted (``sketches.discover``). |X| is the exact distinct
+count of the value set. Counts are exact up to 64-bit hash collisions (``values.hashes``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame
+
+from lakemeta.catalog import Catalog
+from lakemeta.values.state import ColumnValues
+
+PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
+
+
+def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
+    """|X ∩ Y| of each pair of ``pairs`` (``PAIR`` columns, and ``dep_distinct`` / ``ref_distinct``: the
+    exact sizes of the two value sets), in its order."""
+    if not len(pairs):
+        return np.zeros(0, np.int64)
+    spark = catalog.spark
+    dep_smaller = pa.array(pairs["dep_distinct"].to_numpy() <= pairs["ref_distinct"].to_numpy(), pa.bool_())
+    sides = {
+        side: pc.if_else(dep_smaller, pairs[f"{first}_{part}"], pairs[f"{second}_{part}"])
+        for side, first, second, part in (
+            ("probe_table", "dep", "ref", "table"),
+            ("probe_column", "dep", "ref", "column"),
+            ("other_table", "ref", "dep", "table"),
+            ("other_column", "ref", "dep", "column"),
+        )
+    }
+    asked = spark.createDataFrame(pa.table({"pair": np.arange(len(pairs)), **sides}))
+    spark.sparkContext.setJobDescription(
+        f"exact inclusion of {len(pairs)} column pairs from the value sets "
+        f"({int(np.minimum(pairs['dep_distinct'], pairs['ref_distinct']).sum())} values probed)"
+    )
+    values = catalog.read(ColumnValues.state_table()).select("table_name", "column_name", "hash")
+
+    def of_columns(table: str, column: str) -> DataFrame:
+        wanted = asked.select(table, column).distinct()
+        on = (values.table_name == wanted[table]) & (values.column_name == wanted[column])
+        found = values.join(F.broadcast(wanted), on, "left_semi")
+        return found.select(F.col("table_name").alias(table), F.col("column_name").alias(column), "hash")
+
+    probed = of_columns("probe_table", "probe_column")
+    other = of_columns("other_table", "other_column").withColumn("present", F.lit(1))
+    counted = (
+        probed.join(asked, ["probe_table", "probe_column"])
+        .join(other, ["other_table", "other_column", "hash"], "left")
+        .groupBy("pair")
+        .agg(F.count("present").alias("shared"))
+        .toArrow()
+    )
+    shared = np.zeros(len(pairs), np.int64)
+    shared[counted["pair"].to_numpy()] = counted["shared"].to_numpy()
+    return shared

@@ -1,0 +1,120 @@
+"""Column value sets as Delta state (``state/column_values``), the Spark side of ``lakemeta.values.hashes``.
+
+Delta. In the run's one scan (``lakemeta.scan``), the executor tasks hash each sketched cell of a table's
+changed rows by its canonical form (``lakemeta.hashing``, the hashes the HLL counters and Many use) and
+tally +1 per inserted and -1 per deleted row per (column, hash) with ``hashes.tally``, slice by slice into
+one running tally per column.
+
+Merge: the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, a value whose count
+reaches zero leaves the set, a count that would turn negative stops the run before anything is written;
+tables rebuilt from their snapshot, and dropped ones, have their values replaced.
+
+Metric: ``n_distinct``, each column's exact number of distinct values (up to 64-bit hash collisions, see
+``hashes``), beside the HLL estimate. Exact inclusion coefficients of small columns are derived from the
+state by ``values.inclusion``.
+
+Cost: one row per distinct value of each column, at most one per non-null cell (the posting lists keep
+a row per cell, with the value itself and a super key); ``bench/bml_accuracy.py`` measures the rows and
+bytes. Sketched columns are those of atomic types, as for the HLL counters.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import numpy as np
+import pyarrow as pa
+import pyspark.sql.functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from lakemeta.component import StateComponent
+from lakemeta.hashing import hash_strings
+from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
+from lakemeta.lake.tables import holds_plain_values, is_plain_type_name
+from lakemeta.profile.state import ColumnProfile
+from lakemeta.values import hashes as value_hashes
+
+log = logging.getLogger(__name__)
+
+KEYS = ["table_name", "column_name", "hash"]
+SCHEMA = StructType(
+    [
+        StructField("table_name", StringType()),
+        StructField("column_name", StringType()),
+        StructField("hash", LongType()),  # the unsigned 64-bit hash's bits, as Delta has no unsigned type
+        StructField("count", LongType()),
+    ]
+)
+_EMPTY = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+
+
+class _ValuePartial(TablePartial):
+    """A table's value-set delta: +1 per inserted and -1 per deleted row per (column, hash), tallied slice
+    by slice, so that a table emits at most one row per (column, value) it saw."""
+
+    def __init__(self, change: TableChange) -> None:
+        super().__init__(change)
+        fields = change.schema.fields
+        self.running = {f.name: _EMPTY for f in fields if holds_plain_values(f.dataType)}
+
+    def add(self, rows: pa.Table) -> None:
+        signs = rows[SIGN].to_numpy()
+        for column, running in self.running.items():
+            hashes, valid = hash_strings(rows[column])
+            self.running[column] = value_hashes.add(running, value_hashes.tally(hashes[valid], signs[valid]))
+
+    def finish(self) -> pa.Table:
+        parts = [(column, tallied) for column, tallied in self.running.items() if len(tallied[0])]
+        n = [len(tallied[0]) for _, tallied in parts]
+        names = np.array([column for column, _ in parts], dtype=object)
+        return pa.table(
+            {
+                "table_name": pa.array(np.full(sum(n), self.change.table_name, dtype=object), pa.string()),
+                "column_name": pa.array(np.repeat(names, n), pa.string()),
+                "hash": pa.array(np.concatenate([h for _, (h, _) in parts] or [_EMPTY[0]]).view(np.int64)),
+                "count": pa.array(np.concatenate([c for _, (_, c) in parts] or [_EMPTY[1]])),
+            }
+        )
+
+
+class ColumnValues(StateComponent):
+    """The value set of every sketched column: its distinct value hashes with their row counts."""
+
+    name = "column_values"
+    schema = SCHEMA
+    partial_schema = SCHEMA
+    merge_keys = KEYS
+    count_columns = ("count",)
+    drop_zero = True
+
+    def partial(self) -> functools.partial[_ValuePartial]:
+        return functools.partial(_ValuePartial)
+
+    def derive(self) -> pa.Table:
+        """``n_distinct``: the number of values in each column's set; 0 for a sketched column without a
+        non-null value, null for a nested one (not sketched)."""
+        counted = (
+            self.catalog.read(self.state_table())
+            .groupBy("table_name", "column_name")
+            .agg(F.count("*").alias("n_distinct"))
+            .toArrow()
+        )
+        found = dict(
+            zip(
+                zip(counted["table_name"].to_pylist(), counted["column_name"].to_pylist(), strict=True),
+                counted["n_distinct"].to_pylist(),
+                strict=True,
+            )
+        )
+        profile = self.catalog.read_small(ColumnProfile.state_table())
+        keys = zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True)
+        plain = [is_plain_type_name(t) for t in profile["data_type"].to_pylist()]
+        counts = [found.get(key, 0) if is_plain else None for key, is_plain in zip(keys, plain, strict=True)]
+        return pa.table(
+            {
+                "table_name": profile["table_name"],
+                "column_name": profile["column_name"],
+                "n_distinct": pa.array(counts, pa.int64()),
+            }
+        )
