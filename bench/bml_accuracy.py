@@ -1,28 +1,59 @@
-"""Accuracy of the BML estimator (BML §3) beside Zhang et al.'s bottom-k estimator on TPC-H (BML §5.2.2),
-and of lakemeta's estimator on the same registers: Alg. 1-2 with every bucket's exact marginal at m = p
-(``lakemeta.sketches.bml``, "The exact marginal") against the paper's average load with m from Eq. 12.
+"""Inclusion coefficients Φ(X, Y) = |X ∩ Y| / |X| on TPC-H: error, calibration of the error bounds, speed
+and state cost of lakemeta's estimator beside BML as the paper specifies it and Zhang et al.'s bottom-k.
 
 Data: TPC-H at scale 1 (``--quick``: 0.1) from ``tpchgen-cli parquet``, generated under
 bench/results/scratch/ unless already there. Every column is read on its own with pyarrow and hashed by
 ``lakemeta.hashing.hash_strings``, whose canonical form makes an integer and a decimal column holding the
-same numbers hash alike. Per column: its distinct hashes (exact ground truth), HLL counters at p = 14 and
-their registers (``lakemeta.sketches.hll``), and a bottom-k sketch at the equal-memory k = equal_memory_k(14)
-= 1536 (BML §5.1).
+same numbers hash alike. Per column: its sorted distinct hashes (the exact ground truth, and the value set
+the state keeps), its HLL counters at p = 14 and their registers (``lakemeta.sketches.hll``); bottom-k
+sketches are the first k distinct hashes.
 
 Pairs: every ordered pair (X, Y) of columns of different tables whose types can hold the same values:
-numeric with numeric (integers and decimals), string with string, date with date. Exact
-Φ(X, Y) = |X ∩ Y| / |X| comes from the distinct hash sets; BML estimates as the paper specifies them
-(Alg. 1-2, m by Eq. 12, bound by Eq. 11 at 95 %) and with the exact marginal at m = p, as the inclusion
-step runs it (``exact_marginal_*``), from the register matrix with HLL cardinalities; bottom-k
-estimates by Zhang et al. §2 (undefined when the union sample holds no value of X, scored as 0 and counted).
+numeric with numeric (integers and decimals), string with string, date with date. Exact Φ comes from the
+distinct hash sets. Estimators, all on the same pairs in the same run, with HLL cardinalities from the
+registers:
 
-Reported: mean |Φ̂ - Φ| overall and split as the paper's Figs. 14-19 split it (by exact Φ; by a cardinality
-threshold t: both columns <= t, both > t, one on each side, for t = 5000 and t = k, 2k, 4k, 8k), by bands of
-the smaller and the larger distinct count, and by whether either column has more than k distinct values;
-the share of pairs whose BML error exceeds BML's own bound; and the bytes of state per column: HLL counters
-(``counters_to_bytes`` and the number of (bucket, rho, count) rows the Delta state holds) against registers
-and the bottom-k sketch. Targets (issue): BML mean error <= 0.03 overall, and below bottom-k wherever either
-column has more than k distinct values.
+* ``bml_paper``: BML as the paper specifies it (Alg. 1-2 with the average load of Eq. 9, m per pair by
+  Eq. 12, error bound by Theorem 4 (Hoeffding) and Eq. 11 at 95 %): ``estimate_inclusion(AVERAGE_LOAD)``;
+* ``sketch``: Alg. 1-2 with every bucket's exact marginal at m = p and the bound from the binomial
+  variance of P̂ (``estimate_inclusion(EXACT_MARGINAL)``, ``binomial_probability_error``);
+* ``lakemeta``: what lakemeta answers for a pair: where X or Y has at most
+  ``SketchConfig.exact_max_distinct`` distinct values, Φ counted exactly from the value sets (here from
+  the same distinct hash sets; min(|X|, |Y|) values probed) with bound 0; elsewhere the ``sketch``
+  estimate and bound. The inclusion step (``sketches.discover.refresh_inclusion_estimates``) counts those
+  of the countable pairs whose sketch estimate plus bound reaches ``inclusion_floor``, and writes the
+  pairs reaching it (``written``; a true Φ at the floor that it leaves out is a miss, counted). A pair
+  estimated from the sketch whose bound exceeds ``max_error_bound`` is ``undetermined`` (no estimate
+  reported): counted, and scored with the sketch estimate;
+* ``bottom_k_paper``: Zhang et al. §2 with k chosen as BML §5.1 chooses it: the memory of the HLL sketches
+  kept for every m in {0, ..., m_max}, 2^(m_max+1) six-bit registers, with m_max the largest m Eq. 12
+  gives any pair of the database, so k = 2^(m_max+1) · 6 / 64 (Table 4: TPCH-10 m = 9, k = 96; TPCDS-300
+  m = 13, k = 1536). The paper states no rule other than this equal memory;
+* ``bottom_k_equal_memory``: the same estimator at the memory of the 2^14 registers lakemeta keeps,
+  k = equal_memory_k(14) = 1536.
+
+A bottom-k estimate is undefined when the union sample holds no value of X: such pairs are left out of
+the mean error and counted as undefined.
+
+Reported, per estimator and per group of pairs (all; dependent with <= 100 and with >= 1,000 distinct
+values; small in large: X <= exact_max_distinct < Y; large in small; both large; both small; the paper's
+Fig. 14 split by exact Φ and Figs. 15-19 splits by a cardinality threshold t = 5000 and t = k, 2k, 4k, 8k
+of the equal-memory k): the pairs, the mean |Φ̂ - Φ| over the defined estimates, the undefined ones, and
+for estimators with an error bound the share of pairs whose error is within their own bound and the
+median bound; for lakemeta also the pairs counted exactly and the undetermined ones, and its mean error
+over that of each baseline on the pairs where the baseline is defined. Beside them: the undetermined pairs
+whose estimate plus bound reaches the floor, and how many of those the inclusion step's cardinality rule
+(Φ <= |Y| / |X| < floor) prunes before estimating; the pairs where lakemeta errs most. Speed: pairs per second
+of each estimator's estimation step (sketch building excluded), the median of repeated runs on the pairs
+of the lake and on the same pairs repeated to some 10^5; for ``lakemeta`` the sketch part (estimation and
+the choice of the pairs to count), plus the pairs and the dependent values the exact counting reads.
+State per column: registers (2^p bytes), HLL counter rows and their bytes (``counters_to_bytes``), both
+bottom-k sketches (``bottomk.to_bytes``), and the value set (one row of an 8-byte hash and an 8-byte count
+per distinct value), with medians and totals, and the lake's value-set rows beside its non-null cells.
+Targets: lakemeta's mean error <= 0.02 over all pairs and <= 0.01 where the dependent has >= 1,000
+values, below bottom-k at equal memory in every group (on the pairs where bottom-k is defined), >= 95 % of
+its reported estimates (all but the undetermined) within their own bound, and >= 10^6 pairs per second
+for the sketch estimation on the lake's pairs.
 
     .venv/bin/python bench/bml_accuracy.py [--quick]
 """
@@ -33,29 +64,53 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakemeta.arrays import sorted_unique
+from lakemeta.config import SketchConfig
 from lakemeta.hashing import hash_strings
 from lakemeta.reference import bottomk
-from lakemeta.sketches.bml import AVERAGE_LOAD, DEFAULT_CONFIDENCE, EXACT_MARGINAL, estimate_inclusion
-from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, counters_to_bytes, registers
+from lakemeta.sketches.bml import (
+    AVERAGE_LOAD,
+    DEFAULT_CONFIDENCE,
+    EXACT_MARGINAL,
+    estimate_inclusion,
+)
+from lakemeta.sketches.hll import (
+    DEFAULT_PRECISION,
+    counter_delta,
+    counters_to_bytes,
+    estimate_cardinality,
+    registers,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRATCH = RESULTS / "scratch"
 TABLES = ("customer", "lineitem", "nation", "orders", "part", "partsupp", "region", "supplier")
-TARGET_MEAN_ERROR = 0.03
+CONFIG = SketchConfig()
+SMALL_DEPENDENT = 100
+LARGE_DEPENDENT = 1000
 PAPER_THRESHOLD = 5000  # Figs. 15-17
-FLOOR = 0.5  # the default inclusion floor of the inclusion_estimates table
-BAND_EDGES = (100, bottomk.equal_memory_k(DEFAULT_PRECISION), 10**4, 10**5, 10**6)
+VALUE_ROW_BYTES = 16  # a value-set row: 8-byte hash and 8-byte count
+ESTIMATORS = ("bml_paper", "sketch", "lakemeta", "bottom_k_paper", "bottom_k_equal_memory")
+BASELINES = ("bml_paper", "bottom_k_paper", "bottom_k_equal_memory")
+TARGET_MEAN_ERROR = 0.02
+TARGET_MEAN_ERROR_LARGE_DEPENDENT = 0.01
+TARGET_WITHIN_BOUND = 0.95
+TARGET_PAIRS_PER_SECOND = 1e6
+REPEATED_PAIRS = 100_000  # the pairs repeated to about this many for the throughput beyond fixed costs
+MIN_RUNS, MIN_SECONDS = 5, 1.0  # timed runs per estimator: at least this many, and this long in all
 
 
 def tpch(scale: float) -> Path:
@@ -94,32 +149,39 @@ class ColumnSketches:
     column: str
     family: str
     rows: int
-    distinct: np.ndarray  # sorted distinct hashes: the exact ground truth
+    non_null: int
+    distinct: np.ndarray  # sorted distinct hashes: the exact ground truth and the value set
     registers: np.ndarray
-    bottom_k: np.ndarray
     counter_rows: int
     counter_bytes: int
 
+    @property
+    def name(self) -> str:
+        return f"{self.table}.{self.column}"
 
-def sketch_column(table: str, column: str, values: pa.ChunkedArray, k: int) -> ColumnSketches:
+    def bottom_k(self, k: int) -> np.ndarray:
+        """The bottom-k sketch (``bottomk.bottom_k``): the distinct hashes are sorted and unique already."""
+        return self.distinct[:k]
+
+
+def sketch_column(table: str, column: str, values: pa.ChunkedArray) -> ColumnSketches:
     hashes, valid = hash_strings(values)
     present = hashes[valid]
     counters = counter_delta(present, p=DEFAULT_PRECISION)
-    distinct = sorted_unique(present)
     return ColumnSketches(
         table=table,
         column=column,
         family=family(values.type) or "",
         rows=len(values),
-        distinct=distinct,
+        non_null=int(present.size),
+        distinct=sorted_unique(present),
         registers=registers(counters),
-        bottom_k=bottomk.bottom_k(distinct, k),
         counter_rows=len(counters),
         counter_bytes=len(counters_to_bytes(counters)),
     )
 
 
-def read_columns(folder: Path, k: int) -> list[ColumnSketches]:
+def read_columns(folder: Path) -> list[ColumnSketches]:
     columns = []
     for table in TABLES:
         path = folder / f"{table}.parquet"
@@ -127,8 +189,8 @@ def read_columns(folder: Path, k: int) -> list[ColumnSketches]:
             if family(field.type) is None:
                 continue
             values = pq.read_table(path, columns=[field.name]).column(0)  # one column in memory at a time
-            columns.append(sketch_column(table, field.name, values, k))
-            print(f"  {table}.{field.name}: {columns[-1].distinct.size} distinct", flush=True)
+            columns.append(sketch_column(table, field.name, values))
+            print(f"  {columns[-1].name}: {columns[-1].distinct.size} distinct", flush=True)
     return columns
 
 
@@ -156,35 +218,54 @@ def cross_table_pairs(columns: list[ColumnSketches]) -> tuple[np.ndarray, np.nda
     return np.array(xs, np.int64), np.array(ys, np.int64), np.array(phis)
 
 
-def summary(
-    mask: np.ndarray,
-    bml_error: np.ndarray,
-    bk_error: np.ndarray,
-    over_bound: np.ndarray,
-    undefined: np.ndarray,
-    exact_error: np.ndarray,
-    exact_over_bound: np.ndarray,
-) -> dict:
-    n = int(mask.sum())
-    if n == 0:
-        return {"pairs": 0}
-    defined = mask & ~undefined
-    return {
-        "pairs": n,
-        "bml_mean_error": float(bml_error[mask].mean()),
-        "bottom_k_mean_error": float(bk_error[mask].mean()),
-        "bottom_k_undefined": int((mask & undefined).sum()),
-        "bottom_k_mean_error_where_defined": float(bk_error[defined].mean()) if defined.any() else None,
-        "bml_over_own_bound_share": float(over_bound[mask].mean()),
-        "exact_marginal_mean_error": float(exact_error[mask].mean()),
-        "exact_marginal_over_own_bound_share": float(exact_over_bound[mask].mean()),
+def timed(run: Callable[[], object]) -> dict[str, float | int]:
+    """Median wall and process CPU seconds of ``run`` after a warm-up call (numba compiles or loads its
+    kernels), over at least MIN_RUNS runs and MIN_SECONDS in all."""
+    run()
+    wall: list[float] = []
+    cpu: list[float] = []
+    while len(wall) < MIN_RUNS or sum(wall) < MIN_SECONDS:
+        wall_start, cpu_start = time.perf_counter(), time.process_time()
+        run()
+        wall.append(time.perf_counter() - wall_start)
+        cpu.append(time.process_time() - cpu_start)
+    return {"runs": len(wall), "median_wall": statistics.median(wall), "median_cpu": statistics.median(cpu)}
+
+
+def counted_exactly(dependent_distinct: np.ndarray, referenced_distinct: np.ndarray) -> np.ndarray:
+    """The pairs whose Φ lakemeta counts from the value sets rather than estimates: a side of at most
+    ``exact_max_distinct`` values (the inclusion step counts those of them that may reach the floor)."""
+    smaller = np.minimum(dependent_distinct, referenced_distinct)
+    return (smaller > 0) & (smaller <= CONFIG.exact_max_distinct)
+
+
+def group_stats(
+    mask: np.ndarray, truth: np.ndarray, estimate: np.ndarray, bound: np.ndarray | None
+) -> dict[str, float | int | None]:
+    """Pairs, mean |Φ̂ - Φ| over the defined estimates, undefined ones (NaN), and for estimators with a
+    bound the share of the defined estimates within their own bound and the median bound."""
+    defined = mask & ~np.isnan(estimate)
+    error = np.abs(estimate[defined] - truth[defined])
+    stats: dict[str, float | int | None] = {
+        "pairs": int(mask.sum()),
+        "mean_error": float(error.mean()) if error.size else None,
+        "undefined": int((mask & ~defined).sum()),
     }
+    if bound is not None and error.size:
+        stats["within_own_bound_share"] = float((error <= bound[defined]).mean())
+        stats["median_bound"] = float(np.median(bound[defined]))
+    return stats
 
 
-def band_label(i: int) -> str:
-    edges = (0, *BAND_EDGES, None)
-    low, high = edges[i], edges[i + 1]
-    return f"{low + 1}-{high}" if high is not None else f">{low}"
+def ratio(numerator: float | None, denominator: float | None) -> float | None:
+    """numerator / denominator, None where either is missing or the denominator is 0."""
+    if numerator is None or not denominator:
+        return None
+    return numerator / denominator
+
+
+def summarize(value: np.ndarray) -> dict[str, float | int]:
+    return {"median": float(np.median(value)), "total": int(value.sum()), "max": int(value.max())}
 
 
 def main() -> None:
@@ -194,206 +275,328 @@ def main() -> None:
     )
     args = parser.parse_args()
     scale = 0.1 if args.quick else 1.0
-    k = bottomk.equal_memory_k(DEFAULT_PRECISION)
+    k_equal = bottomk.equal_memory_k(DEFAULT_PRECISION)
+    load_at_start = os.getloadavg()
     started = time.perf_counter()
 
     folder = tpch(scale)
     print(f"sketching the columns of {folder}", flush=True)
-    columns = read_columns(folder, k)
+    columns = read_columns(folder)
     sketched = time.perf_counter()
     x, y, truth = cross_table_pairs(columns)
     exact_done = time.perf_counter()
 
     regs = np.stack([c.registers for c in columns])
-    bml = estimate_inclusion(regs, x, y, model=AVERAGE_LOAD)
-    exact = estimate_inclusion(regs, x, y, model=EXACT_MARGINAL)
-    exact_error = np.abs(exact.estimate - truth)
-    values, offsets = bottomk.pack([c.bottom_k for c in columns])
-    bk = bottomk.inclusion_estimates(values, offsets, x, y, k)
-    undefined = np.isnan(bk)
-    bml_error = np.abs(bml.estimate - truth)
-    bk_error = np.abs(np.where(undefined, 0.0, bk) - truth)
-    over_bound = bml_error > bml.error_bound
-
-    distinct = np.array([c.distinct.size for c in columns])
+    cardinalities = estimate_cardinality(regs)
+    distinct = np.array([c.distinct.size for c in columns], np.int64)
+    families = np.array([c.family for c in columns])
     d_x, d_y = distinct[x], distinct[y]
-    smaller, larger = np.minimum(d_x, d_y), np.maximum(d_x, d_y)
 
-    def stats(mask: np.ndarray) -> dict:
-        return summary(
-            mask, bml_error, bk_error, over_bound, undefined, exact_error, exact_error > exact.error_bound
-        )
+    bml = estimate_inclusion(regs, x, y, cardinalities, model=AVERAGE_LOAD)
+    m_max = int(bml.m.max())
+    k_paper = bottomk.equal_memory_k(m_max + 1)  # BML §5.1: the sketches of every m in 0 .. m_max
+    packed = {k: bottomk.pack([c.bottom_k(k) for c in columns]) for k in (k_paper, k_equal)}
 
-    by_threshold = {}
-    for label, t in [
-        ("t=5000", PAPER_THRESHOLD),
-        ("t=k", k),
-        ("t=2k", 2 * k),
-        ("t=4k", 4 * k),
-        ("t=8k", 8 * k),
-    ]:
-        by_threshold[label] = {
-            "both_at_most_t": stats(larger <= t),  # Fig. 15
-            "both_above_t": stats(smaller > t),  # Figs. 16, 18
-            "one_each_side": stats((smaller <= t) & (larger > t)),  # Figs. 17, 19
-            "x_above_y_at_most_t": stats((d_x > t) & (d_y <= t)),
-            "x_at_most_y_above_t": stats((d_x <= t) & (d_y > t)),
+    def estimation_steps(xs: np.ndarray, ys: np.ndarray) -> dict[str, Callable[[], Any]]:
+        """Each estimator's estimation step on the pairs (xs, ys); lakemeta's sketch part is the sketch
+        estimates and the choice of the pairs to count exactly."""
+        return {
+            "bml_paper": lambda: estimate_inclusion(regs, xs, ys, cardinalities, model=AVERAGE_LOAD),
+            "sketch": lambda: estimate_inclusion(regs, xs, ys, cardinalities, model=EXACT_MARGINAL),
+            "lakemeta_sketch_part": lambda: (
+                estimate_inclusion(regs, xs, ys, cardinalities, model=EXACT_MARGINAL),
+                counted_exactly(distinct[xs], distinct[ys]),
+            ),
+            "bottom_k_paper": lambda: bottomk.inclusion_estimates(*packed[k_paper], xs, ys, k_paper),
+            "bottom_k_equal_memory": lambda: bottomk.inclusion_estimates(*packed[k_equal], xs, ys, k_equal),
         }
-    band_of_smaller, band_of_larger = (
-        np.digitize(smaller, BAND_EDGES, right=True),
-        np.digitize(larger, BAND_EDGES, right=True),
-    )
-    by_bands = [
-        {
-            "smaller": band_label(i),
-            "larger": band_label(j),
-            **stats((band_of_smaller == i) & (band_of_larger == j)),
-        }
-        for i in range(len(BAND_EDGES) + 1)
-        for j in range(i, len(BAND_EDGES) + 1)
-        if np.any((band_of_smaller == i) & (band_of_larger == j))
-    ]
-    phi_bins = np.minimum((truth * 10).astype(int), 9)
-    by_exact_phi = {  # Fig. 14
-        f"{b / 10:.1f}-{(b + 1) / 10:.1f}": stats((phi_bins == b) & (truth < 1.0)) for b in range(10)
-    } | {"1.0": stats(truth == 1.0)}
-    either_above_k = larger > k
-    by_family = {
-        f: stats(np.array([columns[i].family == f for i in x])) for f in ("numeric", "string", "date")
+
+    steps = estimation_steps(x, y)
+    sketch_estimates = steps["sketch"]()
+    counted = counted_exactly(d_x, d_y)
+    lakemeta_estimate = np.where(counted, truth, sketch_estimates.estimate)
+    lakemeta_bound = np.where(counted, 0.0, sketch_estimates.error_bound)
+    undetermined = ~counted & (sketch_estimates.error_bound > CONFIG.max_error_bound)
+    undetermined_reaching = undetermined & (lakemeta_estimate + lakemeta_bound >= CONFIG.inclusion_floor)
+    reported = ~undetermined
+    # the rows inclusion_estimates holds with an estimate: counted ones reaching the floor among those the
+    # sketch says may reach it, and estimated ones reaching it with a bound of at most max_error_bound
+    may_reach = sketch_estimates.estimate + sketch_estimates.error_bound >= CONFIG.inclusion_floor
+    written = reported & (lakemeta_estimate >= CONFIG.inclusion_floor) & (may_reach | ~counted)
+    estimates: dict[str, tuple[np.ndarray, np.ndarray | None]] = {
+        "bml_paper": (bml.estimate, bml.error_bound),
+        "sketch": (sketch_estimates.estimate, sketch_estimates.error_bound),
+        "lakemeta": (lakemeta_estimate, lakemeta_bound),
+        "bottom_k_paper": (steps["bottom_k_paper"](), None),
+        "bottom_k_equal_memory": (steps["bottom_k_equal_memory"](), None),
     }
 
-    overall = stats(np.ones(truth.size, dtype=bool))
-    worst_bml_pairs = [
+    # throughput: the estimation step alone, on the lake's pairs and on them repeated
+    load_before_timing = os.getloadavg()
+    repeats = -(-REPEATED_PAIRS // truth.size)
+    steps_repeated = estimation_steps(np.tile(x, repeats), np.tile(y, repeats))
+    throughput = {}
+    for name, step in steps.items():
+        lake, repeated = timed(step), timed(steps_repeated[name])
+        throughput[name] = {
+            "pairs_per_second": truth.size / lake["median_wall"],
+            "pairs_per_cpu_second": truth.size / lake["median_cpu"],
+            "runs": lake["runs"],
+            "pairs_repeated": repeats * truth.size,
+            "pairs_per_second_repeated": repeats * truth.size / repeated["median_wall"],
+            "pairs_per_cpu_second_repeated": repeats * truth.size / repeated["median_cpu"],
+        }
+    throughput["lakemeta_exact_counting"] = {
+        "pairs": int(counted.sum()),
+        "values_probed": int(np.minimum(d_x, d_y)[counted].sum()),
+    }
+    load_after_timing = os.getloadavg()
+
+    # groups of pairs
+    limit = CONFIG.exact_max_distinct
+    groups = {
+        "all": np.ones(truth.size, dtype=bool),
+        f"dependent_at_most_{SMALL_DEPENDENT}": d_x <= SMALL_DEPENDENT,
+        f"dependent_at_least_{LARGE_DEPENDENT}": d_x >= LARGE_DEPENDENT,
+        "small_in_large": (d_x <= limit) & (d_y > limit),
+        "large_in_small": (d_x > limit) & (d_y <= limit),
+        "both_large": (d_x > limit) & (d_y > limit),
+        "both_small": (d_x <= limit) & (d_y <= limit),
+    }
+
+    def lakemeta_within(mask: np.ndarray) -> float | None:
+        return group_stats(mask, truth, *estimates["lakemeta"]).get("within_own_bound_share")
+
+    def per_estimator(mask: np.ndarray) -> dict[str, dict]:
+        stats = {name: group_stats(mask, truth, *estimates[name]) for name in ESTIMATORS}
+        stats["lakemeta"] |= {
+            "counted_exactly": int((mask & counted).sum()),
+            "undetermined": int((mask & undetermined).sum()),
+            "within_own_bound_share_reported": lakemeta_within(mask & reported),
+            "within_own_bound_share_sketch_estimated": lakemeta_within(mask & ~counted),
+        }
+        return stats
+
+    def lakemeta_over_baselines(mask: np.ndarray) -> dict[str, dict]:
+        """lakemeta's mean error and each baseline's, on the pairs where the baseline is defined."""
+        out = {}
+        for name in BASELINES:
+            same = mask & ~np.isnan(estimates[name][0])
+            ours = group_stats(same, truth, *estimates["lakemeta"])["mean_error"]
+            theirs = group_stats(same, truth, *estimates[name])["mean_error"]
+            out[name] = {
+                "pairs": int(same.sum()),
+                "lakemeta_mean_error": ours,
+                "baseline_mean_error": theirs,
+                "ratio": ratio(ours, theirs),
+            }
+        return out
+
+    by_group = {
+        name: {"estimators": per_estimator(mask), "lakemeta_over_baselines": lakemeta_over_baselines(mask)}
+        for name, mask in groups.items()
+    }
+    smaller, larger = np.minimum(d_x, d_y), np.maximum(d_x, d_y)
+    by_threshold = {
+        label: {
+            "both_at_most_t": per_estimator(larger <= t),  # Fig. 15
+            "both_above_t": per_estimator(smaller > t),  # Figs. 16, 18
+            "one_each_side": per_estimator((smaller <= t) & (larger > t)),  # Figs. 17, 19
+        }
+        for label, t in [
+            (f"t={PAPER_THRESHOLD}", PAPER_THRESHOLD),
+            ("t=k", k_equal),
+            ("t=2k", 2 * k_equal),
+            ("t=4k", 4 * k_equal),
+            ("t=8k", 8 * k_equal),
+        ]
+    }
+    phi_bins = np.minimum((truth * 10).astype(int), 9)
+    by_exact_phi = {  # Fig. 14
+        f"{b / 10:.1f}-{(b + 1) / 10:.1f}": per_estimator((phi_bins == b) & (truth < 1.0)) for b in range(10)
+    } | {"1.0": per_estimator(truth == 1.0)}
+
+    lakemeta_error = np.abs(lakemeta_estimate - truth)
+    worst_lakemeta_pairs = [
         {
-            "x": f"{columns[x[i]].table}.{columns[x[i]].column}",
-            "y": f"{columns[y[i]].table}.{columns[y[i]].column}",
+            "x": columns[x[i]].name,
+            "y": columns[y[i]].name,
             "distinct_x": int(d_x[i]),
             "distinct_y": int(d_y[i]),
             "phi": float(truth[i]),
-            "bml": float(bml.estimate[i]),
-            "bml_error_bound": float(bml.error_bound[i]),
-            "m": int(bml.m[i]),
-            "exact_marginal": float(exact.estimate[i]),
-            "exact_marginal_error_bound": float(exact.error_bound[i]),
-            "bottom_k": None if undefined[i] else float(bk[i]),
+            "counted_exactly": bool(counted[i]),
+            "undetermined": bool(undetermined[i]),
+            **{
+                name: {
+                    "estimate": None if np.isnan(estimate[i]) else float(estimate[i]),
+                    "bound": None if bound is None else float(bound[i]),
+                }
+                for name, (estimate, bound) in estimates.items()
+            },
         }
-        for i in np.argsort(-bml_error, kind="stable")[:15]
+        for i in np.argsort(-lakemeta_error, kind="stable")[:15]
     ]
-    # where BML's own bound promises accuracy, and what pruning at the inclusion floor keeps
-    # (inclusion_estimates holds the pairs whose estimate reaches the floor, 0.5 by default)
-    by_bml_bound = {f"bound_at_most_{b}": stats(bml.error_bound <= b) for b in (0.05, 0.1, 0.2)}
-    contained = truth >= 0.9
-    at_floor = {
-        "floor": FLOOR,
-        "pairs_with_phi_at_least_0.9": int(contained.sum()),
-        "bml_keeps_share": float((bml.estimate[contained] >= FLOOR).mean()),
-        "bottom_k_keeps_share": float((np.nan_to_num(bk[contained]) >= FLOOR).mean()),
-        "bml_false_candidates": int(((bml.estimate >= FLOOR) & (truth < FLOOR)).sum()),
-        "exact_marginal_keeps_share": float((exact.estimate[contained] >= FLOOR).mean()),
-        "exact_marginal_false_candidates": int(((exact.estimate >= FLOOR) & (truth < FLOOR)).sum()),
-        "bottom_k_false_candidates": int(((np.nan_to_num(bk) >= FLOOR) & (truth < FLOOR)).sum()),
-    }
-    cells_above_k_where_bml_not_better = [
-        cell
-        for cell in by_bands
-        if cell["pairs"] and cell["larger"] != band_label(0) and cell["larger"] != band_label(1)
-        if cell["bml_mean_error"] >= cell["bottom_k_mean_error"]
-    ]
-    above_k = stats(either_above_k)
-    targets = {
-        "bml_mean_error_at_most_0.03": overall["bml_mean_error"] <= TARGET_MEAN_ERROR,
-        "exact_marginal_mean_error_at_most_0.03": overall["exact_marginal_mean_error"] <= TARGET_MEAN_ERROR,
-        "exact_marginal_below_bottom_k_where_either_above_k": above_k["exact_marginal_mean_error"]
-        < above_k["bottom_k_mean_error"],
-        "bml_below_bottom_k_where_either_above_k": stats(either_above_k)["bml_mean_error"]
-        < stats(either_above_k)["bottom_k_mean_error"],
-        "bml_below_bottom_k_where_both_above_k": by_threshold["t=k"]["both_above_t"]["bml_mean_error"]
-        < by_threshold["t=k"]["both_above_t"]["bottom_k_mean_error"],
-        "bml_below_bottom_k_where_one_each_side_of_k": by_threshold["t=k"]["one_each_side"]["bml_mean_error"]
-        < by_threshold["t=k"]["one_each_side"]["bottom_k_mean_error"],
-        "band_cells_above_k_where_bml_is_not_below_bottom_k": cells_above_k_where_bml_not_better,
-    }
 
-    register_bytes = 1 << DEFAULT_PRECISION
+    # state per column
     state = [
         {
-            "table": c.table,
-            "column": c.column,
+            "column": c.name,
             "family": c.family,
             "rows": c.rows,
+            "non_null": c.non_null,
             "distinct": int(c.distinct.size),
+            "register_bytes": int(c.registers.size),
             "hll_counter_rows": c.counter_rows,
             "hll_counter_bytes": c.counter_bytes,
-            "bottom_k_bytes": len(bottomk.to_bytes(c.bottom_k, k)),
+            "bottom_k_paper_bytes": len(bottomk.to_bytes(c.bottom_k(k_paper), k_paper)),
+            "bottom_k_equal_memory_bytes": len(bottomk.to_bytes(c.bottom_k(k_equal), k_equal)),
+            "value_set_rows": int(c.distinct.size),
+            "value_set_bytes": VALUE_ROW_BYTES * int(c.distinct.size),
         }
         for c in columns
     ]
-    counter_bytes = np.array([s["hll_counter_bytes"] for s in state])
-    counter_rows = np.array([s["hll_counter_rows"] for s in state])
-    bk_bytes = np.array([s["bottom_k_bytes"] for s in state])
-    state_summary = {
-        "register_bytes_uint8": register_bytes,
-        "register_bytes_6_bit": register_bytes * 6 // 8,
-        "bottom_k_bytes_full_sketch": k * 8,
-        "hll_counter_bytes": {"median": float(np.median(counter_bytes)), "max": int(counter_bytes.max())},
-        "hll_counter_rows": {"median": float(np.median(counter_rows)), "max": int(counter_rows.max())},
-        "bottom_k_bytes": {"median": float(np.median(bk_bytes)), "max": int(bk_bytes.max())},
-        "counters_over_registers_median": float(np.median(counter_bytes) / register_bytes),
-        "counters_over_bottom_k_median": float(np.median(counter_bytes) / np.median(bk_bytes)),
+    state_keys = [key for key in state[0] if key.endswith(("_bytes", "_rows"))]
+    state_summary = {key: summarize(np.array([s[key] for s in state], np.int64)) for key in state_keys}
+    non_null_cells = sum(c.non_null for c in columns)
+    state_summary["value_set_rows_per_non_null_cell"] = state_summary["value_set_rows"]["total"] / max(
+        non_null_cells, 1
+    )
+    state_summary["non_null_cells"] = non_null_cells
+
+    # targets
+    overall = by_group["all"]["estimators"]["lakemeta"]
+    large_dependent = by_group[f"dependent_at_least_{LARGE_DEPENDENT}"]["estimators"]["lakemeta"]
+    against_bottom_k = {
+        name: group["lakemeta_over_baselines"]["bottom_k_equal_memory"] for name, group in by_group.items()
+    }
+    not_below = {
+        name: c
+        for name, c in against_bottom_k.items()
+        if c["pairs"] and not c["lakemeta_mean_error"] < c["baseline_mean_error"]
+    }
+    tied_at_zero = [name for name, c in not_below.items() if c["lakemeta_mean_error"] == 0.0]
+    within = overall["within_own_bound_share_reported"]
+    within_written = lakemeta_within(written)
+    sketch_rate = throughput["lakemeta_sketch_part"]["pairs_per_second"]
+    targets = {
+        "lakemeta_mean_error_all": {
+            "met": overall["mean_error"] <= TARGET_MEAN_ERROR,
+            "measured": overall["mean_error"],
+            "target": TARGET_MEAN_ERROR,
+        },
+        f"lakemeta_mean_error_dependent_at_least_{LARGE_DEPENDENT}": {
+            "met": large_dependent["mean_error"] <= TARGET_MEAN_ERROR_LARGE_DEPENDENT,
+            "measured": large_dependent["mean_error"],
+            "target": TARGET_MEAN_ERROR_LARGE_DEPENDENT,
+        },
+        "lakemeta_below_bottom_k_equal_memory_in_every_group": {
+            "met": len(not_below) == len(tied_at_zero),
+            "rule": "lakemeta's mean error below bottom-k's on the pairs where bottom-k is defined; a group "
+            "where both are exact (0) is a tie, not a failure",
+            "groups_not_below": {name: not_below[name] for name in not_below if name not in tied_at_zero},
+            "groups_tied_at_zero": tied_at_zero,
+            "bottom_k_undefined_pairs": int(np.isnan(estimates["bottom_k_equal_memory"][0]).sum()),
+        },
+        "lakemeta_reported_within_own_bound": {
+            "met": within is not None and within >= TARGET_WITHIN_BOUND,
+            "measured": within,
+            "target": TARGET_WITHIN_BOUND,
+            "reported_pairs": int(reported.sum()),
+            "measured_sketch_estimated_only": overall["within_own_bound_share_sketch_estimated"],
+            "measured_rows_written_with_an_estimate": within_written,
+            "rows_written_with_an_estimate": int(written.sum()),
+        },
+        "sketch_pairs_per_second": {
+            "met": sketch_rate >= TARGET_PAIRS_PER_SECOND,
+            "measured": sketch_rate,
+            "measured_pairs_repeated": throughput["lakemeta_sketch_part"]["pairs_per_second_repeated"],
+            "target": TARGET_PAIRS_PER_SECOND,
+        },
     }
 
     print(f"{len(columns)} columns, {truth.size} ordered cross-table pairs (numeric/string/date)")
+    print(f"bottom-k k: paper {k_paper} (m_max = {m_max} by Eq. 12), equal memory {k_equal}")
+    print("mean |Φ̂ - Φ| (share within own bound) [undefined], per group")
     print(
-        f"mean |Φ̂ - Φ|: BML {overall['bml_mean_error']:.4f}, exact marginal "
-        f"{overall['exact_marginal_mean_error']:.4f}, bottom-k {overall['bottom_k_mean_error']:.4f}"
+        f"{'group':>26} {'pairs':>5}"
+        + "".join(f" {name:>22}" for name in ESTIMATORS)
+        + "  lakemeta / bottom_k_equal_memory (same pairs)"
     )
+    for name, group in by_group.items():
+        cells = []
+        for estimator in ESTIMATORS:
+            s = group["estimators"][estimator]
+            mean = "-" if s["mean_error"] is None else f"{s['mean_error']:.4f}"
+            share = s.get("within_own_bound_share")
+            within_text = "" if share is None else f" ({share:.3f})"
+            undefined_text = f" [{s['undefined']}]" if s["undefined"] else ""
+            cells.append(f" {mean + within_text + undefined_text:>22}")
+        against = group["lakemeta_over_baselines"]["bottom_k_equal_memory"]
+        versus = "-" if against["ratio"] is None else f"{against['ratio']:.2f}"
+        print(f"{name:>26} {group['estimators']['lakemeta']['pairs']:>5}" + "".join(cells) + f"  {versus}")
     print(
-        f"BML error above its own bound ({DEFAULT_CONFIDENCE:.0%}): {overall['bml_over_own_bound_share']:.4f}"
+        f"lakemeta: {int(counted.sum())} pairs counted exactly "
+        f"({int(np.minimum(d_x, d_y)[counted].sum())} values probed), "
+        f"{int(undetermined.sum())} undetermined (bound > {CONFIG.max_error_bound})"
     )
-    print(f"bottom-k undefined (scored as 0): {int(undefined.sum())}")
-    for label, groups in by_threshold.items():
-        for group, s in groups.items():
-            if s["pairs"]:
-                print(
-                    f"  {label:>7} {group:>22}: {s['pairs']:>5} pairs  BML {s['bml_mean_error']:.4f}  "
-                    f"exact marginal {s['exact_marginal_mean_error']:.4f}  "
-                    f"bottom-k {s['bottom_k_mean_error']:.4f}  over bound {s['bml_over_own_bound_share']:.3f}"
-                )
-    for cell in by_bands:
-        print(
-            f"  smaller {cell['smaller']:>12} larger {cell['larger']:>12}: {cell['pairs']:>5} pairs"
-            f"  BML {cell['bml_mean_error']:.4f}  exact marginal {cell['exact_marginal_mean_error']:.4f}"
-            f"  bottom-k {cell['bottom_k_mean_error']:.4f}"
+    for name, figures in throughput.items():
+        if "pairs_per_second" in figures:
+            print(
+                f"  {name:>22}: {figures['pairs_per_second']:>12,.0f} pairs/s on the lake's pairs, "
+                f"{figures['pairs_per_second_repeated']:>12,.0f} on {figures['pairs_repeated']} repeated"
+            )
+    print(
+        "state per column (median / total bytes): "
+        + ", ".join(
+            f"{key.removesuffix('_bytes')} {state_summary[key]['median']:.0f} / {state_summary[key]['total']}"
+            for key in state_keys
+            if key.endswith("_bytes")
         )
-    print(
-        f"state per column (median): counters {state_summary['hll_counter_bytes']['median']:.0f} B in "
-        f"{state_summary['hll_counter_rows']['median']:.0f} rows, registers {register_bytes} B, "
-        f"bottom-k {state_summary['bottom_k_bytes']['median']:.0f} B"
     )
-    print("pruning at the floor:", json.dumps(at_floor))
-    print("targets:", json.dumps({key: v for key, v in targets.items() if isinstance(v, bool)}))
+    print(
+        f"value-set rows {state_summary['value_set_rows']['total']} beside {non_null_cells} non-null cells "
+        f"({state_summary['value_set_rows_per_non_null_cell']:.3f} per cell)"
+    )
+    print("targets:", json.dumps({name: target["met"] for name, target in targets.items()}))
 
     report = {
         "benchmark": "bml_accuracy",
         "command": "python bench/bml_accuracy.py" + (" --quick" if args.quick else ""),
         "data": {"tpch_scale": scale, "generator": "tpchgen-cli parquet", "tables": list(TABLES)},
         "precision": DEFAULT_PRECISION,
-        "bottom_k_k": k,
         "confidence": DEFAULT_CONFIDENCE,
+        "sketch_config": {
+            "exact_max_distinct": CONFIG.exact_max_distinct,
+            "inclusion_floor": CONFIG.inclusion_floor,
+            "max_error_bound": CONFIG.max_error_bound,
+        },
+        "bottom_k": {
+            "paper_k": k_paper,
+            "paper_rule": "BML §5.1: k = 2^(m_max + 1) * 6 / 64, the memory of the six-bit HLL sketches of "
+            "every m in 0 .. m_max, m_max the largest m by Eq. 12 over the pairs (Table 4); the paper "
+            "gives no rule other than this equal memory",
+            "m_max": m_max,
+            "equal_memory_k": k_equal,
+        },
         "columns": len(columns),
         "pairs": int(truth.size),
-        "pairs_by_family": {f: s["pairs"] for f, s in by_family.items()},
-        "bottom_k_undefined_pairs": int(undefined.sum()),
-        "overall": overall,
-        "by_family": by_family,
-        "both_at_most_k": stats(~either_above_k),
-        "either_above_k": stats(either_above_k),
-        "by_threshold": by_threshold,
-        "by_distinct_bands": by_bands,
+        "pairs_by_family": {f: int(np.count_nonzero(families[x] == f)) for f in sorted(set(families))},
+        "lakemeta": {
+            "counted_exactly": int(counted.sum()),
+            "undetermined": int(undetermined.sum()),
+            "undetermined_reaching_floor": int(undetermined_reaching.sum()),
+            # Φ <= |Y| / |X|: the inclusion step's cardinality rule prunes these before estimating them
+            "undetermined_reaching_floor_ruled_out_by_cardinalities": int(
+                (undetermined_reaching & (d_y < CONFIG.inclusion_floor * d_x)).sum()
+            ),
+            "rows_written_with_an_estimate": int(written.sum()),
+            "step_misses": int(((truth >= CONFIG.inclusion_floor) & ~written & reported).sum()),
+        },
+        "groups": by_group,
         "by_exact_phi": by_exact_phi,
-        "by_bml_bound": by_bml_bound,
-        "pruning_at_floor": at_floor,
-        "worst_bml_pairs": worst_bml_pairs,
+        "by_threshold": by_threshold,
+        "worst_lakemeta_pairs": worst_lakemeta_pairs,
+        "throughput": throughput,
         "targets": targets,
         "state_per_column": state_summary,
         "columns_state": state,
@@ -402,7 +605,13 @@ def main() -> None:
             "exact_intersections": exact_done - sketched,
             "total": time.perf_counter() - started,
         },
-        "cpus": os.cpu_count(),
+        "machine": {
+            "cpus": os.cpu_count(),
+            "load_average_at_start": load_at_start,
+            "load_average_before_timing": load_before_timing,
+            "load_average_after_timing": load_after_timing,
+            "load_average_at_end": os.getloadavg(),
+        },
     }
     out = (SCRATCH / "bml_accuracy.quick.json") if args.quick else (RESULTS / "bml_accuracy.json")
     out.parent.mkdir(parents=True, exist_ok=True)
