@@ -21,7 +21,9 @@ Every other pair is estimated (Alg. 1-2 with every bucket's exact marginal at m 
 by Theorem 4 and Eq. 11, e_p from the binomial variance). Where the estimate plus its bound reaches the
 floor and one of the two columns is small (at most ``sketches.exact_max_distinct`` values), Φ is counted
 exactly from the value sets of the state instead (``values.inclusion``): that is where the sketch is
-weakest, a few values inside a large column (BML's Theorem 1), and where counting is cheap. The pairs
+weakest, a few values inside a large column (BML's Theorem 1), and where counting is cheap; the other
+pairs that may reach the floor, of two large columns, are estimated again from the joint distribution of
+their register pairs (``joint``), which is three times more accurate there. The pairs
 that reach the floor, and those whose bound is too wide to say (``undetermined``, no estimate), are
 written to ``inclusion_estimates`` with their ``status`` (``refresh_inclusion_estimates``), replacing its
 content in one commit (a deterministic function of the state, so a retried run writes the same rows).
@@ -45,6 +47,7 @@ from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.bml import estimate_from_dominated
 from lakemeta.sketches.dominance import RegisterIndex
 from lakemeta.sketches.hll import relative_standard_error
+from lakemeta.sketches.joint import joint_inclusion
 from lakemeta.sketches.state import ColumnRegisters, column_registers
 from lakemeta.values.inclusion import PAIR, shared_values
 
@@ -174,7 +177,8 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     * ``exact``: one of the two columns has at most ``exact_max_distinct`` values and the estimate plus
       its bound reaches the floor: Φ counted from the value sets (``values.inclusion``), kept when it
       reaches the floor, with bound 0;
-    * ``estimated``: the estimate reaches the floor and its bound is at most ``max_error_bound``;
+    * ``estimated``: two large columns, whose joint estimate (``joint``) reaches the floor with a bound of
+      at most ``max_error_bound``;
     * ``undetermined``: the bound is wider than ``max_error_bound`` and the estimate plus the bound
       reaches the floor: no estimate is reported, as the sketch cannot say (an FK search still treats the
       pair as a candidate, ``fks.discover``)."""
@@ -219,6 +223,16 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
             "dep_distinct": pa.array(dep_distinct),
             "ref_distinct": pa.array(ref_distinct),
         }
+    )
+    # what is not counted has two large sides: there the joint distribution of the register pairs says
+    # more than the dominated ones (``joint``)
+    estimated_jointly = ~exact
+    estimate[estimated_jointly], bound[estimated_jointly] = joint_inclusion(
+        registers.registers,
+        x_idx[estimated_jointly],
+        y_idx[estimated_jointly],
+        cardinalities,
+        config.confidence,
     )
     counted = pairs.filter(pa.array(exact))
     counts.exact = len(counted)
