@@ -19,12 +19,13 @@ registers:
   variance of P̂ (``estimate_inclusion(EXACT_MARGINAL)``, ``binomial_probability_error``);
 * ``lakemeta``: what lakemeta answers for a pair: where X or Y has at most
   ``SketchConfig.exact_max_distinct`` distinct values, Φ counted exactly from the value sets (here from
-  the same distinct hash sets; min(|X|, |Y|) values probed) with bound 0; elsewhere the ``sketch``
-  estimate and bound. The inclusion step (``sketches.discover.refresh_inclusion_estimates``) counts those
-  of the countable pairs whose sketch estimate plus bound reaches ``inclusion_floor``, and writes the
-  pairs reaching it (``written``; a true Φ at the floor that it leaves out is a miss, counted). A pair
-  estimated from the sketch whose bound exceeds ``max_error_bound`` is ``undetermined`` (no estimate
-  reported): counted, and scored with the sketch estimate;
+  the same distinct hash sets; min(|X|, |Y|) values probed) with bound 0; elsewhere, where both columns
+  are large, the estimate from the joint distribution of the register pairs (``sketches.joint``). The
+  inclusion step (``sketches.discover.refresh_inclusion_estimates``) counts, or estimates jointly, the
+  pairs whose sketch estimate plus bound reaches ``inclusion_floor``, and writes those reaching it
+  (``written``; a true Φ at the floor that it leaves out is a miss, counted). A pair whose joint bound
+  exceeds ``max_error_bound`` is ``undetermined`` (no estimate reported): counted, and scored with its
+  estimate;
 * ``bottom_k_paper``: Zhang et al. §2 with k chosen as BML §5.1 chooses it: the memory of the HLL sketches
   kept for every m in {0, ..., m_max}, 2^(m_max+1) six-bit registers, with m_max the largest m Eq. 12
   gives any pair of the database, so k = 2^(m_max+1) · 6 / 64 (Table 4: TPCH-10 m = 9, k = 96; TPCDS-300
@@ -45,8 +46,9 @@ over that of each baseline on the pairs where the baseline is defined. Beside th
 whose estimate plus bound reaches the floor, and how many of those the inclusion step's cardinality rule
 (Φ <= |Y| / |X| < floor) prunes before estimating; the pairs where lakemeta errs most. Speed: pairs per second
 of each estimator's estimation step (sketch building excluded), the median of repeated runs on the pairs
-of the lake and on the same pairs repeated to some 10^5; for ``lakemeta`` the sketch part (estimation and
-the choice of the pairs to count), plus the pairs and the dependent values the exact counting reads.
+of the lake and on the same pairs repeated to some 10^5; for ``lakemeta`` the sketch part as the inclusion
+step runs it (every pair sketched, the choice of the pairs to count, the joint estimates of the others
+that may reach the floor), plus the pairs and the values the exact counting reads.
 State per column: registers (2^p bytes), HLL counter rows and their bytes (``counters_to_bytes``), both
 bottom-k sketches (``bottomk.to_bytes``), and the value set (one row of an 8-byte hash and an 8-byte count
 per distinct value), with medians and totals, and the lake's value-set rows beside its non-null cells.
@@ -94,6 +96,7 @@ from lakemeta.sketches.hll import (
     estimate_cardinality,
     registers,
 )
+from lakemeta.sketches.joint import joint_inclusion
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRATCH = RESULTS / "scratch"
@@ -297,16 +300,20 @@ def main() -> None:
     k_paper = bottomk.equal_memory_k(m_max + 1)  # BML §5.1: the sketches of every m in 0 .. m_max
     packed = {k: bottomk.pack([c.bottom_k(k) for c in columns]) for k in (k_paper, k_equal)}
 
+    def lakemeta_sketch_part(xs: np.ndarray, ys: np.ndarray) -> tuple:
+        """As the inclusion step: every pair sketched, then the pairs that may reach the floor and are
+        not counted estimated jointly."""
+        sketched = estimate_inclusion(regs, xs, ys, cardinalities, model=EXACT_MARGINAL)
+        may_reach = sketched.estimate + sketched.error_bound >= CONFIG.inclusion_floor
+        jointly = may_reach & ~counted_exactly(distinct[xs], distinct[ys])
+        return sketched, joint_inclusion(regs, xs[jointly], ys[jointly], cardinalities, DEFAULT_CONFIDENCE)
+
     def estimation_steps(xs: np.ndarray, ys: np.ndarray) -> dict[str, Callable[[], Any]]:
-        """Each estimator's estimation step on the pairs (xs, ys); lakemeta's sketch part is the sketch
-        estimates and the choice of the pairs to count exactly."""
+        """Each estimator's estimation step on the pairs (xs, ys)."""
         return {
             "bml_paper": lambda: estimate_inclusion(regs, xs, ys, cardinalities, model=AVERAGE_LOAD),
             "sketch": lambda: estimate_inclusion(regs, xs, ys, cardinalities, model=EXACT_MARGINAL),
-            "lakemeta_sketch_part": lambda: (
-                estimate_inclusion(regs, xs, ys, cardinalities, model=EXACT_MARGINAL),
-                counted_exactly(distinct[xs], distinct[ys]),
-            ),
+            "lakemeta_sketch_part": lambda: lakemeta_sketch_part(xs, ys),
             "bottom_k_paper": lambda: bottomk.inclusion_estimates(*packed[k_paper], xs, ys, k_paper),
             "bottom_k_equal_memory": lambda: bottomk.inclusion_estimates(*packed[k_equal], xs, ys, k_equal),
         }
@@ -314,9 +321,11 @@ def main() -> None:
     steps = estimation_steps(x, y)
     sketch_estimates = steps["sketch"]()
     counted = counted_exactly(d_x, d_y)
-    lakemeta_estimate = np.where(counted, truth, sketch_estimates.estimate)
-    lakemeta_bound = np.where(counted, 0.0, sketch_estimates.error_bound)
-    undetermined = ~counted & (sketch_estimates.error_bound > CONFIG.max_error_bound)
+    lakemeta_estimate, lakemeta_bound = truth.copy(), np.zeros(truth.size)
+    lakemeta_estimate[~counted], lakemeta_bound[~counted] = joint_inclusion(
+        regs, x[~counted], y[~counted], cardinalities, DEFAULT_CONFIDENCE
+    )
+    undetermined = ~counted & (lakemeta_bound > CONFIG.max_error_bound)
     undetermined_reaching = undetermined & (lakemeta_estimate + lakemeta_bound >= CONFIG.inclusion_floor)
     reported = ~undetermined
     # the rows inclusion_estimates holds with an estimate: counted ones reaching the floor among those the
