@@ -1,7 +1,7 @@
 """Inclusion coefficients of small dependents counted exactly from the value sets (``values.inclusion``,
 ``sketches.discover``): a few values inside, across and outside a large column, where a sketch cannot
 tell (BML's Theorem 1), equal brute force; larger dependents stay estimated; a bound too wide to say
-leaves a pair undetermined."""
+leaves a pair undetermined. Counts stay exact after insert and delete batches."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
+from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config, SketchConfig
 from lakemeta.pipeline import Pipeline
@@ -67,6 +67,17 @@ def test_small_dependents_are_counted_exactly_and_larger_ones_estimated(spark, t
     counted = {r["table_name"]: r["n_distinct"] for r in pipeline.catalog.read_small("columns").to_pylist()}
     expected = {name: len(set(values.tolist())) for name, values in columns.items() if name != "id"}
     assert counted == {**expected, "big": 60_000}
+    # after batches: every copy of one inside value deleted, two outside values inserted; "mostly" loses
+    # its one outside value: still exact, from the maintained value sets
+    gone = int(columns["inside"][0])
+    DeltaTable(str(lake / "inside")).delete(f"v = {gone}")
+    write_deltalake(str(lake / "inside"), pa.table({"v": np.array([-1, -2, -2])}), mode="append")
+    DeltaTable(str(lake / "mostly")).delete("v = -1")
+    process(pipeline, *COMPONENTS)
+    pipeline.discover("inclusion_estimates")
+    found = estimates_of(pipeline)
+    assert found[("inside", "big")]["estimate"] == 6 / 8 and found[("inside", "big")]["status"] == "exact"
+    assert found[("mostly", "big")]["estimate"] == 1.0
 
 
 def test_a_bound_wider_than_the_limit_reports_no_estimate(spark, tmp_path: Path) -> None:
