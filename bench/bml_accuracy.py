@@ -97,6 +97,8 @@ from lakemeta.sketches.hll import (
     registers,
 )
 from lakemeta.sketches.joint import joint_inclusion
+from lakemeta.values.hashes import shared_count
+from lakemeta.values.inclusion import countable
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SCRATCH = RESULTS / "scratch"
@@ -197,15 +199,6 @@ def read_columns(folder: Path) -> list[ColumnSketches]:
     return columns
 
 
-def intersection_size(a: np.ndarray, b: np.ndarray) -> int:
-    """|A ∩ B| of two sorted arrays of distinct values: the smaller one looked up in the larger."""
-    small, large = (a, b) if a.size <= b.size else (b, a)
-    if small.size == 0 or large.size == 0:
-        return 0
-    at = np.minimum(np.searchsorted(large, small), large.size - 1)
-    return int(np.count_nonzero(large[at] == small))
-
-
 def cross_table_pairs(columns: list[ColumnSketches]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(x, y, exact Φ(X, Y)) over the ordered pairs of same-family columns of different tables."""
     xs, ys, phis = [], [], []
@@ -214,7 +207,8 @@ def cross_table_pairs(columns: list[ColumnSketches]) -> tuple[np.ndarray, np.nda
             b = columns[j]
             if a.table == b.table or a.family != b.family or a.distinct.size == 0 or b.distinct.size == 0:
                 continue
-            common = intersection_size(a.distinct, b.distinct)
+            small, large = sorted((a.distinct, b.distinct), key=len)
+            common = shared_count(small, large)
             xs += [i, j]
             ys += [j, i]
             phis += [common / a.distinct.size, common / b.distinct.size]
@@ -233,13 +227,6 @@ def timed(run: Callable[[], object]) -> dict[str, float | int]:
         wall.append(time.perf_counter() - wall_start)
         cpu.append(time.process_time() - cpu_start)
     return {"runs": len(wall), "median_wall": statistics.median(wall), "median_cpu": statistics.median(cpu)}
-
-
-def counted_exactly(dependent_distinct: np.ndarray, referenced_distinct: np.ndarray) -> np.ndarray:
-    """The pairs whose Φ lakemeta counts from the value sets rather than estimates: a side of at most
-    ``exact_max_distinct`` values (the inclusion step counts those of them that may reach the floor)."""
-    smaller = np.minimum(dependent_distinct, referenced_distinct)
-    return (smaller > 0) & (smaller <= CONFIG.exact_max_distinct)
 
 
 def group_stats(
@@ -305,7 +292,7 @@ def main() -> None:
         not counted estimated jointly."""
         sketched = estimate_inclusion(regs, xs, ys, cardinalities, model=EXACT_MARGINAL)
         may_reach = sketched.estimate + sketched.error_bound >= CONFIG.inclusion_floor
-        jointly = may_reach & ~counted_exactly(distinct[xs], distinct[ys])
+        jointly = may_reach & ~countable(distinct[xs], distinct[ys], CONFIG.exact_max_distinct)
         return sketched, joint_inclusion(regs, xs[jointly], ys[jointly], cardinalities, DEFAULT_CONFIDENCE)
 
     def estimation_steps(xs: np.ndarray, ys: np.ndarray) -> dict[str, Callable[[], Any]]:
@@ -320,7 +307,7 @@ def main() -> None:
 
     steps = estimation_steps(x, y)
     sketch_estimates = steps["sketch"]()
-    counted = counted_exactly(d_x, d_y)
+    counted = countable(d_x, d_y, CONFIG.exact_max_distinct)
     lakemeta_estimate, lakemeta_bound = truth.copy(), np.zeros(truth.size)
     lakemeta_estimate[~counted], lakemeta_bound[~counted] = joint_inclusion(
         regs, x[~counted], y[~counted], cardinalities, DEFAULT_CONFIDENCE

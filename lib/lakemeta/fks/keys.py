@@ -220,10 +220,10 @@ def find_keys(
     (``scan.max_task_rows``)."""
     columns = catalog.read_small("columns").select(["table_name", "column_name", "ordinal", "n_nulls"])
     nulls = {(row["table_name"], row["column_name"]): row["n_nulls"] for row in columns.to_pylist()}
-    first_column = {}  # of each table, its first null-free column
-    for row in columns.sort_by([("table_name", "ascending"), ("ordinal", "descending")]).to_pylist():
+    first_column: dict[str, str] = {}  # of each table, its first null-free column
+    for row in columns.sort_by([("table_name", "ascending"), ("ordinal", "ascending")]).to_pylist():
         if row["n_nulls"] == 0:
-            first_column[row["table_name"]] = row["column_name"]
+            first_column.setdefault(row["table_name"], row["column_name"])
     keys = {
         Key(row["table_name"], tuple(row["columns"]) or (first_column[row["table_name"]],))
         for row in catalog.read_small("unique_column_combinations").to_pylist()

@@ -49,7 +49,7 @@ from lakemeta.sketches.dominance import RegisterIndex
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.sketches.joint import joint_inclusion
 from lakemeta.sketches.state import ColumnRegisters, column_registers
-from lakemeta.values.inclusion import PAIR, shared_values
+from lakemeta.values.inclusion import PAIR, countable, shared_values
 
 log = logging.getLogger(__name__)
 
@@ -212,8 +212,7 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     columns = np.array(registers.column_names, dtype=object)
     value_counts = _value_counts(catalog, registers)
     dep_distinct, ref_distinct = value_counts[x_idx], value_counts[y_idx]
-    smaller = np.minimum(dep_distinct, ref_distinct)
-    exact = (smaller > 0) & (smaller <= config.exact_max_distinct)
+    exact = countable(dep_distinct, ref_distinct, config.exact_max_distinct)
     pairs = pa.table(
         {
             "dep_table": pa.array(tables[x_idx], pa.string()),

@@ -18,20 +18,12 @@ import numpy as np
 
 def tally(hashes: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The sorted distinct ``hashes`` and the sum of ``signs`` over each, hashes whose sum is zero left
-    out. With ``signs`` the rows' +1 / -1 it is a batch's change to the value set; with stored counts,
-    their sum."""
+    out: with ``signs`` the rows' +1 / -1, a batch's change to the value set."""
     distinct, inverse = np.unique(hashes, return_inverse=True)
     # float64 sums are exact below 2^53 rows
     counts = np.bincount(inverse, weights=signs, minlength=len(distinct)).astype(np.int64)
     kept = counts != 0
     return distinct[kept], counts[kept]
-
-
-def add(
-    left: tuple[np.ndarray, np.ndarray], right: tuple[np.ndarray, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The sum of two tallies (hashes, counts)."""
-    return tally(np.concatenate([left[0], right[0]]), np.concatenate([left[1], right[1]]))
 
 
 def shared_count(dependent: np.ndarray, referenced: np.ndarray) -> int:

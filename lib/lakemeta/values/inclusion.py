@@ -23,6 +23,13 @@ from lakemeta.values.state import ColumnValues
 PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
 
 
+def countable(dep_distinct: np.ndarray, ref_distinct: np.ndarray, max_distinct: int) -> np.ndarray:
+    """The pairs whose |X ∩ Y| is counted rather than estimated: both value sets known (not empty) and
+    the smaller of at most ``max_distinct`` values (``sketches.exact_max_distinct``)."""
+    smaller = np.minimum(dep_distinct, ref_distinct)
+    return (smaller > 0) & (smaller <= max_distinct)
+
+
 def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
     """|X ∩ Y| of each pair of ``pairs`` (``PAIR`` columns, and ``dep_distinct`` / ``ref_distinct``: the
     exact sizes of the two value sets), in its order."""

@@ -1,9 +1,9 @@
 """Column value sets as Delta state (``state/column_values``), the Spark side of ``lakemeta.values.hashes``.
 
 Delta. In the run's one scan (``lakemeta.scan``), the executor tasks hash each sketched cell of a table's
-changed rows by its canonical form (``lakemeta.hashing``, the hashes the HLL counters and Many use) and
-tally +1 per inserted and -1 per deleted row per (column, hash) with ``hashes.tally``, slice by slice into
-one running tally per column.
+changed rows by its canonical form (``lakemeta.hashing``, the hashes the HLL counters and Many use),
+tally +1 per inserted and -1 per deleted row per (column, hash) of each slice with ``hashes.tally`` and
+emit the slice's rows at once; the component's delta (``StateComponent.delta``) sums them per value.
 
 Merge: the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, a value whose count
 reaches zero leaves the set, a count that would turn negative stops the run before anything is written;
@@ -46,36 +46,36 @@ SCHEMA = StructType(
         StructField("count", LongType()),
     ]
 )
-_EMPTY = (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+_NO_HASHES, _NO_COUNTS = np.zeros(0, np.uint64), np.zeros(0, np.int64)
 
 
 class _ValuePartial(TablePartial):
-    """A table's value-set delta: +1 per inserted and -1 per deleted row per (column, hash), tallied slice
-    by slice, so that a table emits at most one row per (column, value) it saw."""
+    """A table's value-set delta, slice by slice: +1 per inserted and -1 per deleted row per (column, hash)
+    of the slice, emitted at once (a value set grows with the table; the component's delta sums the
+    slices' rows per value, as it sums a table's parts)."""
 
     def __init__(self, change: TableChange) -> None:
         super().__init__(change)
-        fields = change.schema.fields
-        self.running = {f.name: _EMPTY for f in fields if holds_plain_values(f.dataType)}
+        self.columns = [f.name for f in change.schema.fields if holds_plain_values(f.dataType)]
 
-    def add(self, rows: pa.Table) -> None:
+    def add(self, rows: pa.Table) -> pa.Table:
         signs = rows[SIGN].to_numpy()
-        for column, running in self.running.items():
+        tallies = []
+        for column in self.columns:
             hashes, valid = hash_strings(rows[column])
-            self.running[column] = value_hashes.add(running, value_hashes.tally(hashes[valid], signs[valid]))
-
-    def finish(self) -> pa.Table:
-        parts = [(column, tallied) for column, tallied in self.running.items() if len(tallied[0])]
-        n = [len(tallied[0]) for _, tallied in parts]
-        names = np.array([column for column, _ in parts], dtype=object)
+            tallies.append(value_hashes.tally(hashes[valid], signs[valid]))
+        n = [len(distinct) for distinct, _ in tallies]
         return pa.table(
             {
                 "table_name": pa.array(np.full(sum(n), self.change.table_name, dtype=object), pa.string()),
-                "column_name": pa.array(np.repeat(names, n), pa.string()),
-                "hash": pa.array(np.concatenate([h for _, (h, _) in parts] or [_EMPTY[0]]).view(np.int64)),
-                "count": pa.array(np.concatenate([c for _, (_, c) in parts] or [_EMPTY[1]])),
+                "column_name": pa.array(np.repeat(np.array(self.columns, dtype=object), n), pa.string()),
+                "hash": pa.array(np.concatenate([d for d, _ in tallies] or [_NO_HASHES]).view(np.int64)),
+                "count": pa.array(np.concatenate([c for _, c in tallies] or [_NO_COUNTS])),
             }
         )
+
+    def finish(self) -> None:
+        return None
 
 
 class ColumnValues(StateComponent):
