@@ -31,6 +31,11 @@ def test_joint_estimates_of_large_columns_are_close_and_within_their_bounds() ->
     assert np.all((phi >= 0) & (phi <= 1)) and np.all((bound > 0) & (bound < 0.1))
     dominated = estimate_inclusion(regs, xs, ys, n, model=EXACT_MARGINAL)
     assert error.mean() < np.abs(dominated.estimate - np.array(truth)).mean()
+    # at the ends of the range: a column inside another (Φ = 1) and two disjoint ones (Φ = 0)
+    inside, outer, apart = universe[:50_000], universe[:400_000], universe[600_000:700_000]
+    ends = np.stack([registers(counter_delta(c)) for c in (inside, outer, apart)])
+    phi, bound = joint_inclusion(ends, np.array([0, 0]), np.array([1, 2]), estimate_cardinality(ends), 0.95)
+    assert phi[0] >= 1.0 - bound[0] and phi[0] > 0.97 and phi[1] <= bound[1] and phi[1] < 0.03
     # no pairs, no work
     empty = joint_inclusion(regs, xs[:0], ys[:0], n, 0.95)
     assert empty[0].shape == empty[1].shape == (0,)
