@@ -45,6 +45,9 @@ class SketchConfig:
     exact_max_distinct: int = 16_384
     # An estimate whose error bound is wider than this is reported as undetermined (no estimate).
     max_error_bound: float = 0.25
+    # Pairs are estimated in tiles of two blocks of columns (sketches.tiles), one executor task each; a
+    # block holds this many bytes of register rows (2^p per column) and register index: a task about twice.
+    tile_bytes: int = 128 << 20
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Inclusion coefficients Φ(X, Y) = |X ∩ Y| / |X| of column pairs across tables, by BML (BML §3).
 
-From the HLL state (``state.column_registers``) every ordered pair (X, Y) of columns in different
+From the HLL state (``state.column_sketches``) every ordered pair (X, Y) of columns in different
 tables is considered, and a pair is estimated unless a cheap exact argument rules it out first:
 
 * type families: the canonical forms of two columns can only coincide when their types can hold the same
@@ -11,7 +11,7 @@ tables is considered, and a pair is estimated unless a cheap exact argument rule
 * cardinality: Φ(X, Y) <= |Y| / |X|, so when |X| is far above |Y| the pair cannot reach the floor. The
   cardinalities are HLL estimates with relative standard error 1.04 / sqrt(2^p) (BML §2.2,
   ``hll.relative_standard_error``); a pair is pruned only when even |Y| inflated and |X| deflated by
-  ``_CARDINALITY_SIGMAS`` standard errors keeps the ratio below the floor, so estimation error does not
+  ``tiles.CARDINALITY_SIGMAS`` standard errors keeps the ratio below the floor, so estimation error does not
   prune a pair that reaches it;
 * no shared register: a pair where Y dominates none of X's filled registers has Φ̂ = 0 under the exact
   marginal (``dominance``); the pairs that remain are found through an index of the registers, without
@@ -27,12 +27,14 @@ their register pairs (``joint``), which is three times more accurate there. The 
 that reach the floor, and those whose bound is too wide to say (``undetermined``, no estimate), are
 written to ``inclusion_estimates`` with their ``status`` (``refresh_inclusion_estimates``), replacing its
 content in one commit (a deterministic function of the state, so a retried run writes the same rows).
-``run_step`` runs it as the discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads
-the state only, not the lake.
+All of this runs in the executors, tile by tile of column pairs (``tiles``); the driver holds one row per
+column and the pairs that may reach the floor, never the registers. ``run_step`` runs it as the
+discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads the state only, not the lake.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from dataclasses import dataclass
@@ -40,24 +42,34 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame
 
 from lakemeta.catalog import Catalog
 from lakemeta.config import Config, SketchConfig
 from lakemeta.profile.state import ColumnProfile
-from lakemeta.sketches.bml import estimate_from_dominated
-from lakemeta.sketches.dominance import RegisterIndex
-from lakemeta.sketches.hll import relative_standard_error
-from lakemeta.sketches.joint import joint_inclusion
-from lakemeta.sketches.state import ColumnRegisters, column_registers
-from lakemeta.values.inclusion import PAIR, countable, shared_values
+from lakemeta.sketches.state import column_sketches, register_matrix
+from lakemeta.sketches.tiles import ColumnFacts, assign_blocks, estimate_tile
+from lakemeta.values.inclusion import PAIR, shared_values
 
 log = logging.getLogger(__name__)
 
 TARGET = "inclusion_estimates"
 EXACT, ESTIMATED, UNDETERMINED = "exact", "estimated", "undetermined"  # the rows' status
-_CARDINALITY_SIGMAS = 4.0
-# Pairs estimated at once: bounds the memory of the pair arrays on lakes with very many columns.
-_PAIRS_PER_BLOCK = 1 << 22
+# What a tile's task returns: its pairs that may reach the floor, and one row (dep = -1) with the number
+# of pairs it examined.
+_TILE_SCHEMA = pa.schema(
+    [
+        ("dep", pa.int64()),
+        ("ref", pa.int64()),
+        ("estimate", pa.float64()),
+        ("error_bound", pa.float64()),
+        ("counted", pa.bool_()),
+        ("examined", pa.int64()),
+    ]
+)
+_TILE_DDL = "dep long, ref long, estimate double, error_bound double, counted boolean, examined long"
 
 _FAMILIES = (
     ("numeric", re.compile(r"^(tinyint|smallint|int|bigint|float|double|decimal.*)$")),
@@ -90,73 +102,101 @@ class PairCounts:
     written: int = 0
 
 
-def register_index(
-    registers: ColumnRegisters,
-    cardinality: np.ndarray,
-    families: list[str | None],
-    floor: float,
-    p: int,
-    counts: PairCounts,
-) -> RegisterIndex:
-    """The index of the registers that finds the pairs surviving the rules of the module docstring, with
-    their dominated-bucket counts z (``dominance``); counts the cross-table pairs."""
-    relative_error = _CARDINALITY_SIGMAS * relative_standard_error(p)
-    _, table_of, per_table = np.unique(
-        np.array(registers.table_names, dtype=object), return_inverse=True, return_counts=True
-    )
+def column_facts(
+    tables: np.ndarray, families: list[str | None], cardinality: np.ndarray, n_distinct: np.ndarray
+) -> ColumnFacts:
+    """What every tile needs to know of each column (``tiles.ColumnFacts``), from its table name, type
+    family (None: not sketched, compatible with none), HLL cardinality and exact distinct count."""
+    table_of = np.unique(tables, return_inverse=True)[1].astype(np.int64)
     family_names = sorted({f for f in families if f is not None})
-    # a column of no family (not sketched) gets a family of its own, compatible with none
-    family_of = np.array([family_names.index(f) if f is not None else len(family_names) for f in families])
+    family_of = np.array(
+        [family_names.index(f) if f is not None else len(family_names) for f in families], np.int64
+    )
     compatible_matrix = np.zeros((len(family_names) + 1,) * 2, dtype=bool)
     compatible_matrix[:-1, :-1] = [[compatible(a, b) for b in family_names] for a in family_names]
-    counts.considered += int(len(table_of) ** 2 - (per_table.astype(np.int64) ** 2).sum())
-    return RegisterIndex(
-        registers.registers,
+    return ColumnFacts(
         table_of,
         family_of,
         compatible_matrix,
-        cardinality * (1.0 + relative_error),
-        cardinality * max(0.0, 1.0 - relative_error),
-        floor,
+        np.asarray(cardinality, np.float64),
+        np.asarray(n_distinct, np.int64),
     )
 
 
-def _column_families(catalog: Catalog, registers: ColumnRegisters) -> list[str | None]:
+def _column_families(catalog: Catalog, tables: np.ndarray, columns: np.ndarray) -> list[str | None]:
     profile = catalog.read_small(ColumnProfile.state_table())
-    profile = profile.select(["table_name", "column_name", "data_type"])
-    types = {
-        (t, c): d
-        for t, c, d in zip(
-            profile["table_name"].to_pylist(),
-            profile["column_name"].to_pylist(),
+    types = dict(
+        zip(
+            zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True),
             profile["data_type"].to_pylist(),
             strict=True,
         )
-    }
-    return [
-        type_family(types.get((t, c), ""))
-        for t, c in zip(registers.table_names, registers.column_names, strict=True)
-    ]
+    )
+    return [type_family(types.get((t, c), "")) for t, c in zip(tables, columns, strict=True)]
 
 
-def _value_counts(catalog: Catalog, registers: ColumnRegisters) -> np.ndarray:
-    """Each register row's exact number of distinct values (``columns.n_distinct``, from the value sets),
-    0 where unknown."""
-    columns = catalog.read_small("columns")
-    if "n_distinct" not in columns.column_names:
-        return np.zeros(len(registers.table_names), np.int64)
+def _value_counts(catalog: Catalog, tables: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Each column's exact number of distinct values (``columns.n_distinct``, from the value sets), 0
+    where unknown."""
+    known_columns = catalog.read_small("columns")
+    if "n_distinct" not in known_columns.column_names:
+        return np.zeros(len(tables), np.int64)
     known = {
         (t, c): n
         for t, c, n in zip(
-            columns["table_name"].to_pylist(),
-            columns["column_name"].to_pylist(),
-            columns["n_distinct"].to_pylist(),
+            known_columns["table_name"].to_pylist(),
+            known_columns["column_name"].to_pylist(),
+            known_columns["n_distinct"].to_pylist(),
             strict=True,
         )
         if n is not None
     }
-    names = zip(registers.table_names, registers.column_names, strict=True)
-    return np.array([known.get(key, 0) for key in names], np.int64)
+    return np.array([known.get(key, 0) for key in zip(tables, columns, strict=True)], np.int64)
+
+
+def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Table) -> pa.Table:
+    """applyInArrow body of one tile: x holds the rows of block a, y those of block b (empty for a = b)."""
+    p = config.precision
+    tile = estimate_tile(
+        x["column"].to_numpy(),
+        register_matrix(x["registers"], p),
+        y["column"].to_numpy() if len(y) else None,
+        register_matrix(y["registers"], p) if len(y) else None,
+        facts,
+        config,
+    )
+    # one more row, of no pair, carries the number of pairs the tile examined
+    return pa.table(
+        {
+            "dep": np.append(tile.dep, -1),
+            "ref": np.append(tile.ref, -1),
+            "estimate": np.append(tile.estimate, 0.0),
+            "error_bound": np.append(tile.error_bound, 0.0),
+            "counted": np.append(tile.counted, False),
+            "examined": np.append(np.zeros(len(tile.dep), np.int64), tile.examined),
+        },
+        schema=_TILE_SCHEMA,
+    )
+
+
+def _estimate_tiles(blocks: DataFrame, n_blocks: int, facts: ColumnFacts, config: SketchConfig) -> pa.Table:
+    """Every tile of ``blocks`` (column, block, registers) estimated in the executors (``tiles``): block
+    a's rows go to the tiles (a, b) as x and to the tiles (b, a), b != a, as y."""
+    other = F.explode(F.sequence(F.lit(0), F.lit(n_blocks - 1))).alias("other")
+    spread = blocks.select("column", "block", "registers", other)
+    x_side = spread.select("column", "registers", (F.col("block") * n_blocks + F.col("other")).alias("tile"))
+    # new names for the second side's columns, so that the cogroup does not see one column on both sides
+    y_side = spread.where(F.col("other") != F.col("block")).select(
+        F.col("column").alias("column"),
+        F.col("registers").alias("registers"),
+        (F.col("other") * n_blocks + F.col("block")).alias("tile"),
+    )
+    return (
+        x_side.groupBy("tile")
+        .cogroup(y_side.groupBy("tile"))
+        .applyInArrow(functools.partial(_tile_task, facts, config), _TILE_DDL)
+        .toArrow()
+    )
 
 
 def _rows(pairs: pa.Table, estimate: np.ndarray, bound: np.ndarray, status: np.ndarray | str) -> pa.Table:
@@ -181,65 +221,62 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
       at most ``max_error_bound``;
     * ``undetermined``: the bound is wider than ``max_error_bound`` and the estimate plus the bound
       reaches the floor: no estimate is reported, as the sketch cannot say (an FK search still treats the
-      pair as a candidate, ``fks.discover``)."""
-    registers = column_registers(catalog, config.precision)
-    families = _column_families(catalog, registers)
+      pair as a candidate, ``fks.discover``).
+
+    The pairs are estimated tile by tile in the executors (``tiles``); the driver holds one row per column
+    and the pairs that may reach the floor."""
+    spark = catalog.spark
     counts = PairCounts()
-    cardinalities = registers.cardinalities()
-    index = register_index(
-        registers, cardinalities, families, config.inclusion_floor, config.precision, counts
-    )
-    kept_x, kept_y, kept_estimate, kept_bound = [], [], [], []
-    for pairs in index.blocks(_PAIRS_PER_BLOCK):
-        estimates = estimate_from_dominated(
-            pairs.z,
-            pairs.x,
-            pairs.y,
-            cardinalities,
-            config.precision,
-            confidence=config.confidence,
-            eps=config.tolerance,
+    spark.sparkContext.setJobDescription("HLL sketches of every column, for the inclusion estimates")
+    sketches = column_sketches(catalog, config.precision).persist()
+    try:
+        known = sketches.select("table_name", "column_name", "cardinality", "filled").toArrow()
+        known = known.sort_by([("table_name", "ascending"), ("column_name", "ascending")])
+        tables = known["table_name"].to_numpy(zero_copy_only=False).astype(object)
+        columns = known["column_name"].to_numpy(zero_copy_only=False).astype(object)
+        value_counts = _value_counts(catalog, tables, columns)
+        facts = column_facts(
+            tables, _column_families(catalog, tables, columns), known["cardinality"].to_numpy(), value_counts
         )
-        counts.estimated += len(pairs.x)
-        kept = estimates.estimate + estimates.error_bound >= config.inclusion_floor
-        kept_x.append(pairs.x[kept])
-        kept_y.append(pairs.y[kept])
-        kept_estimate.append(estimates.estimate[kept])
-        kept_bound.append(estimates.error_bound[kept])
-    x_idx, y_idx = (np.concatenate([np.zeros(0, np.int64), *kept]) for kept in (kept_x, kept_y))
-    estimate, bound = (np.concatenate([np.zeros(0), *kept]) for kept in (kept_estimate, kept_bound))
-    tables = np.array(registers.table_names, dtype=object)
-    columns = np.array(registers.column_names, dtype=object)
-    value_counts = _value_counts(catalog, registers)
-    dep_distinct, ref_distinct = value_counts[x_idx], value_counts[y_idx]
-    exact = countable(dep_distinct, ref_distinct, config.exact_max_distinct)
+        counts.considered = facts.cross_table_pairs()
+        block = assign_blocks(known["filled"].to_numpy(), config.precision, config.tile_bytes)
+        n_blocks = int(block.max()) + 1 if len(block) else 0
+        placed = spark.createDataFrame(
+            known.select(["table_name", "column_name"])
+            .append_column("column", pa.array(np.arange(len(known), dtype=np.int64)))
+            .append_column("block", pa.array(block))
+        )
+        blocks = sketches.join(F.broadcast(placed), ["table_name", "column_name"])
+        spark.sparkContext.setJobDescription(
+            f"inclusion estimates of {counts.considered} cross-table pairs of {len(known)} columns, "
+            f"in {n_blocks * n_blocks} tiles"
+        )
+        found = _estimate_tiles(blocks, n_blocks, facts, config) if n_blocks else _TILE_SCHEMA.empty_table()
+    finally:
+        sketches.unpersist()
+    counts.estimated = int(pc.sum(found["examined"]).as_py() or 0)
+    found = found.filter(pc.greater_equal(found["dep"], 0)).sort_by(
+        [("dep", "ascending"), ("ref", "ascending")]
+    )
+    x_idx, y_idx = found["dep"].to_numpy(), found["ref"].to_numpy()
+    estimate, bound = found["estimate"].to_numpy(), found["error_bound"].to_numpy()
+    exact = found["counted"].to_numpy(zero_copy_only=False)
     pairs = pa.table(
         {
             "dep_table": pa.array(tables[x_idx], pa.string()),
             "dep_column": pa.array(columns[x_idx], pa.string()),
             "ref_table": pa.array(tables[y_idx], pa.string()),
             "ref_column": pa.array(columns[y_idx], pa.string()),
-            "dep_distinct": pa.array(dep_distinct),
-            "ref_distinct": pa.array(ref_distinct),
+            "dep_distinct": pa.array(value_counts[x_idx]),
+            "ref_distinct": pa.array(value_counts[y_idx]),
         }
-    )
-    # what is not counted has two large sides: there the joint distribution of the register pairs says
-    # more than the dominated ones (``joint``)
-    estimated_jointly = ~exact
-    estimate[estimated_jointly], bound[estimated_jointly] = joint_inclusion(
-        registers.registers,
-        x_idx[estimated_jointly],
-        y_idx[estimated_jointly],
-        cardinalities,
-        config.confidence,
     )
     counted = pairs.filter(pa.array(exact))
     counts.exact = len(counted)
     phi = shared_values(catalog, counted) / np.maximum(counted["dep_distinct"].to_numpy(), 1)
     reaches = phi >= config.inclusion_floor
-    estimated = ~exact & (estimate >= config.inclusion_floor) & (bound <= config.max_error_bound)
     undetermined = ~exact & (bound > config.max_error_bound)
-    sketched = estimated | undetermined
+    sketched = ~exact
     result = pa.concat_tables(
         [
             _rows(counted.filter(pa.array(reaches)), phi[reaches], np.zeros(int(reaches.sum())), EXACT),
@@ -247,7 +284,7 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
                 pairs.filter(pa.array(sketched)),
                 estimate[sketched],
                 bound[sketched],
-                np.where(estimated, ESTIMATED, UNDETERMINED)[sketched],
+                np.where(undetermined, UNDETERMINED, ESTIMATED)[sketched],
             ),
         ]
     )
@@ -256,10 +293,11 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     counts.written = len(result)
     counts.undetermined = int(undetermined.sum())
     log.info(
-        "inclusion estimates: %d columns, %d cross-table pairs; %d estimated (a dominated register, types "
-        "and cardinalities that allow the floor %.2f), %d counted exactly from the value sets, %d written "
-        "(reaching the floor, or undetermined: %d)",
-        len(registers.table_names),
+        "inclusion estimates: %d columns in %d blocks, %d cross-table pairs; %d estimated (a dominated "
+        "register, types and cardinalities that allow the floor %.2f), %d counted exactly from the value "
+        "sets, %d written (reaching the floor, or undetermined: %d)",
+        len(tables),
+        n_blocks,
         counts.considered,
         counts.estimated,
         config.inclusion_floor,

@@ -314,9 +314,10 @@ class RegisterIndex:
             floor * np.asarray(lower, np.float64),
         )
 
-    def counts(self) -> np.ndarray:
-        """How many pairs each column x has (those ``pairs`` returns)."""
-        n = self.regs.shape[0]
+    def counts(self, columns: int | None = None) -> np.ndarray:
+        """How many pairs each column x < ``columns`` (every column by default) has (those ``pairs``
+        returns)."""
+        n = self.regs.shape[0] if columns is None else columns
         counts = np.zeros(n + 1, np.int64)
         empty = np.zeros(0, np.int64)
         _all_pairs(*self._arrays, 0, n, counts, empty, empty, False)
@@ -331,10 +332,11 @@ class RegisterIndex:
         x = np.repeat(np.arange(first, stop, dtype=np.int64), np.diff(offsets))
         return DominatedPairs(x, y, z)
 
-    def blocks(self, max_pairs: int) -> Iterator[DominatedPairs]:
-        """All pairs, in blocks of consecutive columns x holding at most ``max_pairs`` pairs each (or one
-        column's, where that is more), so that memory follows the block, not the lake."""
-        counts = self.counts()
+    def blocks(self, max_pairs: int, columns: int | None = None) -> Iterator[DominatedPairs]:
+        """All pairs of the columns x < ``columns`` (every column by default), in blocks of consecutive
+        columns x holding at most ``max_pairs`` pairs each (or one column's, where that is more), so that
+        memory follows the block, not the lake."""
+        counts = self.counts(columns)
         ends = np.cumsum(counts)
         first, n = 0, len(counts)
         while first < n:

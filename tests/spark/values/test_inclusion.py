@@ -1,7 +1,8 @@
 """Inclusion coefficients of small dependents counted exactly from the value sets (``values.inclusion``,
 ``sketches.discover``): a few values inside, across and outside a large column, where a sketch cannot
 tell (BML's Theorem 1), equal brute force; larger dependents stay estimated; a bound too wide to say
-leaves a pair undetermined. Counts stay exact after insert and delete batches."""
+leaves a pair undetermined. Counts stay exact after insert and delete batches, and tiles of any size give
+the same rows."""
 
 from __future__ import annotations
 
@@ -78,6 +79,11 @@ def test_small_dependents_are_counted_exactly_and_larger_ones_estimated(spark, t
     found = estimates_of(pipeline)
     assert found[("inside", "big")]["estimate"] == 6 / 8 and found[("inside", "big")]["status"] == "exact"
     assert found[("mostly", "big")]["estimate"] == 1.0
+    # estimated again in tiles of one column each (36 tasks instead of one): the same rows
+    one_per_block = SketchConfig(exact_max_distinct=100, tile_bytes=1)
+    tiled = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", sketches=one_per_block))
+    tiled.discover("inclusion_estimates")
+    assert estimates_of(tiled) == found
 
 
 def test_a_bound_wider_than_the_limit_reports_no_estimate(spark, tmp_path: Path) -> None:

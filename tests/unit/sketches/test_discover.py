@@ -3,11 +3,12 @@ through the register index carry the same z as comparing the two rows."""
 
 import numpy as np
 
+from lakemeta.config import SketchConfig
 from lakemeta.sketches.bml import EXACT_MARGINAL, estimate_inclusion
-from lakemeta.sketches.discover import PairCounts, compatible, register_index, type_family
+from lakemeta.sketches.discover import column_facts, compatible, type_family
 from lakemeta.sketches.dominance import RegisterIndex
-from lakemeta.sketches.hll import counter_delta, registers
-from lakemeta.sketches.state import ColumnRegisters
+from lakemeta.sketches.hll import counter_delta, estimate_cardinality, registers
+from lakemeta.sketches.tiles import assign_blocks, estimate_tile, tile_index
 
 P = 10
 
@@ -34,9 +35,8 @@ def test_each_rule_prunes_exactly_its_pairs() -> None:
     families = ["numeric", "numeric", "numeric", "date", "string", "string"]
     pool = np.random.default_rng(0).integers(0, 2**64, 20_000, dtype=np.uint64)
     regs = np.stack([registers(counter_delta(pool[:n], p=P)) for n in sizes])
-    column_registers = ColumnRegisters(tables, [f"c{i}" for i in range(6)], regs)
-    counts = PairCounts()
-    index = register_index(column_registers, column_registers.cardinalities(), families, 0.5, P, counts)
+    facts = column_facts(np.array(tables, object), families, estimate_cardinality(regs), np.zeros(6, int))
+    index = tile_index(np.arange(6), regs, None, facts, SketchConfig(precision=P))
     pairs = index.pairs(0, len(sizes), index.counts())
     got = set(zip(pairs.x.tolist(), pairs.y.tolist(), strict=True))
 
@@ -47,7 +47,7 @@ def test_each_rule_prunes_exactly_its_pairs() -> None:
     expected = {(i, j) for i, j in non_empty if sizes[j] / sizes[i] >= 0.5}
     assert got == expected
     assert (0, 2) not in got and (2, 1) not in got and (2, 0) in got and (1, 5) in got
-    assert counts.considered == len(cross)
+    assert facts.cross_table_pairs() == len(cross)
     assert np.array_equal(pairs.z, (regs[pairs.x] <= regs[pairs.y]).sum(axis=1))
 
 
@@ -86,3 +86,45 @@ def test_the_register_index_finds_every_pair_with_a_dominated_register_and_no_ot
     left_out = ~dense & ~shared
     estimates = estimate_inclusion(regs, x[left_out], y[left_out], model=EXACT_MARGINAL)
     assert np.all(estimates.estimate == 0.0)
+
+
+def test_tiles_of_any_size_give_every_pair_once_and_the_same_estimates() -> None:
+    # 60 columns of 1 to 40,000 values from shared pools in 20 tables; some exact counts known, so that
+    # both the counted and the jointly estimated paths are taken
+    rng = np.random.default_rng(7)
+    pools = [rng.integers(0, 2**64, 40_000, dtype=np.uint64) for _ in range(2)]
+    sizes = np.rint(10 ** rng.uniform(0, 4.6, 60)).astype(int)
+    regs = np.stack([registers(counter_delta(pools[i % 2][: sizes[i]], p=P)) for i in range(60)])
+    n_distinct = np.where(sizes <= 500, sizes, 0)
+    facts = column_facts(
+        np.array([f"t{i % 20}" for i in range(60)], object),
+        ["numeric"] * 60,
+        estimate_cardinality(regs),
+        n_distinct,
+    )
+    config = SketchConfig(precision=P, exact_max_distinct=500)
+
+    def by_pair(tiles: list) -> dict:
+        rows = {}
+        for tile in tiles:
+            for row in zip(tile.dep, tile.ref, tile.estimate, tile.error_bound, tile.counted, strict=True):
+                assert row[:2] not in rows  # each pair in one tile only
+                rows[row[:2]] = row[2:]
+        return rows
+
+    whole = estimate_tile(np.arange(60), regs, None, None, facts, config)
+    filled = (regs > 0).sum(axis=1)
+    block = assign_blocks(filled, P, tile_bytes=8 * (1 << P))
+    n_blocks = block.max() + 1
+    assert n_blocks >= 5 and np.all(np.diff(block) >= 0)
+    members = [np.flatnonzero(block == b) for b in range(n_blocks)]
+    tiles = [
+        estimate_tile(a, regs[a], None if i == j else b, None if i == j else regs[b], facts, config)
+        for i, a in enumerate(members)
+        for j, b in enumerate(members)
+    ]
+    assert sum(t.examined for t in tiles) == whole.examined > 0
+    expected, got = by_pair([whole]), by_pair(tiles)
+    assert got == expected
+    assert any(counted for *_, counted in expected.values())
+    assert not all(counted for *_, counted in expected.values())

@@ -1,0 +1,158 @@
+"""The inclusion estimates of one tile of column pairs: the work of one executor task (BML §3, and beyond it
+where ``sketches.discover`` says so).
+
+The lake's sketched columns, in a fixed order, are cut into blocks of consecutive columns whose registers
+and register index fit ``sketches.tile_bytes`` (``assign_blocks``). The tile (a, b) holds the ordered pairs
+(x, y) with x in block a and y in block b: B blocks make B² tiles, each pair lies in exactly one, and a task
+holds two blocks whatever the size of the lake (100,000 columns hold 1.6 GB of registers at p = 14, which
+is why no single process should hold them all).
+
+Within a tile (``estimate_tile``) the pairs that may reach the floor are found through the register index
+(``dominance``) and estimated under the exact marginal (``bml``, Alg. 1-2 at m = p). Those whose estimate
+plus its bound reaches the floor are then
+
+* marked for counting where one side is small (``values.inclusion.countable``): the count is a Spark join
+  over the value sets, run after the tiles on the marked pairs only;
+* estimated again from the joint distribution of their register pairs otherwise (``joint``), and kept where
+  that estimate reaches the floor or its bound is too wide to say (the caller reports those undetermined).
+
+What a task needs to know of every column (its table, type family, cardinality and exact distinct count)
+is one row per column (``ColumnFacts``), shipped with the task: small by construction, unlike registers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from lakemeta.config import SketchConfig
+from lakemeta.sketches.bml import estimate_from_dominated
+from lakemeta.sketches.dominance import RegisterIndex
+from lakemeta.sketches.hll import relative_standard_error
+from lakemeta.sketches.joint import joint_inclusion
+from lakemeta.values.inclusion import countable
+
+# A pair is pruned by cardinality only when even |Y| inflated and |X| deflated by this many HLL standard
+# errors keeps |Y| / |X| below the floor, so estimation error does not prune a pair that reaches it.
+CARDINALITY_SIGMAS = 4.0
+# Pairs estimated at once within a tile: bounds the memory of the pair arrays.
+_PAIRS_PER_BLOCK = 1 << 22
+# Bytes the register index holds per filled register (its sorted copies and their positions), beside the
+# 2^p bytes of a column's register row.
+_INDEX_BYTES_PER_REGISTER = 40
+
+
+@dataclass(frozen=True)
+class ColumnFacts:
+    """Per column, in the columns' fixed order: its table (``table_of``), type family (``family_of``, with
+    ``compatible[family_x, family_y]``), HLL cardinality, and exact distinct count from the value sets
+    (``n_distinct``, 0 where unknown)."""
+
+    table_of: np.ndarray
+    family_of: np.ndarray
+    compatible: np.ndarray
+    cardinality: np.ndarray
+    n_distinct: np.ndarray
+
+    def cross_table_pairs(self) -> int:
+        """The number of ordered pairs of columns in different tables."""
+        per_table = np.bincount(self.table_of).astype(np.int64)
+        return int(len(self.table_of) ** 2 - (per_table**2).sum())
+
+
+@dataclass(frozen=True)
+class TileEstimates:
+    """The pairs of a tile that may reach the floor (``dep``, ``ref``: positions in ``ColumnFacts``), with
+    their estimate and bound, whether they are to be counted exactly (estimate and bound then are the
+    sketch's, not reported), and how many pairs the tile examined."""
+
+    dep: np.ndarray
+    ref: np.ndarray
+    estimate: np.ndarray
+    error_bound: np.ndarray
+    counted: np.ndarray
+    examined: int
+
+
+def assign_blocks(filled: np.ndarray, p: int, tile_bytes: int) -> np.ndarray:
+    """The block of each column, in order: consecutive columns whose register rows (2^p bytes each) and
+    register index (by filled register) take at most ``tile_bytes`` (a column larger than that alone)."""
+    cost = (1 << p) + _INDEX_BYTES_PER_REGISTER * np.asarray(filled, np.int64)
+    start = np.cumsum(cost) - cost
+    return np.unique(start // tile_bytes, return_inverse=True)[1].astype(np.int64)
+
+
+def tile_index(
+    columns: np.ndarray, registers: np.ndarray, x_count: int | None, facts: ColumnFacts, config: SketchConfig
+) -> RegisterIndex:
+    """The register index of a tile's columns (positions in ``facts``, with their register rows) that
+    finds its pairs under the rules of ``sketches.discover``: the first ``x_count`` columns are one block's,
+    the others the other block's (None: a block's tile with itself)."""
+    cardinality = facts.cardinality[columns]
+    slack = CARDINALITY_SIGMAS * relative_standard_error(config.precision)
+    upper = cardinality * (1.0 + slack)
+    if x_count is not None:
+        upper[:x_count] = 0.0  # an x of this tile is a y only in the tile of its own block
+    return RegisterIndex(
+        registers,
+        facts.table_of[columns],
+        facts.family_of[columns],
+        facts.compatible,
+        upper,
+        cardinality * max(0.0, 1.0 - slack),
+        config.inclusion_floor,
+    )
+
+
+def estimate_tile(
+    x_columns: np.ndarray,
+    x_registers: np.ndarray,
+    y_columns: np.ndarray | None,
+    y_registers: np.ndarray | None,
+    facts: ColumnFacts,
+    config: SketchConfig,
+) -> TileEstimates:
+    """The pairs (x, y), x of ``x_columns`` and y of ``y_columns`` (positions in ``facts``, with their
+    register rows), that may reach ``config.inclusion_floor`` (module docstring); ``y_columns`` None is a
+    block's tile with itself."""
+    diagonal = y_columns is None
+    columns = x_columns if diagonal else np.concatenate([x_columns, y_columns])
+    registers = x_registers if diagonal else np.concatenate([x_registers, y_registers])
+    cardinality = facts.cardinality[columns]
+    index = tile_index(columns, registers, len(x_columns) if not diagonal else None, facts, config)
+    examined = 0
+    kept: list[tuple[np.ndarray, ...]] = []
+    for pairs in index.blocks(_PAIRS_PER_BLOCK, len(x_columns)):
+        estimates = estimate_from_dominated(
+            pairs.z,
+            pairs.x,
+            pairs.y,
+            cardinality,
+            config.precision,
+            confidence=config.confidence,
+            eps=config.tolerance,
+        )
+        examined += len(pairs.x)
+        reaches = estimates.estimate + estimates.error_bound >= config.inclusion_floor
+        kept.append(
+            (pairs.x[reaches], pairs.y[reaches], estimates.estimate[reaches], estimates.error_bound[reaches])
+        )
+    x, y = (np.concatenate([np.zeros(0, np.int64), *(k[i] for k in kept)]) for i in (0, 1))
+    estimate, bound = (np.concatenate([np.zeros(0), *(k[i] for k in kept)]) for i in (2, 3))
+    counted = countable(facts.n_distinct[columns[x]], facts.n_distinct[columns[y]], config.exact_max_distinct)
+    # what is not counted has two large sides: there the joint distribution of the register pairs says
+    # more than the dominated ones (``joint``)
+    jointly = ~counted
+    estimate[jointly], bound[jointly] = joint_inclusion(
+        registers, x[jointly], y[jointly], cardinality, config.confidence
+    )
+    reported = counted | (bound > config.max_error_bound) | (estimate >= config.inclusion_floor)
+    return TileEstimates(
+        columns[x[reported]],
+        columns[y[reported]],
+        estimate[reported],
+        bound[reported],
+        counted[reported],
+        examined,
+    )
