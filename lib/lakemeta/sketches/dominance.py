@@ -32,6 +32,7 @@ _CHUNK = 64  # columns X per parallel work item
 _PAIRS_CHUNK = 256  # pairs per parallel work item of ``dominated_counts``
 _PARALLEL_MIN_PAIRS = 8 * _PAIRS_CHUNK  # below this, starting the thread pool costs more than it saves
 _DENSE_SHARE = 8  # a column filling more than 2^p / 8 registers is compared row against row
+_REGISTER_VALUES = 64  # a register holds rho <= 64 - p + 1 < 64
 
 _HIGH_BITS = np.uint64(0x8080808080808080)
 _LOW_BITS = np.uint64(0x7F7F7F7F7F7F7F7F)
@@ -275,6 +276,41 @@ def _all_pairs(
                 offsets[x - first + 1] = found
 
 
+@njit(cache=True, nogil=True)
+def _by_bucket(by_bucket: np.ndarray, filled: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The filled registers of a (2^p x columns) register matrix by bucket, largest value first within a
+    bucket: each bucket's first entry, and the entries' columns and values. A counting sort bucket by
+    bucket, so that reads and writes stay local (a comparison sort of the millions of filled registers of
+    a few hundred large columns takes seconds)."""
+    width, n = by_bucket.shape
+    bucket_start = np.empty(width + 1, np.int64)
+    columns = np.empty(filled, np.int64)
+    values = np.empty(filled, np.uint8)
+    slots = np.empty(_REGISTER_VALUES + 1, np.int64)
+    start = 0
+    for bucket in range(width):
+        bucket_start[bucket] = start
+        slots[:] = 0
+        for x in range(n):
+            value = by_bucket[bucket, x]
+            if value:
+                slots[_REGISTER_VALUES - value] += 1
+        offset = start
+        for v in range(_REGISTER_VALUES + 1):
+            count = slots[v]
+            slots[v] = offset
+            offset += count
+        for x in range(n):
+            value = by_bucket[bucket, x]
+            if value:
+                slot = _REGISTER_VALUES - value
+                columns[slots[slot]], values[slots[slot]] = x, value
+                slots[slot] += 1
+        start = offset
+    bucket_start[width] = start
+    return bucket_start, columns, values
+
+
 class RegisterIndex:
     """The filled registers of a (columns x 2^p) register matrix by column and by bucket, with the rules
     the pairs must pass: x, y in different tables (``table_of``), of compatible families
@@ -291,22 +327,15 @@ class RegisterIndex:
         floor: float,
     ) -> None:
         self.regs = np.ascontiguousarray(regs, dtype=np.uint8)
-        n = self.regs.shape[0]
         if self.regs.shape[1] % 8:
             raise ValueError(f"registers of 2^p buckets, p >= 3, are compared by words: {self.regs.shape[1]}")
         filled_start, filled_bucket = _filled(self.regs)
-        filled_rows = np.repeat(np.arange(n, dtype=np.int64), np.diff(filled_start))
-        values = self.regs[filled_rows, filled_bucket]
-        # the filled registers by bucket, largest value first within a bucket
-        order = np.lexsort((-values.astype(np.int16), filled_bucket))
         self._arrays = (
             self.regs,
             self.regs.view(np.uint64),
             filled_start,
             filled_bucket,
-            np.searchsorted(filled_bucket[order], np.arange(self.regs.shape[1] + 1)).astype(np.int64),
-            filled_rows[order],
-            values[order],
+            *_by_bucket(np.ascontiguousarray(self.regs.T), filled_start[-1]),
             np.asarray(table_of, np.int64),
             np.asarray(family_of, np.int64),
             np.asarray(compatible, np.bool_),
