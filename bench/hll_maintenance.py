@@ -43,6 +43,7 @@ from pyspark.sql import Column
 from pyspark.sql.types import DateType, DecimalType, IntegralType, StringType, StructField
 
 from lakemeta.config import Config, SketchConfig
+from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.table_changes import SIGN
 from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.hll import add_counters, counter_delta, empty_counters
@@ -104,7 +105,8 @@ def _tally_columns(columns: list[str]) -> Callable[[Iterator[pa.RecordBatch]], I
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         running = {column: empty_counters(PRECISION) for column in columns}
         for batch in batches:
-            tally(running, pa.Table.from_batches([batch]), PRECISION)
+            rows = pa.Table.from_batches([batch])
+            tally(running, rows, ColumnHashes(rows), PRECISION)
         for column, counters in running.items():
             yield pa.RecordBatch.from_pydict(
                 {

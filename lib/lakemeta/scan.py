@@ -44,6 +44,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
 from lakemeta.crash_points import crash_point
+from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.batches import Batch, BatchUnreadableError, Plan, unreadable_reason
 from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
@@ -161,8 +162,9 @@ def _scan_tasks(
                 components = [(name, factory(change)) for name, factory in partials]
                 for rows in change.signed_slices():
                     rows_read += rows.num_rows
+                    hashes = ColumnHashes(rows)  # each cell hashed once for every component
                     for name, partial in components:
-                        yield from output.add(name, partial.add(rows))
+                        yield from output.add(name, partial.add(rows, hashes))
                 for name, partial in components:
                     yield from output.add(name, partial.finish())
             # Any failure of one table is reported and isolated (module docstring).

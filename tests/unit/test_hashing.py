@@ -9,7 +9,7 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakemeta.hashing import canonical, hash_strings, hash_tuples, string_buffers, xxh64_bytes
+from lakemeta.hashing import ColumnHashes, canonical, hash_strings, hash_tuples, string_buffers, xxh64_bytes
 
 
 def _reference(values: list[str | None]) -> list[int]:
@@ -230,3 +230,13 @@ def test_numeric_and_date_kernels_hash_exactly_the_canonical_strings() -> None:
     assert hash_strings(wide)[0].tolist() == _canonical_hashes(wide)
     far = pa.array([-800000, 3000000], pa.date32())  # years outside 0..9999: the string path
     assert hash_strings(far)[0].tolist() == _canonical_hashes(far)
+
+
+def test_column_hashes_are_hash_strings_computed_once_per_column() -> None:
+    rows = pa.table({"n": pa.array([1, None, 3]), "s": pa.array(["a", "b", None])})
+    hashes = ColumnHashes(rows)
+    for column in ("n", "s"):
+        got, valid = hashes[column]
+        expected, expected_valid = hash_strings(rows[column])
+        assert np.array_equal(got, expected) and np.array_equal(valid, expected_valid)
+        assert hashes[column][0] is got  # the second component reads the same arrays, not a new hashing

@@ -85,6 +85,7 @@ from pyspark.sql.types import (
 from lakemeta.catalog import Catalog
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import JoinSearchConfig
+from lakemeta.hashing import ColumnHashes
 from lakemeta.joinsearch.index import table_postings
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher, ones_per_value
@@ -273,7 +274,7 @@ class _PostingPartial(TablePartial):
         self.indexed = [field.name for field in change.schema.fields if _indexed(field.dataType)]
         self.changed: list[np.ndarray] = []
 
-    def add(self, rows: pa.Table) -> pa.Table | None:
+    def add(self, rows: pa.Table, hashes: ColumnHashes) -> pa.Table | None:
         if not self.indexed:  # no cell of this table can ever be an item
             return None
         row_hashes = content_hashes(rows.drop_columns([SIGN]))

@@ -32,6 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql.types import StructType
 
+from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.rows import multiset_difference
 from lakemeta.lake.snapshots import (
     absolute_files,
@@ -191,8 +192,9 @@ class TablePartial(ABC):
     def __init__(self, change: TableChange) -> None:
         self.change = change
 
-    def add(self, rows: pa.Table) -> pa.Table | None:
-        """Take one slice of the change's signed rows (``lakemeta.lake.table_changes``); return partial
+    def add(self, rows: pa.Table, hashes: ColumnHashes) -> pa.Table | None:
+        """Take one slice of the change's signed rows (``lakemeta.lake.table_changes``), with its columns'
+        value hashes shared by the components (``hashes[column]``, computed on first use); return partial
         rows to emit right away (a component whose partial rows grow with the table's rows), or None to
         emit only at :meth:`finish`. By default the slices are not needed (the snapshots are)."""
         return None

@@ -21,6 +21,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from lakemeta.catalog import Catalog
 from lakemeta.component import StateComponent, StateDelta
+from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.batches import BatchSize, Plan, record_batch_sizes
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 
@@ -53,7 +54,7 @@ class _ProfilePartial(TablePartial):
         self.n_nulls = np.zeros(len(self.fields), dtype=np.int64)
         self.n_rows = self.inserted = self.deleted = 0
 
-    def add(self, rows: pa.Table) -> None:
+    def add(self, rows: pa.Table, hashes: ColumnHashes) -> None:
         signs = rows[SIGN].to_numpy()
         self.n_rows += int(signs.sum())
         self.inserted += int((signs > 0).sum())

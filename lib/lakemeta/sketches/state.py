@@ -39,7 +39,7 @@ from pyspark.sql.types import IntegerType, LongType, StringType, StructField, St
 
 from lakemeta.catalog import Catalog
 from lakemeta.component import StateComponent
-from lakemeta.hashing import hash_strings, hash_tuples
+from lakemeta.hashing import ColumnHashes, hash_tuples
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name, source_column
 from lakemeta.profile.state import ColumnProfile
@@ -63,12 +63,13 @@ SCHEMA = StructType(
 )
 
 
-def tally(running: dict[str, hll.HllCounters], rows: pa.Table, p: int) -> None:
-    """Add the counter delta of ``rows`` (signed by ``_lm_sign``) to the running delta of each column of
-    ``running``: +1 per inserted and -1 per deleted occurrence per (bucket, rho)."""
+def tally(running: dict[str, hll.HllCounters], rows: pa.Table, column_hashes: ColumnHashes, p: int) -> None:
+    """Add the counter delta of ``rows`` (signed by ``_lm_sign``; their value hashes ``column_hashes``) to
+    the running delta of each column of ``running``: +1 per inserted and -1 per deleted occurrence per
+    (bucket, rho)."""
     signs = rows[SIGN].to_numpy()
     for column, counters in running.items():
-        hashes, valid = hash_strings(rows[column])
+        hashes, valid = column_hashes[column]
         running[column] = hll.add_counters(counters, hll.counter_delta(hashes[valid], signs[valid], p))
 
 
@@ -83,8 +84,8 @@ class _CounterPartial(TablePartial):
         fields = change.schema.fields
         self.running = {f.name: hll.empty_counters(p) for f in fields if holds_plain_values(f.dataType)}
 
-    def add(self, rows: pa.Table) -> None:
-        tally(self.running, rows, self.p)
+    def add(self, rows: pa.Table, hashes: ColumnHashes) -> None:
+        tally(self.running, rows, hashes, self.p)
 
     def finish(self) -> pa.Table:
         parts = [(column, counters) for column, counters in self.running.items() if len(counters)]

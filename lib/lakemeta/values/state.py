@@ -29,7 +29,7 @@ import pyspark.sql.functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakemeta.component import StateComponent
-from lakemeta.hashing import hash_strings
+from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name
 from lakemeta.profile.state import ColumnProfile
@@ -58,11 +58,11 @@ class _ValuePartial(TablePartial):
         super().__init__(change)
         self.columns = [f.name for f in change.schema.fields if holds_plain_values(f.dataType)]
 
-    def add(self, rows: pa.Table) -> pa.Table:
+    def add(self, rows: pa.Table, column_hashes: ColumnHashes) -> pa.Table:
         signs = rows[SIGN].to_numpy()
         tallies = []
         for column in self.columns:
-            hashes, valid = hash_strings(rows[column])
+            hashes, valid = column_hashes[column]
             tallies.append(value_hashes.tally(hashes[valid], signs[valid]))
         n = [len(distinct) for distinct, _ in tallies]
         return pa.table(
