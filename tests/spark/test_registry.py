@@ -15,6 +15,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 from lakemeta import registry
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import Config
+from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.pipeline import Pipeline
@@ -42,7 +43,7 @@ class RowCounts(StateComponent):
                 super().__init__(change)
                 self.count = 0
 
-            def add(self, rows: pa.Table) -> None:
+            def add(self, rows: pa.Table, hashes: ColumnHashes) -> None:
                 self.count += int(rows[SIGN].to_numpy().sum())
 
             def finish(self) -> pa.Table:
