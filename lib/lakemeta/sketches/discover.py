@@ -45,6 +45,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.config import Config, SketchConfig
@@ -69,7 +70,6 @@ _TILE_SCHEMA = pa.schema(
         ("examined", pa.int64()),
     ]
 )
-_TILE_DDL = "dep long, ref long, estimate double, error_bound double, counted boolean, examined long"
 
 _FAMILIES = (
     ("numeric", re.compile(r"^(tinyint|smallint|int|bigint|float|double|decimal.*)$")),
@@ -194,7 +194,7 @@ def _estimate_tiles(blocks: DataFrame, n_blocks: int, facts: ColumnFacts, config
     return (
         x_side.groupBy("tile")
         .cogroup(y_side.groupBy("tile"))
-        .applyInArrow(functools.partial(_tile_task, facts, config), _TILE_DDL)
+        .applyInArrow(functools.partial(_tile_task, facts, config), from_arrow_schema(_TILE_SCHEMA))
         .toArrow()
     )
 

@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
@@ -122,7 +123,15 @@ class HllCounters(StateComponent):
         return distinct_estimates(cardinalities, self.catalog.read_small(ColumnProfile.state_table()))
 
 
-SKETCH_SCHEMA = "table_name string, column_name string, registers binary, cardinality double, filled long"
+SKETCH_SCHEMA = pa.schema(
+    [
+        ("table_name", pa.string()),
+        ("column_name", pa.string()),
+        ("registers", pa.binary()),
+        ("cardinality", pa.float64()),
+        ("filled", pa.int64()),
+    ]
+)
 
 
 def _dense_sketches(p: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -157,7 +166,7 @@ def _dense_sketches(p: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Re
                     pa.array(hll.estimate_cardinality(registers) if part.num_rows else np.zeros(0)),
                     pa.array(np.bincount(row, minlength=part.num_rows).astype(np.int64)),
                 ],
-                names=["table_name", "column_name", "registers", "cardinality", "filled"],
+                schema=SKETCH_SCHEMA,
             )
 
 
@@ -171,7 +180,7 @@ def column_sketches(catalog: Catalog, p: int) -> DataFrame:
         .agg(F.max("rho").alias("register"))
         .groupBy("table_name", "column_name")
         .agg(F.collect_list(F.struct("bucket", "register")).alias("filled"))
-        .mapInArrow(functools.partial(_dense_sketches, p), SKETCH_SCHEMA)
+        .mapInArrow(functools.partial(_dense_sketches, p), from_arrow_schema(SKETCH_SCHEMA))
     )
 
 
