@@ -11,7 +11,7 @@ setup: $(SETUP_DONE)
 
 # One-time set-up: the venv with every pinned package and lakemeta itself, then Delta's jars from
 # Maven Central into .cache/jars. Nothing after this needs the network.
-$(SETUP_DONE): requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra/fetch-jars.sh
+$(SETUP_DONE): requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
@@ -24,6 +24,7 @@ demo: setup
 
 test: setup
 	bash infra/install-browser.sh
+	bash infra/install-s3-server.sh
 	bash infra/run-tests.sh
 
 lint: setup

@@ -18,6 +18,7 @@ from lakemeta.config import (
     parse_settings,
 )
 from lakemeta.logs import configure_logging
+from lakemeta.storage import StorageError
 
 if TYPE_CHECKING:  # the pipeline imports pyspark: only commands that run Spark load it
     from lakemeta.pipeline import Pipeline
@@ -99,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = load_config(overrides)
     try:
         return COMMANDS[args.command](args, config)
-    except (ValueError, FileNotFoundError, KeyError) as error:
+    except (ValueError, FileNotFoundError, KeyError, StorageError) as error:
         print(f"lakemeta {args.command}: {error}", file=sys.stderr)
         return 2
 
@@ -111,7 +112,7 @@ def _ingest(args: argparse.Namespace, config: Config) -> int:
     if config.lake is None:
         raise ValueError("--lake (or LAKEMETA_LAKE) is required")
     sources = find_sources(args.sources, args.prefix)
-    spark = get_session(config.spark_master, "lakemeta ingest")
+    spark = get_session(config.spark_master, "lakemeta ingest", locations=[config.lake])
     results = ingest(spark, config.lake, sources, config.ingest, args.mode)
     rows = sum(r.rows for r in results)
     quarantined = sum(r.quarantined for r in results)
@@ -123,11 +124,12 @@ def _pipeline(config: Config, metastore: bool = False) -> Pipeline:
     from lakemeta.pipeline import Pipeline
     from lakemeta.spark import get_session, metastore_conf
 
-    _lake, catalog = config.require_paths()
+    lake, catalog = config.require_paths()
     extra_conf = metastore_conf(config.metastore_uri) if metastore else None
-    return Pipeline(
-        get_session(config.spark_master, "lakemeta", catalog=catalog, extra_conf=extra_conf), config
+    spark = get_session(
+        config.spark_master, "lakemeta", catalog=catalog, extra_conf=extra_conf, locations=[lake]
     )
+    return Pipeline(spark, config)
 
 
 def _audit_and_publish(pipeline: Pipeline) -> int:

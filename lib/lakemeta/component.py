@@ -34,7 +34,6 @@ import operator
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import ClassVar
 
 import pyarrow as pa
@@ -47,6 +46,7 @@ from lakemeta.config import Config
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import TableChange, TablePartial
 from lakemeta.scan import BatchScan
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class StateComponent(ABC):
     #: ``table_name``.
     partial_schema: ClassVar[StructType]
 
-    def __init__(self, catalog: Catalog, lake: Path, config: Config) -> None:
+    def __init__(self, catalog: Catalog, lake: Location, config: Config) -> None:
         self.catalog = catalog
         self.lake = lake
         self.config = config

@@ -11,10 +11,11 @@ import argparse
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import yaml
+
+from lakemeta.storage import Location
 
 
 @dataclasses.dataclass(frozen=True)
@@ -181,8 +182,10 @@ class ScanConfig:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    lake: Path | None = None
-    catalog: Path | None = None
+    # Local folders or object-store prefixes (``lakemeta.storage``): /data/lake, file:///data/lake,
+    # s3://bucket/lake.
+    lake: Location | None = None  # a str or Path given is parsed (Location.parse)
+    catalog: Location | None = None
     spark_master: str = "local[*]"
     # The metastore of the Spark SQL database ``lakemeta``: None for Spark's embedded one beside the
     # catalog, or an external Hive metastore's URI (thrift://host:9083).
@@ -198,13 +201,16 @@ class Config:
     fks: FkConfig = dataclasses.field(default_factory=FkConfig)
 
     def __post_init__(self) -> None:
+        for name in ("lake", "catalog"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, Location.parse(getattr(self, name)))
         if self.agree_sets.max_rows > self.scan.max_task_rows:
             raise ValueError(
                 f"agree_sets.max_rows ({self.agree_sets.max_rows}) must not exceed scan.max_task_rows "
                 f"({self.scan.max_task_rows}): a table whose agree-sets are kept is read whole by one task"
             )
 
-    def require_paths(self) -> tuple[Path, Path]:
+    def require_paths(self) -> tuple[Location, Location]:
         """The lake and catalog roots, or a clear error naming how to set them."""
         if self.lake is None or self.catalog is None:
             raise ValueError(
@@ -279,10 +285,13 @@ def add_settings_argument(parser: argparse.ArgumentParser) -> None:
 def add_location_arguments(parser: argparse.ArgumentParser, lake: bool = True, catalog: bool = True) -> None:
     """The ``--lake`` and ``--catalog`` options, which override the configured locations."""
     if lake:
-        parser.add_argument("--lake", type=Path, help="lake root (default: LAKEMETA_LAKE / config file)")
+        parser.add_argument(
+            "--lake", help="lake root, a folder or s3://bucket/prefix (default: LAKEMETA_LAKE / config file)"
+        )
     if catalog:
         parser.add_argument(
-            "--catalog", type=Path, help="catalog root (default: LAKEMETA_CATALOG / config file)"
+            "--catalog",
+            help="catalog root, a folder or s3://bucket/prefix (default: LAKEMETA_CATALOG / config file)",
         )
 
 
@@ -294,7 +303,7 @@ def _build(values: dict[str, Any]) -> Config:
     kwargs: dict[str, Any] = dict(values)
     for key in ("lake", "catalog"):
         if key in kwargs:
-            kwargs[key] = Path(kwargs[key]).expanduser().resolve()
+            kwargs[key] = Location.parse(kwargs[key])
     for section, section_class in _SECTIONS.items():
         if section in kwargs:
             kwargs[section] = _section(section, section_class, kwargs[section])

@@ -12,7 +12,6 @@ alone (``Catalog.using_state``, ``Catalog.replacing_state``), so a rebuild never
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 from tqdm import tqdm
@@ -23,10 +22,12 @@ from lakemeta.component import StateComponent
 from lakemeta.config import Config
 from lakemeta.joinsearch.discover import JoinableMatch, search_lake
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
+from lakemeta.lake.tables import check_lake
 from lakemeta.publish import publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -34,11 +35,12 @@ log = logging.getLogger(__name__)
 class Pipeline:
     def __init__(self, spark: SparkSession, config: Config) -> None:
         lake, catalog_root = config.require_paths()
-        if not lake.is_dir():
-            raise FileNotFoundError(f"lake folder {lake} does not exist")
         self.config = config
-        self.lake: Path = lake
+        self.lake: Location = lake
         self.catalog = open_catalog(spark, catalog_root)
+        # Both places are checked before anything is written: a wrong bucket, endpoint or credential, or a
+        # lake with no Delta table for a new catalog, stops here with nothing written.
+        check_lake(lake, new_catalog=not catalog_root.exists())
         self.catalog.ensure_tables()
 
     def detect_batches(self) -> Plan:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
+
+from lakemeta.storage import Location
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -88,7 +89,7 @@ def state_components() -> list[type[StateComponent]]:
     return [state_component(entry) for entry in STATE_COMPONENTS]
 
 
-def discovery_step(step: DiscoveryStep) -> Callable[[Catalog, Path, Config], object]:
+def discovery_step(step: DiscoveryStep) -> Callable[[Catalog, Location, Config], object]:
     """The function that runs a registered discovery step."""
     return importlib.import_module(step.module).run_step
 
@@ -98,7 +99,7 @@ def state_schemas() -> dict[str, StructType]:
     return {component.state_table(): component.schema for component in state_components()}
 
 
-def open_catalog(spark: object, root: Path) -> Catalog:
+def open_catalog(spark: object, root: Location) -> Catalog:
     """The catalog at ``root`` with the state tables of every registered component."""
     from lakemeta.catalog import Catalog
 

@@ -28,11 +28,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
-import shutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -50,6 +47,7 @@ from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
 from lakemeta.lake.tables import table_path
 from lakemeta.spark.placement import balanced_frame
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -186,20 +184,21 @@ def _scan_tasks(
 class BatchScan:
     """The scan of one run's plan and its staged rows (module docstring)."""
 
-    def __init__(self, catalog: Catalog, lake: Path, plan: Plan, max_task_rows: int) -> None:
+    def __init__(self, catalog: Catalog, lake: Location, plan: Plan, max_task_rows: int) -> None:
         self.catalog = catalog
         self.lake = lake
         self.plan = plan
         self.max_task_rows = max_task_rows
         self.folder = catalog.root / STAGING / f"run-{plan.run_id}"
 
-    def results(self) -> list[tuple[Path, ScanResult]]:
+    def results(self) -> list[tuple[Location, ScanResult]]:
         """The recorded scans of the run, oldest first."""
+        scans = [name for name, is_dir in self.folder.children() if is_dir and name.startswith("scan-")]
         found = []
-        for folder in sorted(self.folder.glob("scan-*"), key=lambda f: int(f.name.split("-")[1])):
-            marker = folder / _MARKER
-            if marker.exists():
-                recorded = json.loads(marker.read_text(encoding="utf-8"))
+        for name in sorted(scans, key=lambda scan: int(scan.split("-")[1])):
+            folder = self.folder / name
+            if (_MARKER, False) in folder.children():
+                recorded = json.loads((folder / _MARKER).read_text())
                 found.append((folder, ScanResult(tuple(recorded["components"]), recorded["failed"])))
         return found
 
@@ -254,10 +253,7 @@ class BatchScan:
                 "lakemeta_incremental run): it abandons this run and plans its tables again"
             )
         result = ScanResult(tuple(names), failed)
-        folder.mkdir(parents=True, exist_ok=True)
-        temporary = folder / f"{_MARKER}.tmp"
-        temporary.write_text(json.dumps({"components": names, "failed": failed}), encoding="utf-8")
-        os.replace(temporary, folder / _MARKER)
+        (folder / _MARKER).write_text(json.dumps({"components": names, "failed": failed}))
         crash_point(f"after write {STAGING} marker")
         for message in failed.values():
             log.error("run %d: table not read, its batch stays pending: %s", self.plan.run_id, message)
@@ -285,10 +281,10 @@ class BatchScan:
                 return [(max(count, 1), (*descriptor, files)) for files, count in groups]
         return [(max(rows, 1), (*descriptor, []))]
 
-    def _partition(self, folder: Path, column: str, schema: StructType) -> DataFrame:
+    def _partition(self, folder: Location, column: str, schema: StructType) -> DataFrame:
         spark = self.catalog.spark
         partition = folder / f"{_COMPONENT}={column}"
-        if not partition.is_dir():
+        if not partition.exists():
             return spark.createDataFrame([], schema)
         return (
             spark.read.schema(StructType([StructField(column, schema)]))
@@ -308,6 +304,7 @@ class BatchScan:
 
 def remove_staging(catalog: Catalog, keep_run: int | None = None) -> None:
     """Remove the staged rows of every run but ``keep_run`` (committed or abandoned runs')."""
-    for folder in (catalog.root / STAGING).glob("run-*"):
-        if keep_run is None or folder.name != f"run-{keep_run}":
-            shutil.rmtree(folder, ignore_errors=True)
+    staging = catalog.root / STAGING
+    for name, is_dir in staging.children():
+        if is_dir and name.startswith("run-") and (keep_run is None or name != f"run-{keep_run}"):
+            (staging / name).remove_tree()

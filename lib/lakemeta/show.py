@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-import deltalake
 import pandas as pd
 
 from lakemeta.registry import all_schemas
+from lakemeta.storage import Location
 
 SORT_KEYS = {
     "runs": ["run_id"],
@@ -18,32 +18,32 @@ SORT_KEYS = {
 }
 
 
-def published_version(catalog: Path, name: str) -> int | None:
+def published_version(catalog: Location | Path | str, name: str) -> int | None:
     """The version of a catalog table published last (write-audit-publish), None if none was."""
-    path = catalog / "published"
-    if not deltalake.DeltaTable.is_deltatable(str(path)):
+    path = Location.parse(catalog) / "published"
+    if not path.is_delta_table():
         return None
-    published = deltalake.DeltaTable(str(path)).to_pyarrow_table().to_pylist()
+    published = path.delta_table().to_pyarrow_table().to_pylist()
     versions = [row for row in published if row["table_name"] == name]
     return max(versions, key=lambda row: row["published_at"])["version"] if versions else None
 
 
 def read_catalog_table(
-    catalog: Path,
+    catalog: Location | Path | str,
     name: str,
     version: int | None = None,
     as_of: datetime | None = None,
     published: bool = False,
 ) -> pd.DataFrame:
-    """A catalog table as pandas: its latest version, or as it was at ``version`` or at time ``as_of``, or
-    (``published``) the version published last when there is one."""
+    """A catalog table (the catalog a local path or a URI) as pandas: its latest version, or as it was at
+    ``version`` or at time ``as_of``, or (``published``) the version published last when there is one."""
     known = all_schemas()
     if name not in known:
         raise KeyError(f"unknown catalog table {name!r}; known: {', '.join(sorted(known))}")
-    path = catalog / name
-    if not deltalake.DeltaTable.is_deltatable(str(path)):
+    path = Location.parse(catalog) / name
+    if not path.is_delta_table():
         raise FileNotFoundError(f"{path} is not a Delta table: has `lakemeta run` been run on this catalog?")
-    table = deltalake.DeltaTable(str(path))
+    table = path.delta_table()
     if published and version is None and as_of is None:
         version = published_version(catalog, name)
     if version is not None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 
 from lakemeta.config import add_location_arguments, add_settings_argument, load_config, parse_settings
 from lakemeta.joinsearch.discover import format_matches, parse_key_columns
@@ -31,10 +30,14 @@ def _parser(description: str) -> argparse.ArgumentParser:
 def _open(name: str, args: argparse.Namespace, metastore: bool = False) -> Pipeline:
     configure_logging()
     config = load_config({**parse_settings(args.settings), "lake": args.lake, "catalog": args.catalog})
-    _lake, catalog = config.require_paths()
+    lake, catalog = config.require_paths()
     extra_conf = metastore_conf(config.metastore_uri) if metastore else None
     spark = get_session(
-        config.spark_master, app_name=f"lakemeta {name}", catalog=catalog, extra_conf=extra_conf
+        config.spark_master,
+        app_name=f"lakemeta {name}",
+        catalog=catalog,
+        extra_conf=extra_conf,
+        locations=[lake],
     )
     logging.getLogger("lakemeta").info("%s: lake %s, catalog %s", name, config.lake, catalog)
     return Pipeline(spark, config)
@@ -108,6 +111,6 @@ def joinable_search(argv: Sequence[str] | None = None) -> None:
 def publish_catalog(argv: Sequence[str] | None = None) -> None:
     """Publish the catalog versions that the audit ``--audit`` (the quality gate's results) passed."""
     parser = _parser("lakemeta publish")
-    parser.add_argument("--audit", type=Path, required=True, help="the quality gate's results (JSON)")
+    parser.add_argument("--audit", required=True, help="the quality gate's results (JSON): a path or URI")
     args = parser.parse_args(argv)
     _open("publish", args, metastore=True).publish(Audit.load(args.audit))

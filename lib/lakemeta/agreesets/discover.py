@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +35,7 @@ from lakemeta.agreesets.dependencies import approximate_fds, minimal_fds, minima
 from lakemeta.agreesets.multiset import AgreeSetMultiset
 from lakemeta.catalog import Catalog
 from lakemeta.config import AgreeSetConfig, Config
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +224,7 @@ def unique_column_flags(catalog: Catalog, config: AgreeSetConfig) -> pa.Table:
     )
 
 
-def run_step(catalog: Catalog, lake: Path, config: Config) -> None:
+def run_step(catalog: Catalog, lake: Location, config: Config) -> None:
     """The discovery step ``keys_and_dependencies``: keys and FDs of every table with ``config``'s
     thresholds, for runs triggered with another ``max_fd_error`` (a run's commit derives them for its
     changed tables already). Agree-sets are the only input: the lake itself is not read."""

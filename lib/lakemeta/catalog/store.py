@@ -9,7 +9,6 @@ harmlessly (docs/architecture.md, "A run's data flow").
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,8 +22,10 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -51,28 +52,10 @@ def arrow_schema(name: str) -> pa.Schema:
     return to_arrow_schema(OWN_SCHEMAS[name], timezone="UTC")
 
 
-def read_small(root: Path, name: str) -> pa.Table:
+def read_small(root: Location, name: str) -> pa.Table:
     """A table of the catalog at ``root`` that is small by construction, read with delta-rs: no Spark job,
     and no JVM for the tasks that need none (the audits)."""
-    return deltalake.DeltaTable(str(root / name)).to_pyarrow_table()
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path, operation: int, purpose: str) -> Iterator[None]:
-    """An operating-system file lock (``flock``, ``operation`` LOCK_SH or LOCK_EX) on ``path`` while
-    ``purpose`` runs: released when its holder exits, however it exits, so a killed run never leaves the
-    catalog locked."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, operation | fcntl.LOCK_NB)
-        except BlockingIOError:
-            log.info("waiting for %s (held by another process) before %s", path, purpose)
-            fcntl.flock(handle, operation)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+    return (root / name).delta_table().to_pyarrow_table()
 
 
 class Catalog:
@@ -85,12 +68,15 @@ class Catalog:
     """
 
     def __init__(
-        self, spark: SparkSession, root: Path, state_schemas: Mapping[str, StructType] | None = None
+        self,
+        spark: SparkSession,
+        root: Location | Path,
+        state_schemas: Mapping[str, StructType] | None = None,
     ) -> None:
         """``state_schemas``: the state tables of the state components (``lakemeta.registry.open_catalog``
         gives those of every registered component); the result and bookkeeping tables are always there."""
         self.spark = spark
-        self.root = root
+        self.root = Location.parse(root)
         self.schemas: dict[str, StructType] = {**OWN_SCHEMAS, **(state_schemas or {})}
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
 
@@ -99,10 +85,14 @@ class Catalog:
         """The state tables: the state components' and the batches (the watermarks)."""
         return [name for name in self.schemas if name not in CATALOG_SCHEMAS]
 
-    def path(self, name: str) -> str:
+    def location(self, name: str) -> Location:
         if name not in self.schemas:
             raise KeyError(f"not a catalog table: {name}")
-        return str(self.root / name)
+        return self.root / name
+
+    def path(self, name: str) -> str:
+        """The table's URI, as Spark and delta-rs take it."""
+        return self.location(name).uri
 
     def arrow_schema(self, name: str) -> pa.Schema:
         """The Arrow form of a table's schema (for delta-rs reads and writes)."""
@@ -113,10 +103,11 @@ class Catalog:
         to an existing one the columns its schema has gained since it was created (null in old rows)."""
         for name in self.schemas:
             schema = self.arrow_schema(name)
-            if not (Path(self.path(name)) / "_delta_log").is_dir():
-                deltalake.DeltaTable.create(self.path(name), schema=schema, mode="ignore")
+            location = self.location(name)
+            if not location.is_delta_table():
+                location.create_delta(schema)
                 continue
-            table = deltalake.DeltaTable(self.path(name))
+            table = location.delta_table()
             present = {field.name for field in table.schema().fields}
             missing = [field for field in schema if field.name not in present]
             if missing:
@@ -130,28 +121,23 @@ class Catalog:
 
     @contextlib.contextmanager
     def lock(self, purpose: str) -> Iterator[None]:
-        """Hold the catalog's lock while ``purpose`` runs; another process waits for it. For the steps that
-        read and then write the bookkeeping tables (planning a run, publishing): Delta's commit protocol
-        orders blind appends, but does not refuse a second writer that read the same state before the first
-        wrote."""
-        with _file_lock(self.root / "_lock", fcntl.LOCK_EX, purpose):
+        """Hold the catalog's lease alone while ``purpose`` runs; another process, on any host, waits for
+        it. For the steps that read and then write the bookkeeping tables (planning a run, publishing):
+        Delta's commit protocol orders blind appends, but does not refuse a second writer that read the
+        same state before the first wrote."""
+        with Lease(self.root, "catalog", LEASE_SECONDS).hold(EXCLUSIVE, purpose):
             yield
 
     @contextlib.contextmanager
     def using_state(self, purpose: str) -> Iterator[None]:
-        """Hold the state lock shared while ``purpose`` reads or writes the state: the steps of runs go on
+        """Hold the state lease shared while ``purpose`` reads or writes the state: the steps of runs go on
         side by side, but never while a rebuild replaces the state (``replacing_state``), which waits for
-        them and makes them wait. Inside a hold of this catalog handle it holds nothing more.
-
-        A step first passes the turnstile (``_state_turnstile``, taken shared and let go at once), which a
-        waiting rebuild holds alone: flock itself grants a shared lock while an exclusive one waits, so
-        without it steps that overlap one another could keep a rebuild waiting for ever."""
+        them and, from the moment it asks, makes new ones wait behind it. Inside a hold of this catalog
+        handle it holds nothing more."""
         if self._holding_state:
             yield
             return
-        with _file_lock(self.root / "_state_turnstile", fcntl.LOCK_SH, purpose):
-            pass
-        with _file_lock(self.root / "_state_lock", fcntl.LOCK_SH, purpose):
+        with Lease(self.root, "state", LEASE_SECONDS).hold(SHARED, purpose):
             self._holding_state = True
             try:
                 yield
@@ -160,14 +146,10 @@ class Catalog:
 
     @contextlib.contextmanager
     def replacing_state(self) -> Iterator[None]:
-        """Hold the state lock alone while a rebuild drops and recomputes the state; from the moment it
-        asks, holding the turnstile keeps steps that have not started yet waiting behind it."""
+        """Hold the state lease alone while a rebuild drops and recomputes the state."""
         if self._holding_state:
             raise RuntimeError("a rebuild cannot start inside a step that uses the state")
-        with (
-            _file_lock(self.root / "_state_turnstile", fcntl.LOCK_EX, "rebuilding the state"),
-            _file_lock(self.root / "_state_lock", fcntl.LOCK_EX, "rebuilding the state"),
-        ):
+        with Lease(self.root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "rebuilding the state"):
             self._holding_state = True
             try:
                 yield
@@ -176,10 +158,14 @@ class Catalog:
 
     @contextlib.contextmanager
     def committing(self, operation: str, name: str) -> Iterator[None]:
-        """Mark one durable write (``operation`` on table ``name``) with crash points before and after it
-        (``lakemeta.crash_points``); the after-point is passed only when the write returned."""
+        """One durable write (``operation`` on table ``name``): crash points before and after it
+        (``lakemeta.crash_points``; the after-point is passed only when the write returned), and the table's
+        write lease held alone around it. Delta's commit needs an atomic "create if absent" of the next log
+        entry, which delta-rs makes a conditional PUT on S3 but delta-spark's S3 log store does not: one
+        writer per table at a time keeps a Spark commit from overwriting another process's."""
         crash_point(f"before {operation} {name}")
-        yield
+        with Lease(self.root, f"tables/{name}", LEASE_SECONDS).hold(EXCLUSIVE, f"{operation} {name}"):
+            yield
         crash_point(f"after {operation} {name}")
 
     def read_small(self, name: str) -> pa.Table:
@@ -193,16 +179,16 @@ class Catalog:
             return
         commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
         with self.committing("append", name):
-            deltalake.write_deltalake(
-                self.path(name), rows.cast(self.arrow_schema(name)), mode="append", commit_properties=commit
+            self.location(name).write_delta(
+                rows.cast(self.arrow_schema(name)), mode="append", commit_properties=commit
             )
 
     def replace_small(self, name: str, rows: pa.Table, predicate: str | None = None) -> None:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
         pipeline's own values) - in one commit (idempotent by nature)."""
         with self.committing("replace", name):
-            deltalake.write_deltalake(
-                self.path(name), rows.cast(self.arrow_schema(name)), mode="overwrite", predicate=predicate
+            self.location(name).write_delta(
+                rows.cast(self.arrow_schema(name)), mode="overwrite", predicate=predicate
             )
 
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
@@ -214,7 +200,7 @@ class Catalog:
             for key, value in new_values.items()
         }
         with self.committing("update", name):
-            deltalake.DeltaTable(self.path(name)).update(new_values=literal, predicate=predicate)
+            self.location(name).delta_table().update(new_values=literal, predicate=predicate)
 
     def update_rows_small(self, name: str, rows: pa.Table, keys: Sequence[str], condition: str) -> None:
         """Set, on every stored row that matches a row of ``rows`` on ``keys`` and meets ``condition`` (over
@@ -222,18 +208,18 @@ class Catalog:
         matched = " AND ".join(f"t.{key} = s.{key}" for key in keys)
         updates = {column: f"s.{column}" for column in rows.column_names if column not in keys}
         with self.committing("update", name):
-            deltalake.DeltaTable(self.path(name)).merge(
+            self.location(name).delta_table().merge(
                 rows, predicate=matched, source_alias="s", target_alias="t"
             ).when_matched_update(updates=updates, predicate=condition).execute()
 
     def already_applied(self, name: str, txn: Txn) -> bool:
         """Whether ``txn`` (or a later run of the same component) has committed to table ``name``."""
-        applied = deltalake.DeltaTable(self.path(name)).transaction_version(txn.app)
+        applied = self.location(name).delta_table().transaction_version(txn.app)
         return applied is not None and applied >= txn.version
 
     def last_commit_metrics(self, name: str) -> dict[str, str]:
         """The operation metrics Delta recorded for the table's latest commit (rows inserted, ...)."""
-        history = deltalake.DeltaTable(self.path(name)).history(1)
+        history = self.location(name).delta_table().history(1)
         return dict(history[0].get("operationMetrics", {})) if history else {}
 
     def truncate(self, name: str) -> None:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import deltalake
 import pyarrow.parquet as pq
 import pyspark.sql.functions as F
 
@@ -26,6 +25,7 @@ from lakemeta.lake.tables import table_path
 from lakemeta.pipeline import Pipeline
 from lakemeta.show import format_table, read_catalog_table
 from lakemeta.spark import get_session
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ def apply_demo_changes(pipeline: Pipeline) -> None:
 def run_demo(workdir: Path, config: Config) -> int:
     if workdir.exists():
         shutil.rmtree(workdir)
-    lake, catalog = workdir / "lake", workdir / "catalog"
+    lake, catalog = Location.parse(workdir / "lake"), Location.parse(workdir / "catalog")
     sources = workdir / "sources"
     print(f"1/5 generating TPC-H (scale {TPCH_SCALE}) and {WEB_TABLES} web tables under {sources}")
     expected = generate_tpch(sources / "tpch")
@@ -81,7 +81,7 @@ def run_demo(workdir: Path, config: Config) -> int:
 
     spark = get_session(config.spark_master, "lakemeta demo", catalog=workdir / "demo-session")
     print("2/5 ingesting them into the lake", lake)
-    lake.mkdir(parents=True)
+    lake.local_path().mkdir(parents=True)
     ingest(spark, lake, find_sources([sources / "tpch", sources / "web"]), IngestConfig())
 
     pipeline = Pipeline(spark, dataclasses.replace(config, lake=lake, catalog=catalog))
@@ -168,7 +168,7 @@ def run_demo(workdir: Path, config: Config) -> int:
     print(format_table(read_catalog_table(catalog, "runs"), None))
     # Counted by another reader (delta-rs) than the one the pipeline used.
     live = {
-        name: deltalake.DeltaTable(str(table_path(lake, name))).to_pyarrow_dataset().count_rows()
+        name: table_path(lake, name).delta_table().to_pyarrow_dataset().count_rows()
         for name in tables.table_name
     }
     consistent = bool((tables.n_rows == tables.table_name.map(live)).all()) and bool(tpch["match"].all())
@@ -213,7 +213,7 @@ def _run_dags(env: dict[str, str], which: str) -> list[tuple[str, str, float]]:
     return timings
 
 
-def _last_run(catalog: Path) -> tuple[int, dict[str, str]]:
+def _last_run(catalog: Location) -> tuple[int, dict[str, str]]:
     """The last run's id and, per table it changed, where its batch came from (``state/batches``)."""
     batches = read_catalog_table(catalog, "state/batches")
     last = int(batches.run_id.max())

@@ -10,6 +10,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from lakemeta.storage import Location
+
 REPO = Path(__file__).resolve().parents[3]
 ENV_SCRIPT = REPO / "infra" / "airflow" / "env.sh"
 
@@ -23,7 +25,7 @@ def _airflow(arguments: str, env: dict[str, str]) -> subprocess.CompletedProcess
     return subprocess.run(["bash", "-c", command], env=env, capture_output=True, text=True)
 
 
-def airflow_environment(lake: Path, catalog: Path) -> dict[str, str]:
+def airflow_environment(lake: Location, catalog: Location) -> dict[str, str]:
     """The environment of the demo's DAG runs, with the metadata database migrated."""
     env = {**os.environ, "LAKEMETA_LAKE": str(lake), "LAKEMETA_CATALOG": str(catalog)}
     env.pop("LAKEMETA_CONFIG", None)  # the demo runs with the defaults

@@ -38,7 +38,6 @@ import itertools
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +57,7 @@ from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.placement import balanced_frame
+from lakemeta.storage import Location
 from lakemeta.values.hashes import shared_count
 
 log = logging.getLogger(__name__)
@@ -307,7 +307,7 @@ def with_key_signals(scored: pa.Table, keys: list[Key], types: ColumnTypes) -> p
 
 
 def refresh_fk_candidates(
-    catalog: Catalog, lake: Path, config: FkConfig, sketches: SketchConfig, max_task_rows: int
+    catalog: Catalog, lake: Location, config: FkConfig, sketches: SketchConfig, max_task_rows: int
 ) -> int:
     """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count.
     A table above ``max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``)."""
@@ -373,7 +373,7 @@ def refresh_fk_candidates(
     return n_accepted
 
 
-def run_step(catalog: Catalog, lake: Path, config: Config) -> int:
+def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
     ``keys_and_dependencies`` whose results it reads; returns the number of accepted candidates."""
     return refresh_fk_candidates(catalog, lake, config.fks, config.sketches, config.scan.max_task_rows)

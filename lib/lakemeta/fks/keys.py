@@ -37,7 +37,6 @@ import logging
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -51,6 +50,7 @@ from lakemeta.hashing import combine_hashes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.spark.placement import balanced_frame
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ def _unique_keys(max_rows: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator
 
 def _checked_keys(
     catalog: Catalog,
-    lake: Path,
+    lake: Location,
     config: FkConfig,
     precision: int,
     referenced: Callable[[Key], bool],
@@ -206,7 +206,7 @@ def _checked_keys(
 
 def find_keys(
     catalog: Catalog,
-    lake: Path,
+    lake: Location,
     config: FkConfig,
     precision: int,
     referenced: Callable[[Key], bool],

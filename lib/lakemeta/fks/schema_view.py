@@ -29,6 +29,7 @@ from pathlib import Path
 
 from lakemeta.fks.overlaps import joined_groups
 from lakemeta.fks.signals import folder
+from lakemeta.storage import Location
 
 _LAYER_GAP = 110.0
 _NODE_GAP = 40.0
@@ -312,14 +313,13 @@ def render_page(overview: dict[str, dict], views: list[SchemaView], title: str) 
 
 
 def write_catalog_page(
-    catalog: Path, path: Path, inds: bool = False
+    catalog: Location, path: Path, inds: bool = False
 ) -> tuple[dict[str, dict], list[SchemaView]]:
     """Read the catalog's accepted FKs, overlaps and (``inds``) INDs with delta-rs, write the page to
     ``path``, and return what it shows."""
-    from deltalake import DeltaTable
 
     def read(name: str) -> list[dict]:
-        return DeltaTable(str(catalog / name)).to_pyarrow_table().to_pylist()
+        return (catalog / name).delta_table().to_pyarrow_table().to_pylist()
 
     fks = [row for row in read("fk_candidates") if row["accepted"]]
     overlaps = [(row["left_table"], row["right_table"]) for row in read("table_overlaps")]

@@ -35,7 +35,6 @@ import logging
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -57,6 +56,7 @@ from lakemeta.inds.proposer import column_ranges, propose_range
 from lakemeta.lake.snapshots import file_groups, read_columns
 from lakemeta.lake.tables import is_plain_type_name, table_path
 from lakemeta.spark.placement import balanced_frame
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class ManyRun:
     stage_seconds: dict[str, float]
 
 
-def catalog_tables(catalog: Catalog, lake: Path) -> list[TableColumns]:
+def catalog_tables(catalog: Catalog, lake: Location) -> list[TableColumns]:
     """Every listed table at its committed version; columns of plain, non-binary values only."""
     tables = catalog.read_small("tables").select(["table_name", "last_version", "n_rows"]).to_pylist()
     columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
@@ -358,7 +358,7 @@ def discover_inclusion_dependencies(
 
 
 def refresh_inclusion_dependencies(
-    catalog: Catalog, lake: Path, config: IndConfig, max_task_rows: int
+    catalog: Catalog, lake: Location, config: IndConfig, max_task_rows: int
 ) -> int:
     """All valid unary INDs among the lake's committed tables into ``inclusion_dependencies`` (replaced
     whole); returns their number."""
@@ -382,7 +382,7 @@ def refresh_inclusion_dependencies(
     return len(run.result)
 
 
-def run_step(catalog: Catalog, lake: Path, config: Config) -> int:
+def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     """The discovery step ``inclusion_dependencies`` (``lakemeta.registry``): every table's committed
     snapshot is read; returns the number of INDs kept."""
     return refresh_inclusion_dependencies(catalog, lake, config.inds, config.scan.max_task_rows)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from lakemeta.joinsearch.xash import XashHasher
 from lakemeta.lake.batches import plan_batches, watermarks
 from lakemeta.lake.ingest import CSV_SUFFIXES, PARQUET_SUFFIXES
 from lakemeta.lake.snapshots import read_table
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +71,7 @@ class JoinableMatch:
 
 def find_joinable(
     catalog: Catalog,
-    lake: Path,
+    lake: Location,
     query: pa.Table,
     key_columns: list[str],
     k: int,
@@ -143,7 +145,7 @@ def _check_request(query: pa.Table, key_columns: list[str], k: int, query_id: st
         raise ValueError(f"k must be at least 1, got {k}")
 
 
-def _warn_if_behind(catalog: Catalog, lake: Path) -> None:
+def _warn_if_behind(catalog: Catalog, lake: Location) -> None:
     """The posting lists reflect the lake as of the last run; say so when tables changed since."""
     pending = plan_batches(lake, watermarks(catalog))
     if pending:
@@ -242,29 +244,26 @@ class QueryTable:
     lake_table: str | None
 
 
-def load_query_table(lake: Path, source: str | Path, csv: IngestConfig | None = None) -> QueryTable:
+def load_query_table(lake: Location, source: str | Path, csv: IngestConfig | None = None) -> QueryTable:
     """A query table: a lake table (its name; the current version) or a CSV / Parquet file in the lake.
 
-    ``source`` is a path relative to the lake root, or an absolute one; after symbolic links are
-    followed it must stay inside the lake root, anything else is refused. CSV files are read with the
-    ingest options (``csv``; defaults as `lakemeta ingest`), their types inferred.
+    ``source`` is a path relative to the lake root, or an absolute one (a URI for a lake in an object
+    store); it must lie inside the lake root (on local disk after symbolic links are followed), anything
+    else is refused. CSV files are read with the ingest options (``csv``; defaults as `lakemeta ingest`),
+    their types inferred.
     """
-    root = lake.resolve()
-    given = Path(source)
-    path = (given if given.is_absolute() else root / given).resolve()
-    if path == root or root not in path.parents:
-        raise ValueError(f"query {str(source)!r} is not inside the lake {root}: put the query file there")
-    if (path / "_delta_log").is_dir():
-        return QueryTable(read_table(str(path)), path.relative_to(root).as_posix())
-    if not path.is_file():
+    path = _inside_lake(lake, str(source))
+    if path.is_delta_table():
+        return QueryTable(read_table(path.uri), lake.relative(path))
+    if not path.exists():
         raise FileNotFoundError(f"query {str(source)!r}: no lake table or file at {path}")
-    suffix = path.suffix.lower()
+    suffix = posixpath.splitext(path.name)[1].lower()
     if suffix in PARQUET_SUFFIXES:
-        return QueryTable(pq.read_table(path), None)
+        return QueryTable(pq.read_table(path.fs_path, filesystem=path.filesystem), None)
     if suffix in CSV_SUFFIXES:
         options = csv or IngestConfig()
         rows = pa_csv.read_csv(
-            path,
+            path.filesystem.open_input_stream(path.fs_path),
             read_options=pa_csv.ReadOptions(
                 encoding=options.encoding, autogenerate_column_names=not options.header
             ),
@@ -279,9 +278,20 @@ def load_query_table(lake: Path, source: str | Path, csv: IngestConfig | None = 
     raise ValueError(f"query {str(source)!r}: not a lake table, a CSV or a Parquet file")
 
 
+def _inside_lake(lake: Location, source: str) -> Location:
+    if lake.is_local:
+        root, given = lake.local_path(), Path(source)
+        path = Location.parse((given if given.is_absolute() else root / given).resolve())
+    else:
+        path = Location.parse(source) if "://" in source else lake / source
+    if not lake.contains(path):
+        raise ValueError(f"query {source!r} is not inside the lake {lake}: put the query file there")
+    return path
+
+
 def search_lake(
     catalog: Catalog,
-    lake: Path,
+    lake: Location,
     source: str | Path,
     key_columns: list[str],
     k: int,

@@ -153,7 +153,7 @@ def posting_hasher(config: JoinSearchConfig) -> XashHasher:
 
 def recorded_hasher(catalog: Catalog) -> XashHasher | None:
     """The hasher the stored super keys were made with (``None`` before the first update)."""
-    recorded = deltalake.DeltaTable(catalog.path(STATE)).metadata().configuration.get(HASHER_PROPERTY)
+    recorded = catalog.location(STATE).delta_table().metadata().configuration.get(HASHER_PROPERTY)
     return None if recorded is None else XashHasher.from_dict(json.loads(recorded))
 
 
@@ -188,7 +188,7 @@ class PostingLists(StateComponent):
         """Record the delta's hasher (refused while items of another one exist), then insert the new items
         and remove items by row id in one commit tagged with the run: an append while the posting lists
         hold no items (a first run, a rebuild), a MERGE otherwise."""
-        table = deltalake.DeltaTable(self.catalog.path(STATE))
+        table = self.catalog.location(STATE).delta_table()
         holds_items = _holds_items(table)
         _record_hasher(self.catalog, table, delta.hasher, holds_items)
         if not holds_items:

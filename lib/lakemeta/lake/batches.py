@@ -28,7 +28,6 @@ from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from urllib.parse import unquote
 
 import deltalake
@@ -39,6 +38,7 @@ from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import read_small
 from lakemeta.lake.snapshots import data_files, snapshot_size
 from lakemeta.lake.tables import discover_tables, table_path
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -95,21 +95,21 @@ class Watermark:
     table_id: str | None
 
 
-def running_plan(catalog_root: Path) -> Plan | None:
+def running_plan(catalog_root: Location) -> Plan | None:
     """The plan of the run in progress (planned, not yet committed), if there is one; read without a JVM."""
     runs = read_small(catalog_root, "runs")
     running = pc.filter(runs["run_id"], pc.equal(runs["status"], "running"))
     return _stored_plan(catalog_root, pc.min(running).as_py()) if len(running) else None
 
 
-def open_plan(catalog: Catalog, lake: Path) -> Plan:
+def open_plan(catalog: Catalog, lake: Location) -> Plan:
     """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one.
     Planned under the catalog's lock: two runs started at once plan one run, which both then continue."""
     with catalog.lock("planning a run"):
         return _open_plan(catalog, lake)
 
 
-def _open_plan(catalog: Catalog, lake: Path) -> Plan:
+def _open_plan(catalog: Catalog, lake: Location) -> Plan:
     plan = running_plan(catalog.root)
     replanned: set[str] = set()
     if plan is not None:
@@ -162,7 +162,7 @@ _BATCH_FIELDS = ("table_name", "kind", "source", "from_version", "to_version", "
 _SIZE_FIELDS = ("snapshot_rows", "snapshot_bytes")
 
 
-def _stored_plan(catalog_root: Path, run_id: int) -> Plan:
+def _stored_plan(catalog_root: Location, run_id: int) -> Plan:
     stored = read_small(catalog_root, "state/batches")
     rows = stored.filter(pc.equal(stored["run_id"], run_id)).sort_by("table_name").to_pylist()
     fields = _BATCH_FIELDS + tuple(name for name in _SIZE_FIELDS if name in stored.column_names)
@@ -182,7 +182,7 @@ def watermarks(catalog: Catalog) -> dict[str, Watermark]:
 
 
 def plan_batches(
-    lake: Path, marks: dict[str, Watermark], replanned: AbstractSet[str] = frozenset()
+    lake: Location, marks: dict[str, Watermark], replanned: AbstractSet[str] = frozenset()
 ) -> list[Batch]:
     """Compare each table's log with its watermark; read only Delta logs, never data. Tables in
     ``replanned`` (those of an abandoned run) get a full batch, or a drop when they left the lake."""
@@ -190,7 +190,7 @@ def plan_batches(
     present = discover_tables(lake)
     for name in present:
         path = table_path(lake, name)
-        table = deltalake.DeltaTable(str(path))
+        table = path.delta_table()
         version, table_id = table.version(), table.metadata().id
         mark = marks.get(name)
         if mark is not None and mark.table_id == table_id and version == mark.version:
@@ -210,15 +210,15 @@ def plan_batches(
     return batches
 
 
-def unreadable_reason(lake: Path, batch: Batch) -> str | None:
+def unreadable_reason(lake: Location, batch: Batch) -> str | None:
     """Why the batch's rows can no longer be read, or None when they can (reads only Delta logs)."""
     if batch.kind == "drop":
         return None
     path = table_path(lake, batch.table_name)
-    if not (path / "_delta_log").is_dir():
+    if not path.is_delta_table():
         return "the table is gone from the lake"
     try:
-        after = deltalake.DeltaTable(str(path), version=batch.to_version)
+        after = path.delta_table(batch.to_version)
     except Exception as error:  # delta-rs raises several types for a version it cannot load
         return f"version {batch.to_version} is no longer in the log ({error})"
     if after.metadata().id != batch.table_id:
@@ -230,7 +230,7 @@ def unreadable_reason(lake: Path, batch: Batch) -> str | None:
             return f"data files of version {batch.from_version} were removed (VACUUM)"
         if batch.source == "cdf":
             try:  # the feed needs the older version's schema from the log, not its data files
-                before = deltalake.DeltaTable(str(path), version=batch.from_version)
+                before = path.delta_table(batch.from_version)
             except Exception:  # delta-rs raises several types for a version it cannot load
                 return f"version {batch.from_version} is no longer in the log"
             if not _change_files_present(path, before, batch.to_version):
@@ -238,21 +238,22 @@ def unreadable_reason(lake: Path, batch: Batch) -> str | None:
     return None
 
 
-def _readable_snapshot(path: Path, version: int) -> deltalake.DeltaTable | None:
+def _readable_snapshot(path: Location, version: int) -> deltalake.DeltaTable | None:
     """The table at ``version`` when it can still be read (in the log, its files on disk), else None."""
     try:
-        table = deltalake.DeltaTable(str(path), version=version)
+        table = path.delta_table(version)
     except Exception:  # delta-rs raises several types for a version it cannot load
         return None
     return table if _files_present(path, table) else None
 
 
-def _files_present(path: Path, table: deltalake.DeltaTable) -> bool:
-    """Whether the data files the snapshot lists exist (the log holds their paths URI-encoded)."""
-    return all((path / unquote(file)).exists() for file in data_files(table))
+def _files_present(path: Location, table: deltalake.DeltaTable) -> bool:
+    """Whether the data files the snapshot lists exist (the log holds their paths URI-encoded); one listing
+    of the table's folder, not a request per file."""
+    return {unquote(file) for file in data_files(table)} <= path.files()
 
 
-def incremental_source(path: Path, from_version: int, to_version: int) -> str | None:
+def incremental_source(path: Location, from_version: int, to_version: int) -> str | None:
     """``cdf`` when the change feed can serve (from_version, to_version], ``diff`` when only a snapshot
     diff can, ``None`` when neither can (the batch must then be a full one): the schema changed in
     between, the older snapshot's files were vacuumed, or the rows hold maps or VARIANT values without a
@@ -261,7 +262,7 @@ def incremental_source(path: Path, from_version: int, to_version: int) -> str | 
     if before is None:
         return None
     schema = before.schema().to_json()
-    if deltalake.DeltaTable(str(path), version=to_version).schema().to_json() != schema:
+    if path.delta_table(to_version).schema().to_json() != schema:
         return None
     if before.metadata().configuration.get("delta.enableChangeDataFeed") == "true" and _change_files_present(
         path, before, to_version
@@ -283,17 +284,19 @@ def _set_comparable(data_type: dict | str) -> bool:
     return data_type["type"] != "map"
 
 
-def _change_files_present(path: Path, before: deltalake.DeltaTable, to_version: int) -> bool:
+def _change_files_present(path: Location, before: deltalake.DeltaTable, to_version: int) -> bool:
     """Whether every commit in the range is in the log, keeps the feed on and the schema as it was, and
     its files still exist (VACUUM removes the files of old versions, and with them the feed). A schema
     changed and changed back inside the range leaves the feed with rows of two shapes; the diff of the
     two snapshots, of one shape, serves instead."""
     schema = json.loads(before.schema().to_json())
+    present = path.files()
     for version in range(before.version() + 1, to_version + 1):
-        commit = path / "_delta_log" / f"{version:020d}.json"
-        if not commit.exists():
+        commit = f"_delta_log/{version:020d}.json"
+        if commit not in present:
             return False
-        actions = [json.loads(line) for line in commit.read_text(encoding="utf-8").splitlines() if line]
+        text = (path / commit).read_text()
+        actions = [json.loads(line) for line in text.splitlines() if line]
         for action in actions:
             metadata = action.get("metaData")
             if metadata and metadata.get("configuration", {}).get("delta.enableChangeDataFeed") != "true":
@@ -303,7 +306,7 @@ def _change_files_present(path: Path, before: deltalake.DeltaTable, to_version: 
         change_files = [a["cdc"]["path"] for a in actions if "cdc" in a]
         if not change_files:
             change_files = [a[k]["path"] for a in actions for k in ("add", "remove") if k in a]
-        if not all((path / unquote(f)).exists() for f in change_files):
+        if not {unquote(file) for file in change_files} <= present:
             return False
     return True
 

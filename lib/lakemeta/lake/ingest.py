@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-import deltalake
 import pyspark.sql.functions as F
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql.types import StringType, StructField, StructType
@@ -30,6 +29,7 @@ from tqdm import tqdm
 from lakemeta.config import IngestConfig
 from lakemeta.crash_points import crash_point
 from lakemeta.lake.tables import source_column, table_path
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ def _source_file(path: Path, name: str, prefix: str) -> SourceFile:
 
 def ingest(
     spark: SparkSession,
-    lake: Path,
+    lake: Location | Path,
     sources: list[SourceFile],
     options: IngestConfig,
     mode: str = "error",
@@ -105,6 +105,7 @@ def ingest(
     ``overwrite`` (a new version replacing the rows, visible to the change feed) or ``append``."""
     if mode not in {"error", "overwrite", "append"}:
         raise ValueError(f"unknown ingest mode {mode!r}")
+    lake = Location.parse(lake)
     results: list[IngestResult] = []
     with (
         ThreadPoolExecutor(max_workers=parallel) as pool,
@@ -125,11 +126,11 @@ def ingest(
 
 
 def ingest_one(
-    spark: SparkSession, lake: Path, source: SourceFile, options: IngestConfig, mode: str
+    spark: SparkSession, lake: Location, source: SourceFile, options: IngestConfig, mode: str
 ) -> IngestResult:
     destination = table_path(lake, source.table_name)
     spark.sparkContext.setJobDescription(f"ingest {source.path.name} -> {source.table_name}")
-    exists = (destination / "_delta_log").is_dir()
+    exists = destination.is_delta_table()
     if exists and mode == "error":
         raise IngestError(f"{source.path}: could not write table {source.table_name}: it exists (mode error)")
     if source.file_format == "parquet":
@@ -139,7 +140,7 @@ def ingest_one(
     frame = _with_valid_names(frame)
     # The rows set aside are written first, tagged with the table version they come before: a crash
     # between the two commits leaves them recorded, and the retry skips them and writes the table.
-    next_version = deltalake.DeltaTable(str(destination)).version() + 1 if exists else 0
+    next_version = destination.delta_table().version() + 1 if exists else 0
     quarantined = _quarantine(spark, lake, source, bad, next_version) if bad is not None else 0
     crash_point(f"after quarantine of {source.table_name}")
     writer = frame.write.format("delta").mode("errorifexists" if mode == "error" else mode)
@@ -158,9 +159,9 @@ def ingest_one(
     return IngestResult(source.table_name, source.path, rows, quarantined)
 
 
-def written_rows(table: Path) -> int:
+def written_rows(table: Location) -> int:
     """Rows the table's latest commit wrote, from the commit's own metrics (no scan, no log replay)."""
-    commit = deltalake.DeltaTable(str(table)).history(1)[0]
+    commit = table.delta_table().history(1)[0]
     return int(commit["operationMetrics"]["numOutputRows"])
 
 
@@ -242,7 +243,7 @@ def _with_valid_names(frame: DataFrame) -> DataFrame:
 
 
 def _quarantine(
-    spark: SparkSession, lake: Path, source: SourceFile, bad: DataFrame, table_version: int
+    spark: SparkSession, lake: Location, source: SourceFile, bad: DataFrame, table_version: int
 ) -> int:
     """Append the set-aside records, with the numbers of the lines holding them, to
     ``_quarantine/<table>`` once for ``table_version`` of the table."""

@@ -16,11 +16,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as dataset
 
+from lakemeta.storage import Location
+
 
 def read_table(path: str, version: int | None = None, columns: list[str] | None = None) -> pa.Table:
     """The rows of the Delta table at ``path`` at ``version`` (the newest when None), only ``columns``
     when given (delta-rs)."""
-    return deltalake.DeltaTable(path, version=version).to_pyarrow_table(columns=columns)
+    return Location(path).delta_table(version).to_pyarrow_table(columns=columns)
 
 
 def read_columns(
@@ -29,16 +31,22 @@ def read_columns(
     """A table's columns at a version, each as one array of its own type (delta-rs); of only the rows of
     ``files`` when given (a group of ``file_groups``)."""
     if files:
-        table = files_dataset(deltalake.DeltaTable(path, version=version), files).to_table(columns=columns)
+        table = files_dataset(Location(path).delta_table(version), files).to_table(columns=columns)
     else:
         table = read_table(path, version, columns)
     return [table.column(column).combine_chunks() for column in columns]
 
 
 def files_dataset(table: deltalake.DeltaTable, files: Sequence[str]) -> dataset.Dataset:
-    """Some data files of a snapshot (absolute paths, a group of ``file_groups``) as one dataset of the
+    """Some data files of a snapshot (their URIs, a group of ``file_groups``) as one dataset of the
     table's schema, which fills the columns files written before a column was added lack."""
-    return dataset.dataset(list(files), schema=pa.schema(table.schema().to_arrow()), format="parquet")
+    locations = [Location(file) for file in files]
+    return dataset.dataset(
+        [location.fs_path for location in locations],
+        schema=pa.schema(table.schema().to_arrow()),
+        format="parquet",
+        filesystem=locations[0].filesystem if locations else None,
+    )
 
 
 def data_files(table: deltalake.DeltaTable) -> list[str]:
@@ -67,7 +75,7 @@ def files_hold_rows(table: deltalake.DeltaTable) -> bool:
 
 
 def absolute_files(table: deltalake.DeltaTable, path: str) -> list[str]:
-    """The snapshot's data files as absolute paths (``data_files`` are relative and URI-encoded)."""
+    """The snapshot's data files as URIs (``data_files`` are relative and URI-encoded)."""
     return [f"{path.rstrip('/')}/{unquote(file)}" for file in data_files(table)]
 
 
@@ -76,7 +84,7 @@ def changed_files(path: str, before: int, after: int) -> tuple[list[str], list[s
     has, and those it has anew: the rows of the second less those of the first are the change between
     the versions, as a signed multiset (a file rewritten by a DELETE or UPDATE brings its unchanged rows
     once with each sign). None where the files alone do not hold the rows (``files_hold_rows``)."""
-    tables = [deltalake.DeltaTable(path, version=version) for version in (before, after)]
+    tables = [Location(path).delta_table(version) for version in (before, after)]
     if not all(files_hold_rows(table) for table in tables):
         return None
     old, new = (set(absolute_files(table, path)) for table in tables)
@@ -88,7 +96,7 @@ def file_groups(path: str, version: int, max_rows: int) -> list[tuple[list[str],
     statistics (a single larger file is a group of its own), with each group's rows; None when the files
     alone do not hold the rows (``files_hold_rows``) or a file has no row count, and the table must be
     read whole."""
-    table = deltalake.DeltaTable(path, version=version)
+    table = Location(path).delta_table(version)
     if not files_hold_rows(table):
         return None
     actions = pa.table(table.get_add_actions(flatten=True))

@@ -42,6 +42,7 @@ from lakemeta.lake.snapshots import (
     snapshot_size,
 )
 from lakemeta.lake.tables import spark_schema
+from lakemeta.storage import Location
 
 SIGN = "_lm_sign"
 _FEED_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -89,7 +90,7 @@ class TableChange:
 
     @functools.cached_property
     def _table(self) -> deltalake.DeltaTable:
-        return deltalake.DeltaTable(self.batch.path, version=self.batch.to_version)
+        return Location(self.batch.path).delta_table(self.batch.to_version)
 
     @functools.cached_property
     def schema(self) -> StructType:
@@ -105,7 +106,7 @@ class TableChange:
     def _before_table(self) -> deltalake.DeltaTable | None:
         if self.batch.kind == "full":
             return None
-        return deltalake.DeltaTable(self.batch.path, version=self.batch.from_version)
+        return Location(self.batch.path).delta_table(self.batch.from_version)
 
     @functools.cached_property
     def before_rows(self) -> int | None:
@@ -157,8 +158,10 @@ class TableChange:
         elif batch.kind == "full":
             yield self.after, 1
         elif batch.source == "cdf":
-            reader = deltalake.DeltaTable(batch.path).load_cdf(
-                starting_version=batch.from_version + 1, ending_version=batch.to_version
+            reader = (
+                Location(batch.path)
+                .delta_table()
+                .load_cdf(starting_version=batch.from_version + 1, ending_version=batch.to_version)
             )
             # The feed comes with view types (string_view); the snapshot's types are the table's schema.
             schema = pa.schema(self._table.schema().to_arrow())

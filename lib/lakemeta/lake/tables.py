@@ -1,4 +1,5 @@
-"""The lake model: a lake is a root folder and every Delta table under it is a source table.
+"""The lake model: a lake is a root folder or object prefix (``lakemeta.storage``) and every Delta table
+under it (a folder holding ``_delta_log/``) is a source table.
 
 A table's name is its folder's path relative to the lake root (``tpch/lineitem``). Folders whose name
 starts with ``_`` or ``.`` are not searched (``_quarantine`` and Spark's own hidden folders).
@@ -7,39 +8,42 @@ starts with ``_`` or ``.`` are not searched (``_quarantine`` and Spark's own hid
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
+import posixpath
 
 import deltalake
 import pyspark.sql.functions as F
 from pyspark.sql import Column
 from pyspark.sql.types import DataType, StructType
 
-
-def discover_tables(lake: Path) -> list[str]:
-    """Names of the Delta tables under ``lake``, sorted."""
-    names: list[str] = []
-    for folder, subfolders, _files in os.walk(lake):
-        if "_delta_log" in subfolders:
-            names.append(Path(folder).relative_to(lake).as_posix())
-            subfolders.clear()  # a table's own folders hold data files, never other tables
-            continue
-        subfolders[:] = sorted(d for d in subfolders if not d.startswith(("_", ".")))
-    return sorted(names)
+from lakemeta.storage import Location
 
 
-def table_path(lake: Path, name: str) -> Path:
-    """The folder of table ``name``; a name that would leave the lake root is refused."""
-    root = lake.resolve()
-    path = (root / name).resolve()
-    if path == root or root not in path.parents:
-        raise ValueError(f"table name {name!r} does not name a folder inside the lake {root}")
-    return path
+def discover_tables(lake: Location) -> list[str]:
+    """Names of the Delta tables under ``lake``, sorted (one listing per folder, never of data files)."""
+    return sorted(lake.relative(table) for table in lake.walk_tables())
 
 
-def latest_version(path: Path) -> int:
+def check_lake(lake: Location, new_catalog: bool) -> None:
+    """Refuse a lake that is not there (a missing folder or bucket, an unreachable endpoint, credentials
+    refused: ``StorageError`` / ``FileNotFoundError`` naming the URI), and, for a catalog not yet created,
+    one holding no Delta table, which is almost always a mistyped location."""
+    if not lake.exists():
+        raise FileNotFoundError(f"the lake {lake} does not exist (nothing is there)")
+    if new_catalog and next(lake.walk_tables(), None) is None:
+        raise FileNotFoundError(f"the lake {lake} holds no Delta table (no folder with a _delta_log)")
+
+
+def table_path(lake: Location, name: str) -> Location:
+    """The location of table ``name``; a name that would leave the lake root is refused."""
+    normal = posixpath.normpath(name) if name else ""
+    if not normal or normal == "." or normal.startswith(("..", "/")):
+        raise ValueError(f"table name {name!r} does not name a folder inside the lake {lake}")
+    return lake / normal
+
+
+def latest_version(path: Location) -> int:
     """The newest committed version of the Delta table at ``path``, read from its log (no JVM)."""
-    return deltalake.DeltaTable(str(path)).version()
+    return path.delta_table().version()
 
 
 def spark_schema(table: deltalake.DeltaTable) -> StructType:

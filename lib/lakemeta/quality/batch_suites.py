@@ -12,27 +12,26 @@ from, and dropped tables no schema.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-import deltalake
 import great_expectations as gx
 import pandas as pd
 
 from lakemeta.lake.batches import Batch
 from lakemeta.lake.tables import spark_schema, table_path
 from lakemeta.quality.catalog_suites import Check
+from lakemeta.storage import Location
 
 E = gx.expectations
 
 
-def schema_signatures(lake: Path, table_name: str, version: int) -> list[str]:
+def schema_signatures(lake: Location, table_name: str, version: int) -> list[str]:
     """``name type`` of each column of the table at ``version``, types as Spark names them (as ``columns``
     records them); read from the Delta log, without a JVM."""
-    schema = spark_schema(deltalake.DeltaTable(str(table_path(lake, table_name)), version=version))
+    schema = spark_schema(table_path(lake, table_name).delta_table(version))
     return [f"{field.name} {field.dataType.simpleString()}" for field in schema.fields]
 
 
-def batch_checks(batches: Sequence[Batch], columns: pd.DataFrame, lake: Path) -> list[Check]:
+def batch_checks(batches: Sequence[Batch], columns: pd.DataFrame, lake: Location) -> list[Check]:
     """One check per batch of a run's plan whose table ``columns`` (the catalog table) describes."""
     known = (columns["column_name"] + " " + columns["data_type"]).groupby(columns["table_name"]).agg(list)
     checks = []

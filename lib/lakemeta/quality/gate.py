@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 
-import deltalake
 import pandas as pd
 
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS
 from lakemeta.crash_points import crash_point
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -35,15 +33,16 @@ class QualityGateError(RuntimeError):
 
 @dataclass(frozen=True)
 class Audit:
-    path: Path  # the validation results, JSON
+    path: Location  # the validation results, JSON
     number: int  # the audit's time in microseconds since the epoch: publications in order, each once
     success: bool
     versions: dict[str, int]  # the audited version of each catalog table
     failures: list[str]  # one line per failed expectation
 
     @staticmethod
-    def load(path: Path) -> Audit:
-        recorded = json.loads(path.read_text(encoding="utf-8"))
+    def load(path: Location | str) -> Audit:
+        path = Location.parse(path)
+        recorded = json.loads(path.read_text())
         return Audit(
             path, recorded["number"], recorded["success"], recorded["versions"], recorded["failures"]
         )
@@ -80,23 +79,20 @@ def _validate(source_name: str, checks: list) -> tuple[dict[str, dict], list[str
     return suites, failures
 
 
-def _write(path: Path, record: dict) -> None:
-    """Write the results whole or not at all (a temporary file renamed): a crash mid-write must not
+def _write(path: Location, record: dict) -> None:
+    """Write the results whole or not at all (``Location.write_text``): a crash mid-write must not
     leave results that a later publish would fail to read."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
-    os.replace(partial, path)
-    crash_point(f"after write {QUALITY_FOLDER}/{path.stem.split('-')[0]}")  # audit / batches, no time
+    path.write_text(json.dumps(record, indent=1, default=str))
+    crash_point(f"after write {QUALITY_FOLDER}/{path.name.split('-')[0]}")  # audit / batches, no time
 
 
-def audit_catalog(catalog: Path) -> Audit:
+def audit_catalog(catalog: Location) -> Audit:
     """Validate every catalog table at its latest version; write and return the results."""
     from lakemeta.quality.catalog_suites import catalog_checks
 
     versions, frames = {}, {}
     for name in [*AUDITED, "state/batches"]:
-        table = deltalake.DeltaTable(str(catalog / name))
+        table = (catalog / name).delta_table()
         versions[name] = table.version()
         frames[name] = table.to_pandas()
     suites, failures = _validate("lakemeta_catalog", catalog_checks(frames))
@@ -128,7 +124,7 @@ def audit_catalog(catalog: Path) -> Audit:
     return Audit(path, number, not failures, versions, failures)
 
 
-def audit_batches(catalog: Path, lake: Path) -> Audit | None:
+def audit_batches(catalog: Location, lake: Location) -> Audit | None:
     """Check the batches of the running (planned, uncommitted) run for schema drift (``batch_suites``) and
     keep the results in ``<catalog>/_quality/batches-run-<run>.json`` (a retry writes the same file).
 
@@ -141,7 +137,7 @@ def audit_batches(catalog: Path, lake: Path) -> Audit | None:
     if plan is None:
         log.info("batch audit: no run in progress")
         return None
-    columns = deltalake.DeltaTable(str(catalog / "columns")).to_pandas()
+    columns = (catalog / "columns").delta_table().to_pandas()
     suites, failures = _validate("lakemeta_batches", batch_checks(plan.batches, columns, lake))
     path = catalog / QUALITY_FOLDER / f"batches-run-{plan.run_id}.json"
     versions = {batch.table_name: batch.to_version for batch in plan.batches if batch.kind != "drop"}

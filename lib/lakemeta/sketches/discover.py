@@ -38,7 +38,6 @@ import functools
 import logging
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -52,6 +51,7 @@ from lakemeta.config import Config, SketchConfig
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import column_sketches, register_matrix
 from lakemeta.sketches.tiles import ColumnFacts, assign_blocks, estimate_tile
+from lakemeta.storage import Location
 from lakemeta.values.inclusion import PAIR, shared_values
 
 log = logging.getLogger(__name__)
@@ -308,6 +308,6 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
     return counts
 
 
-def run_step(catalog: Catalog, lake: Path, config: Config) -> PairCounts:
+def run_step(catalog: Catalog, lake: Location, config: Config) -> PairCounts:
     """The discovery step ``inclusion_estimates``: it reads the state only, not the lake."""
     return refresh_inclusion_estimates(catalog, config.sketches)

@@ -9,12 +9,16 @@ the JVM exists before any Python code could configure it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from lakemeta.storage import Location, spark_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -53,12 +57,25 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def spark_conf(catalog: Path | None = None) -> dict[str, str]:
+def metastore_home(catalog: Location) -> Path:
+    """Where the embedded metastore (Derby) of a catalog lives: beside a local catalog; for one in an
+    object store, in a local folder named after it (Derby needs a local disk; deployments on several
+    hosts use an external Hive metastore, ``metastore_uri``)."""
+    if catalog.is_local:
+        return catalog.local_path() / "_metastore"
+    digest = hashlib.sha256(catalog.uri.encode()).hexdigest()[:16]
+    return Path.home() / ".cache" / "lakemeta" / "metastore" / digest
+
+
+def spark_conf(
+    catalog: Location | Path | None = None, locations: Iterable[Location | None] = ()
+) -> dict[str, str]:
     """Spark settings shared by local sessions and spark-submit.
 
     Two cores: a handful of shuffle partitions beats Spark's default of 200 tiny tasks.
     With ``catalog`` given, the embedded metastore and warehouse live beside the catalog so that the
-    database ``lakemeta`` persists across sessions.
+    database ``lakemeta`` persists across sessions. ``locations`` (and the catalog) add the settings
+    their storage needs (``lakemeta.storage``).
     """
     conf = {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
@@ -83,9 +100,11 @@ def spark_conf(catalog: Path | None = None) -> dict[str, str]:
         ),
         "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
     }
+    catalog = None if catalog is None else Location.parse(catalog)
+    conf.update(spark_settings([catalog, *locations]))
     if catalog is not None:
         conf["spark.sql.warehouse.dir"] = str(catalog / "_warehouse")
-        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={catalog / '_metastore'}"
+        conf["spark.driver.extraJavaOptions"] = f"-Dderby.system.home={metastore_home(catalog)}"
     return conf
 
 
@@ -103,10 +122,12 @@ def metastore_conf(metastore_uri: str | None = None) -> dict[str, str]:
 def get_session(
     master: str = "local[*]",
     app_name: str = "lakemeta",
-    catalog: Path | None = None,
+    catalog: Location | Path | None = None,
     extra_conf: dict[str, str] | None = None,
+    locations: Iterable[Location | None] = (),
 ) -> SparkSession:
-    """A Spark session with Delta, for ``master`` (``local[*]``, ``local-cluster[...]`` or ``spark://...``).
+    """A Spark session with Delta, for ``master`` (``local[*]``, ``local-cluster[...]`` or ``spark://...``),
+    able to read and write the catalog and ``locations`` (the lake).
 
     Under spark-submit the master and jars come from the command line and this returns that session.
     """
@@ -115,7 +136,7 @@ def get_session(
     if not under_spark_submit():
         builder = builder.master(master).config("spark.jars", ",".join(delta_jars()))
         builder = builder.config("spark.driver.memory", os.environ.get("LAKEMETA_DRIVER_MEMORY", "4g"))
-    for key, value in {**spark_conf(catalog), **(extra_conf or {})}.items():
+    for key, value in {**spark_conf(catalog, locations), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")

@@ -33,14 +33,16 @@ def state_asset() -> Asset:
     catalog = load_config().catalog
     if catalog is None:
         return Asset(name="lakemeta_state")
-    return Asset(name="lakemeta_state", uri=(catalog / "state").as_uri())
+    state = catalog / "state"
+    return Asset(name="lakemeta_state", uri=f"file://{state}" if state.is_local else state.uri)
 
 
 def spark_step(
     task_id: str, job: str, application_args: Sequence[str] = (), outlets: Sequence[Asset] = ()
 ) -> SparkSubmitOperator:
     """spark-submit of ``jobs/<job>`` through the ``spark_default`` connection, with Delta's jars and the
-    configured catalog (its embedded metastore lives beside it)."""
+    configured catalog (its embedded metastore lives beside it) and the storage of the lake and catalog."""
+    config = load_config()
     return SparkSubmitOperator(
         task_id=task_id,
         application=str(REPO / "jobs" / job),
@@ -49,7 +51,7 @@ def spark_step(
         conn_id="spark_default",
         spark_binary=SPARK_SUBMIT,
         jars=",".join(delta_jars()),
-        conf=spark_conf(load_config().catalog),
+        conf=spark_conf(config.catalog, [config.lake]),
         env_vars=spark_environment(),
         name=f"lakemeta {task_id}",
         driver_memory="4g",

@@ -1,0 +1,266 @@
+"""Leases: the catalog's locks, for processes on any number of hosts, on local disk or an object store.
+
+A lease is a sequence of small records under ``<catalog>/_leases/<name>/``, one object per change,
+named by its sequence number (``00000000000000000042.json``). The newest record is the lease's state: who
+holds it (shared or exclusive, until when) and who waits for it alone. A change reads the newest record
+``n`` and writes ``n + 1`` with a conditional write that fails when ``n + 1`` exists (``If-None-Match`` on
+S3, an atomic link on local disk): of two processes that read the same state, one writes and the other
+reads again, as in Delta's own log. A write counts only when no newer record exists after it (a process
+that paused between its read and its write may have written a number long since cleaned away).
+
+A holder renews its lease while it works. One that died is passed over once its lease expires
+(``LEASE_SECONDS``), or at once when it ran on the same host and its process is gone.
+Waiting for a lease alone (a rebuild) is itself recorded, and keeps new shared holders out until the
+waiter has held and let go: a waiting rebuild goes first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import json
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from lakemeta.storage import Location
+
+log = logging.getLogger(__name__)
+
+LEASES = "_leases"
+# A holder renews every quarter of this; a holder on another host that stopped is passed over after it.
+LEASE_SECONDS = 60.0
+SHARED, EXCLUSIVE = "shared", "exclusive"
+_NAME_DIGITS = 20
+# Records kept behind the newest: older ones are removed after each change.
+_KEPT = 16
+
+
+@functools.cache
+def _boot_id() -> str:
+    """This host's boot: a process id names a process only within one boot of one host."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="utf-8").strip()
+    except OSError:
+        return str(psutil.boot_time())
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One hold or wait: who, what for, and until when unless renewed."""
+
+    id: str
+    mode: str
+    purpose: str
+    host: str
+    boot: str
+    pid: int
+    process_started: float
+    expires_at: float
+
+    @staticmethod
+    def of_this_process(mode: str, purpose: str, seconds: float) -> Holder:
+        return Holder(
+            id=uuid.uuid4().hex,
+            mode=mode,
+            purpose=purpose,
+            host=socket.gethostname(),
+            boot=_boot_id(),
+            pid=os.getpid(),
+            process_started=psutil.Process().create_time(),
+            expires_at=time.time() + seconds,
+        )
+
+    def alive(self, now: float) -> bool:
+        """Unexpired, and, when it ran on this host, its process still running (a killed run's hold
+        ends with it, without waiting for the expiry)."""
+        if self.expires_at < now:
+            return False
+        if self.host != socket.gethostname() or self.boot != _boot_id():
+            return True
+        try:
+            return psutil.Process(self.pid).create_time() == self.process_started
+        except psutil.NoSuchProcess:
+            return False
+
+    def describe(self) -> str:
+        return f"{self.purpose} (process {self.pid} on {self.host})"
+
+
+@dataclass(frozen=True)
+class LeaseState:
+    holders: tuple[Holder, ...] = ()
+    waiting: tuple[Holder, ...] = ()  # processes waiting to hold alone, in the order they asked
+
+    def live(self, now: float) -> LeaseState:
+        return LeaseState(
+            tuple(h for h in self.holders if h.alive(now)), tuple(w for w in self.waiting if w.alive(now))
+        )
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self))
+
+    @staticmethod
+    def from_json(text: str) -> LeaseState:
+        record = json.loads(text)
+        return LeaseState(
+            tuple(Holder(**h) for h in record["holders"]), tuple(Holder(**w) for w in record["waiting"])
+        )
+
+
+class LeaseLostError(RuntimeError):
+    """A holder's lease expired and was taken over while it worked (it could not renew in time)."""
+
+
+class Lease:
+    """The lease ``name`` of the catalog at ``catalog`` (module docstring)."""
+
+    def __init__(self, catalog: Location, name: str, seconds: float) -> None:
+        self.folder = catalog / LEASES / name
+        self.name = name
+        self.seconds = seconds
+
+    def state(self) -> LeaseState:
+        """Who holds the lease and who waits for it, as last recorded (dead holders included)."""
+        return self._newest()[1]
+
+    def _newest(self) -> tuple[int, LeaseState]:
+        while True:
+            numbers = sorted(_number(name) for name in self.folder.files() if _number(name) is not None)
+            if not numbers:
+                return 0, LeaseState()
+            try:
+                return numbers[-1], LeaseState.from_json((self.folder / _record(numbers[-1])).read_text())
+            except FileNotFoundError:  # removed by a newer writer's clean-up between listing and reading
+                continue
+
+    def _change(self, change: Callable[[LeaseState], LeaseState | None]) -> LeaseState:
+        """Apply ``change`` to the newest state and write it as the next record, again on a newer state
+        until a write counts; returns the state written, or the state read where ``change`` gave None
+        (nothing to write)."""
+        while True:
+            number, state = self._newest()
+            changed = change(state)
+            if changed is None:
+                return state
+            if (self.folder / _record(number + 1)).create_text(changed.to_json()) and self._newest_is(
+                number + 1
+            ):
+                self._clean(number + 1)
+                return changed
+
+    def _newest_is(self, number: int) -> bool:
+        return max(_number(name) or 0 for name in self.folder.files()) == number
+
+    def _clean(self, newest: int) -> None:
+        old = [name for name in self.folder.files() if (_number(name) or newest) < newest - _KEPT]
+        with contextlib.suppress(Exception):  # clean-up is best effort; the next change tries again
+            self.folder.delete(old)
+
+    @contextlib.contextmanager
+    def hold(self, mode: str, purpose: str) -> Iterator[None]:
+        """Hold the lease (``SHARED`` with other shared holders, or ``EXCLUSIVE``) while ``purpose`` runs;
+        wait while it cannot be had. Renewed in the background until released."""
+        me = Holder.of_this_process(mode, purpose, self.seconds)
+        self._acquire(me)
+        lost = threading.Event()
+        stop = threading.Event()
+        renewal = threading.Thread(
+            target=self._renew, args=(me, stop, lost), daemon=True, name=f"lease {self.name}"
+        )
+        renewal.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            renewal.join()
+            self._change(lambda state: _without(state, me.id))
+        if lost.is_set():
+            raise LeaseLostError(
+                f"the lease {self.folder} of {purpose} expired while it ran and was taken over; run it again"
+            )
+
+    def _acquire(self, me: Holder) -> None:
+        delay, announced = 0.05, False
+        while True:
+            outcome = self._change(lambda state: _admit(state, me, time.time(), self.seconds))
+            if any(h.id == me.id for h in outcome.holders):
+                return
+            if not announced:
+                blocking = outcome.live(time.time())
+                ahead = [h.describe() for h in (*blocking.holders, *blocking.waiting) if h.id != me.id]
+                log.info(
+                    "waiting for the %s lease of %s, held by %s", self.name, self.folder, "; ".join(ahead)
+                )
+                announced = True
+            time.sleep(delay)
+            delay = min(delay * 1.5, 0.5)
+
+    def _renew(self, me: Holder, stop: threading.Event, lost: threading.Event) -> None:
+        while not stop.wait(self.seconds / 4):
+            state = self._change(
+                functools.partial(_renewed, holder=me.id, expires_at=time.time() + self.seconds)
+            )
+            if not any(h.id == me.id for h in state.holders):
+                log.error("the %s lease of %s was lost while %s ran", self.name, self.folder, me.purpose)
+                lost.set()
+                return
+
+
+def _admit(state: LeaseState, me: Holder, now: float, seconds: float) -> LeaseState | None:
+    """The state with ``me`` holding when it may hold now; else, for a hold alone, with ``me`` in the
+    queue of waiters; None when nothing needs writing. Dead holders and waiters are dropped on the way."""
+    live = state.live(now)
+    fresh = dataclasses.replace(me, expires_at=now + seconds)
+    unchanged = None if live == state else live
+    if any(h.id == me.id for h in live.holders):
+        return None
+    others = tuple(w for w in live.waiting if w.id != me.id)
+    if me.mode == SHARED:
+        if any(h.mode == EXCLUSIVE for h in live.holders) or others:
+            return unchanged
+        return LeaseState((*live.holders, fresh), live.waiting)
+    first = live.waiting[0].id if live.waiting else me.id
+    if not live.holders and first == me.id:
+        return LeaseState((fresh,), others)
+    mine = next((w for w in live.waiting if w.id == me.id), None)
+    if mine is None:  # join the queue
+        return LeaseState(live.holders, (*live.waiting, fresh))
+    if mine.expires_at - now < seconds / 2:  # keep the place in the queue
+        return LeaseState(live.holders, tuple(fresh if w.id == me.id else w for w in live.waiting))
+    return unchanged
+
+
+def _renewed(state: LeaseState, holder: str, expires_at: float) -> LeaseState | None:
+    if not any(h.id == holder for h in state.holders):
+        return None
+    holders = tuple(
+        dataclasses.replace(h, expires_at=expires_at) if h.id == holder else h for h in state.holders
+    )
+    return LeaseState(holders, state.waiting)
+
+
+def _without(state: LeaseState, holder: str) -> LeaseState | None:
+    if not any(h.id == holder for h in (*state.holders, *state.waiting)):
+        return None
+    return LeaseState(
+        tuple(h for h in state.holders if h.id != holder), tuple(w for w in state.waiting if w.id != holder)
+    )
+
+
+def _record(number: int) -> str:
+    return f"{number:0{_NAME_DIGITS}d}.json"
+
+
+def _number(name: str) -> int | None:
+    stem, dot, suffix = name.partition(".")
+    return int(stem) if dot and suffix == "json" and stem.isdigit() and len(stem) == _NAME_DIGITS else None
