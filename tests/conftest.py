@@ -8,6 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from lakemeta.reference import s3_server as s3_server_module
+from lakemeta.reference.s3_server import S3Server
+from lakemeta.storage import Location
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
@@ -27,11 +31,44 @@ def shared_data() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    """One local Spark session for the whole run: starting one costs about five seconds."""
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server | None]:
+    """The S3-compatible server of the run (tests/s3_server.py), None where it is not built (a user's clone
+    without `make test`; CI builds it). Started before the Spark session, so that the session and its
+    workers see the AWS variables that point at it."""
+    if not s3_server_module.BINARY.exists():
+        yield None
+        return
+    with s3_server_module.start(tmp_path_factory.mktemp("s3")) as server:
+        yield server
+
+
+@pytest.fixture
+def s3(s3_server: S3Server | None) -> S3Server:
+    if s3_server is None:
+        pytest.skip(
+            f"no S3 server at {s3_server_module.BINARY}: `make test` builds it (infra/install-s3-server.sh)"
+        )
+    return s3_server
+
+
+@pytest.fixture(params=["local", "s3"])
+def root(request: pytest.FixtureRequest, tmp_path: Path) -> Location:
+    """A fresh folder on local disk, then a fresh prefix in the S3 server: a test taking it runs on both."""
+    if request.param == "local":
+        return Location.parse(tmp_path)
+    return Location.parse(request.getfixturevalue("s3").prefix(request.node.name.split("[")[0][:40]))
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server | None) -> Iterator[object]:
+    """One local Spark session for the whole run: starting one costs about five seconds. It reads and
+    writes the S3 server's bucket too, when there is one."""
     from lakemeta.spark import get_session
 
     os.environ.setdefault("LAKEMETA_DRIVER_MEMORY", "3g")
-    session = get_session("local[2]", "lakemeta tests", catalog=tmp_path_factory.mktemp("spark-catalog"))
+    buckets = [Location.parse(f"s3://{s3_server_module.BUCKET}")] if s3_server else []
+    session = get_session(
+        "local[2]", "lakemeta tests", catalog=tmp_path_factory.mktemp("spark-catalog"), locations=buckets
+    )
     yield session
     session.stop()

@@ -4,9 +4,11 @@ posting-list task's Airflow task process SIGKILLed while its driver works, orpha
 retries finish both), its commit's asset starts lakemeta_discovery, which fills, audits
 and publishes the catalog that an analyst then queries through Spark SQL; someone signs in to the UI in
 headless Chromium and triggers lakemeta_joinable_search through its form; and the catalog the cluster
-built equals the one local mode builds from the same lake.
+built equals the one local mode builds from a copy of the lake on local disk.
 
-Airflow runs for real (infra/airflow/start.sh: scheduler with the LocalExecutor, dag-processor,
+The lake and the catalog live in object storage (the S3 server of tests/s3_server.py), reached by every
+process through the standard AWS variables: Airflow's tasks, their Spark drivers and the cluster's
+executors. Airflow runs for real (infra/airflow/start.sh: scheduler with the LocalExecutor, dag-processor,
 api-server, triggerer on SQLite, sign-in required); every task is a real spark-submit of a job, in client
 mode against a master and two workers on 127.0.0.1 (``spark_default`` points there)."""
 
@@ -27,13 +29,14 @@ from pathlib import Path
 import psutil
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
 
 from lakemeta import crash_points
 from lakemeta.config import load_config
 from lakemeta.pipeline import Pipeline
+from lakemeta.reference.s3_server import S3Server
 from lakemeta.registry import all_schemas
 from lakemeta.show import read_catalog_table
+from lakemeta.storage import Location
 
 from .cluster import free_port, standalone_cluster
 
@@ -80,7 +83,8 @@ class Airflow:
 
     def __init__(self, url: str, home: Path, log: Path, config_file: Path) -> None:
         self.url, self.home, self.log, self.config_file = url, home, log, config_file
-        self.catalog = load_config(environ={"LAKEMETA_CONFIG": str(config_file)}).catalog
+        config = load_config(environ={"LAKEMETA_CONFIG": str(config_file)})
+        self.lake, self.catalog = config.require_paths()
         self._token: str | None = None
         self.task_runner_killer: TaskRunnerKiller | None = None
 
@@ -152,23 +156,25 @@ class Airflow:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The master URL of a standalone cluster (a master and two workers) on 127.0.0.1."""
+def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[str]:
+    """The master URL of a standalone cluster (a master and two workers) on 127.0.0.1, whose executors
+    reach the S3 server through the AWS variables of their environment."""
     with standalone_cluster(tmp_path_factory.mktemp("spark-cluster"), env=QUICK_JVM) as master:
         yield master
 
 
 @pytest.fixture(scope="module")
-def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str) -> Iterator[Airflow]:
-    """A small lake, and Airflow's four components started on it with the incremental and discovery DAGs
-    unpaused and ``spark_default`` on the cluster; the scheduler takes it from there."""
+def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server) -> Iterator[Airflow]:
+    """A small lake and its catalog in the S3 server, and Airflow's four components started on it with the
+    incremental and discovery DAGs unpaused and ``spark_default`` on the cluster; the scheduler takes it
+    from there."""
     root = tmp_path_factory.mktemp("airflow-running")
-    lake, catalog, home = root / "lake", root / "catalog", root / "airflow"
-    write_deltalake(str(lake / "shop" / "orders"), pa.table({"id": [1, 2, 3], "note": ["a", None, "c"]}))
-    write_deltalake(str(lake / "regions"), pa.table({"region": ["north", "south"]}))
-    write_deltalake(str(lake / "shop" / "items"), pa.table({"order_id": [1, 1, 2, 3]}))
-    write_deltalake(str(lake / "shop" / "returns"), pa.table({"returned_order": [1, 2, 9]}))  # 2/3 in orders
-    (lake / "queries").mkdir()
+    bucket = Location.parse(s3.prefix("airflow"))
+    lake, catalog, home = bucket / "lake", bucket / "catalog", root / "airflow"
+    (lake / "shop" / "orders").write_delta(pa.table({"id": [1, 2, 3], "note": ["a", None, "c"]}))
+    (lake / "regions").write_delta(pa.table({"region": ["north", "south"]}))
+    (lake / "shop" / "items").write_delta(pa.table({"order_id": [1, 1, 2, 3]}))
+    (lake / "shop" / "returns").write_delta(pa.table({"returned_order": [1, 2, 9]}))  # 2/3 in orders
     (lake / "queries" / "q.csv").write_text("key,label\n1,a\n3,c\n4,z\n")  # a query file, not a table
     (root / "lakemeta.yaml").write_text(CONFIG.format(lake=lake, catalog=catalog))
     (root / "spark-conf").mkdir()
@@ -274,7 +280,7 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     runs = read_catalog_table(airflow.catalog, "runs")
     assert list(runs.status) == ["succeeded"] and int(runs.rows_inserted[0]) == 12
     # The batch audit ran before the commit: every table was new, so there was nothing to drift from.
-    audit = json.loads((airflow.catalog / "_quality" / "batches-run-1.json").read_text(encoding="utf-8"))
+    audit = json.loads((airflow.catalog / "_quality" / "batches-run-1.json").read_text())
     assert audit["success"] and audit["suites"] == {} and len(audit["versions"]) == 4
     # The HLL task's first attempt was killed after its commit (SIGKILL of its driver); the second finished.
     task = "update_hll_counters"
@@ -373,9 +379,8 @@ def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(
 
 SQL_QUERY = """
 import sys
-from pathlib import Path
 from lakemeta.spark import get_session, metastore_conf
-spark = get_session("local[1]", "analyst", catalog=Path(sys.argv[1]), extra_conf=metastore_conf())
+spark = get_session("local[1]", "analyst", catalog=sys.argv[1], extra_conf=metastore_conf())
 rows = spark.sql("SELECT fk_table, pk_table, accepted FROM lakemeta.fk_candidates ORDER BY rank").collect()
 print([tuple(row) for row in rows])
 """
@@ -434,11 +439,11 @@ VOLATILE = {"updated_at", "started_at", "finished_at"}
 NOT_COMPARED = {"published", "joinable_tables"}
 
 
-def catalog_rows(catalog: Path) -> dict[str, list]:
+def catalog_rows(catalog: Location) -> dict[str, list]:
     """Every catalog and state table's rows, without volatile columns, in a canonical order."""
     contents = {}
     for name in sorted(set(all_schemas()) - NOT_COMPARED):
-        rows = DeltaTable(str(catalog / name)).to_pyarrow_table().to_pylist()
+        rows = (catalog / name).delta_table().to_pyarrow_table().to_pylist()
         contents[name] = sorted(repr({k: v for k, v in row.items() if k not in VOLATILE}) for row in rows)
     return contents
 
@@ -447,10 +452,15 @@ def test_the_catalog_built_on_the_cluster_equals_local_modes(
     airflow: Airflow, incremental_run: dict, spark, tmp_path: Path
 ) -> None:
     airflow.succeeded_run("lakemeta_discovery")
+    local_lake = tmp_path / "lake"
+    for name in airflow.lake.files():  # the lake, file for file, on local disk
+        (local_lake / name).parent.mkdir(parents=True, exist_ok=True)
+        (local_lake / name).write_bytes((airflow.lake / name).read_bytes())
     config = load_config(
-        {"catalog": tmp_path / "catalog"}, environ={"LAKEMETA_CONFIG": str(airflow.config_file)}
+        {"lake": local_lake, "catalog": tmp_path / "catalog"},
+        environ={"LAKEMETA_CONFIG": str(airflow.config_file)},
     )
-    Pipeline(spark, config).run()  # every step in this process, in local mode
+    Pipeline(spark, config).run()  # every step in this process, in local mode, on local disk
     on_the_cluster, in_local_mode = catalog_rows(airflow.catalog), catalog_rows(config.catalog)
     assert on_the_cluster["state/hll_counters"] and on_the_cluster["state/posting_lists"]
     assert on_the_cluster == in_local_mode

@@ -39,18 +39,19 @@ def create_spark_table(spark: SparkSession, path: Path, rows: list[tuple]) -> No
 
 def create_foreign_table(path: Path, rows: list[tuple]) -> None:
     """A table written by another engine (delta-rs), without the change feed."""
-    write_deltalake(str(path), _arrow(rows))
+    write_deltalake(str(path), arrow_rows(rows))
 
 
 def append_rows(spark: SparkSession, path: Path, rows: list[tuple], foreign: bool) -> None:
     """Append rows as the table's writer does: delta-rs for a foreign table, Spark otherwise."""
     if foreign:
-        write_deltalake(str(path), _arrow(rows), mode="append")
+        write_deltalake(str(path), arrow_rows(rows), mode="append")
     else:
         spark.createDataFrame(rows, SCHEMA).write.format("delta").mode("append").save(str(path))
 
 
-def _arrow(rows: list[tuple]) -> pa.Table:
+def arrow_rows(rows: list[tuple]) -> pa.Table:
+    """Rows of ``SCHEMA`` as an Arrow table (for delta-rs writes)."""
     columns = list(zip(*rows, strict=True)) if rows else [[], [], []]
     return pa.table(
         {
@@ -68,7 +69,7 @@ def random_change(spark: SparkSession, rng: np.random.Generator, path: Path, for
     if foreign:
         table = DeltaTable(str(path))
         if kind == "insert":
-            write_deltalake(str(path), _arrow(random_rows(rng, int(rng.integers(0, 6)))), mode="append")
+            write_deltalake(str(path), arrow_rows(random_rows(rng, int(rng.integers(0, 6)))), mode="append")
         elif kind == "delete":
             table.delete(f"id = {int(rng.integers(0, 12))}")
         elif kind == "update":

@@ -31,6 +31,7 @@ from lakemeta.lake.batches import BatchUnreadableError
 from lakemeta.pipeline import Pipeline
 from lakemeta.quality.gate import Audit
 from lakemeta.registry import all_schemas, state_schemas
+from lakemeta.storage import Location
 
 from .lake_changes import (
     SCHEMA,
@@ -58,13 +59,13 @@ class Killed(BaseException):
     """The run stopped at a crash point (a BaseException, as no ``except Exception`` may catch a kill)."""
 
 
-def catalog_rows(catalog: Path, names: list[str] = _COMPARED) -> dict[str, list[tuple]]:
+def catalog_rows(catalog: Path | Location, names: list[str] = _COMPARED) -> dict[str, list[tuple]]:
     """Every compared catalog table's rows (read with delta-rs: small tables, no Spark jobs); of ``runs``
     only those that changed something (a retry after a run committed is a run of its own, which finds
     nothing to do)."""
     rows = {}
     for name in names:
-        table = DeltaTable(str(catalog / name)).to_pyarrow_table()
+        table = (Location.parse(catalog) / name).delta_table().to_pyarrow_table()
         if name == "runs":
             table = table.filter(pc.greater(table["tables_changed"], 0))
         columns = [c for c in all_schemas()[name].fieldNames() if c not in _RUN_DEPENDENT]
@@ -81,7 +82,7 @@ def sigkilled_cli_run(lake: Path, catalog: Path, label: str) -> None:
     assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
 
 
-def full_run(spark, lake: Path, catalog: Path) -> Audit:
+def full_run(spark, lake: Path | Location, catalog: Path | Location) -> Audit:
     """What ``lakemeta run`` does, but for publishing: plan, update, commit, discover, audit."""
     pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
     pipeline.run()
@@ -127,7 +128,7 @@ print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[
 """
 
 
-def publish_killed_and_retried(lake: Path, catalog: Path, audit: Audit) -> None:
+def publish_killed_and_retried(lake: Path | Location, catalog: Path | Location, audit: Audit) -> None:
     """Publish ``audit`` in a process SIGKILLed halfway through the views (the first half then point at
     the audited versions, the rest at none), publish it again, and check that the result is what an
     uninterrupted publish leaves: every audited table a view pinned to its audited version, and the
@@ -146,7 +147,8 @@ def publish_killed_and_retried(lake: Path, catalog: Path, audit: Audit) -> None:
     )
     assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
     assert f"crash point {killed_at!r} reached" in died.stderr
-    assert not DeltaTable(str(catalog / "published")).to_pyarrow_table().num_rows
+    published = Location.parse(catalog) / "published"
+    assert not published.delta_table().to_pyarrow_table().num_rows
 
     retried = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
     assert retried.returncode == 0, retried.stderr[-3000:]
@@ -154,8 +156,8 @@ def publish_killed_and_retried(lake: Path, catalog: Path, audit: Audit) -> None:
     assert sorted(views) == names
     for name, text in views.items():
         assert text.rstrip().endswith(f"/{name}` VERSION AS OF {audit.versions[name]}"), (name, text)
-    published = DeltaTable(str(catalog / "published")).to_pyarrow_table().sort_by("table_name")
-    assert published.select(["table_name", "version", "audit"]).to_pylist() == [
+    records = published.delta_table().to_pyarrow_table().sort_by("table_name")
+    assert records.select(["table_name", "version", "audit"]).to_pylist() == [
         {"table_name": name, "version": audit.versions[name], "audit": str(audit.path)} for name in names
     ]
 

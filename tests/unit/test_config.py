@@ -3,6 +3,7 @@ from pathlib import Path
 import pytest
 
 from lakemeta.config import load_config, parse_settings
+from lakemeta.storage import Location
 
 
 def test_defaults_without_file_or_environment():
@@ -17,8 +18,8 @@ def test_precedence_file_then_environment_then_overrides(tmp_path: Path):
     config_file.write_text("lake: /from/file\ncatalog: /from/file/catalog\ningest:\n  separator: ';'\n")
     environ = {"LAKEMETA_CONFIG": str(config_file), "LAKEMETA_LAKE": "/from/env"}
     config = load_config({"catalog": "/from/flag", "lake": None}, environ=environ)
-    assert config.lake == Path("/from/env")
-    assert config.catalog == Path("/from/flag")
+    assert config.lake == Location("/from/env")
+    assert config.catalog == Location("/from/flag")
     assert config.ingest.separator == ";" and config.ingest.header is True
 
 
@@ -50,3 +51,23 @@ def test_settings_override_the_file_and_keep_their_types(tmp_path: Path):
 def test_bad_settings_are_named(setting: str):
     with pytest.raises(ValueError, match=r"KEY=VALUE|nope|inclusion_threshold"):
         load_config(parse_settings([setting]), environ={})
+
+
+@pytest.mark.parametrize(
+    ("given", "uri"),
+    [
+        ("s3://bucket/lake/", "s3://bucket/lake"),
+        ("s3a://bucket/lake", "s3://bucket/lake"),
+        ("file:///data/lake", "/data/lake"),
+        ("/data/./lake", "/data/lake"),
+    ],
+)
+def test_locations_are_paths_or_uris(given: str, uri: str):
+    assert load_config({"lake": given}, environ={}).lake == Location(uri)
+    assert load_config(environ={"LAKEMETA_CATALOG": given}).catalog == Location(uri)
+
+
+@pytest.mark.parametrize("given", ["gs://bucket/lake", "s3://", "hdfs://namenode/lake"])
+def test_unsupported_locations_are_named(given: str):
+    with pytest.raises(ValueError, match="location"):
+        load_config({"lake": given}, environ={})

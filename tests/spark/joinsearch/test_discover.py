@@ -20,6 +20,7 @@ from lakemeta.config import Config, JoinSearchConfig
 from lakemeta.joinsearch.discover import find_joinable, load_query_table
 from lakemeta.joinsearch.normalise import normalise_values
 from lakemeta.pipeline import Pipeline
+from lakemeta.storage import Location
 
 from ..lake_changes import process
 
@@ -176,15 +177,16 @@ def test_query_tables_load_only_from_inside_the_lake(tmp_path: Path):
     pa_csv.write_csv(pa.table({"id": [1]}), outside)
     (lake / "queries" / "link.csv").symlink_to(outside)
 
-    assert load_query_table(lake, "queries/q.csv").rows.to_pydict() == {"id": [1, 2], "name": ["a", "b"]}
-    assert load_query_table(lake, lake / "queries" / "q.csv").rows.num_rows == 2
-    from_table = load_query_table(lake, "t")
+    root = Location.parse(lake)
+    assert load_query_table(root, "queries/q.csv").rows.to_pydict() == {"id": [1, 2], "name": ["a", "b"]}
+    assert load_query_table(root, lake / "queries" / "q.csv").rows.num_rows == 2
+    from_table = load_query_table(root, "t")
     assert (from_table.rows.to_pydict(), from_table.lake_table) == ({"x": ["1"]}, "t")
     for escaping in ("../outside.csv", str(outside), "queries/link.csv", "queries/../../outside.csv", "."):
         with pytest.raises(ValueError, match="not inside the lake"):
-            load_query_table(lake, escaping)
+            load_query_table(root, escaping)
     with pytest.raises(FileNotFoundError):
-        load_query_table(lake, "queries/missing.csv")
+        load_query_table(root, "queries/missing.csv")
 
 
 def test_the_cli_prints_and_stores_the_brute_force_top_k(searchable_lake, capsys):

@@ -34,7 +34,7 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path
 
     passed = pipeline.audit()
     assert passed.success and passed.failures == []
-    recorded = json.loads(passed.path.read_text(encoding="utf-8"))
+    recorded = json.loads(passed.path.read_text())
     catalog = tmp_path / "catalog"
     assert recorded["versions"]["fk_candidates"] == DeltaTable(str(catalog / "fk_candidates")).version()
     assert set(recorded["suites"]) >= {"fk_candidates", "runs", "accepted_fks_reference_keys"}
@@ -77,7 +77,7 @@ def test_a_batch_whose_schema_drifted_is_reported_by_column(spark, tmp_path: Pat
     write_deltalake(str(lake / "items"), pa.table({"order_id": [1, 1, 2]}))
     pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
     process(pipeline, "column_profile")
-    assert audit_batches(catalog, lake) is None  # no run in progress
+    assert audit_batches(pipeline.catalog.root, pipeline.lake) is None  # no run in progress
 
     # orders: id retyped, note removed, shipped added; items: rows only; regions: new, nothing to drift from.
     write_deltalake(
@@ -90,8 +90,8 @@ def test_a_batch_whose_schema_drifted_is_reported_by_column(spark, tmp_path: Pat
     write_deltalake(str(lake / "regions"), pa.table({"region": ["north"]}))
     plan = pipeline.detect_batches()
     for _retry in range(2):  # a retried audit writes the same results
-        audit = audit_batches(catalog, lake)
-        assert audit.path == catalog / "_quality" / f"batches-run-{plan.run_id}.json"
+        audit = audit_batches(pipeline.catalog.root, pipeline.lake)
+        assert audit.path == pipeline.catalog.root / "_quality" / f"batches-run-{plan.run_id}.json"
         assert not audit.success and audit.versions == {"items": 1, "orders": 1, "regions": 0}
         assert audit.failures == [
             "batch orders @ 1: expect_column_values_to_be_in_set signature failed; "
@@ -99,6 +99,6 @@ def test_a_batch_whose_schema_drifted_is_reported_by_column(spark, tmp_path: Pat
             "batch orders @ 1: expect_column_distinct_values_to_contain_set signature failed; "
             "missing: ['id bigint', 'note string']",
         ]
-    suites = json.loads(audit.path.read_text(encoding="utf-8"))["suites"]
+    suites = json.loads(audit.path.read_text())["suites"]
     assert sorted(suites) == ["batch items @ 1", "batch orders @ 1"]
     assert suites["batch items @ 1"]["success"]

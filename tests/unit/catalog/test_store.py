@@ -1,32 +1,29 @@
-"""The state lock (``Catalog.using_state`` / ``Catalog.replacing_state``): steps share it, a rebuild holds it
-alone, and a rebuild that waits goes before the steps that ask after it.
+"""The catalog's leases (``lakemeta.catalog.leases``), on local disk and in the S3 server: steps share the
+state lease, a rebuild holds it alone, a rebuild that waits goes before the steps that ask after it, a
+holder that died is passed over, and processes racing for a lease alone never hold it together.
 
-Each side is its own catalog handle (its own open files, so its own flock locks, as another process has),
-in a thread of this process; the lock needs no Spark session."""
+Each side is its own catalog handle in a thread of this process, or its own process; the leases need no
+Spark session."""
 
 from __future__ import annotations
 
-import fcntl
+import itertools
+import json
+import multiprocessing
+import os
+import signal
 import threading
 import time
-from pathlib import Path
+
+import pytest
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.leases import EXCLUSIVE, SHARED, Holder, Lease, LeaseState
+from lakemeta.storage import Location
 
 
-def _held_alone(path: Path) -> bool:
-    """Whether some handle holds ``path`` exclusively (a shared lock cannot be had now)."""
-    with path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        return False
-
-
-def test_steps_hold_the_state_side_by_side(tmp_path: Path) -> None:
-    first, second = Catalog(None, tmp_path), Catalog(None, tmp_path)
+def test_steps_hold_the_state_side_by_side(root: Location) -> None:
+    first, second = Catalog(None, root), Catalog(None, root)
     with first.using_state("one step"):
         inside = threading.Event()
 
@@ -40,8 +37,8 @@ def test_steps_hold_the_state_side_by_side(tmp_path: Path) -> None:
         thread.join(10)
 
 
-def test_a_waiting_rebuild_goes_before_the_steps_that_ask_after_it(tmp_path: Path) -> None:
-    running, rebuilding, later = (Catalog(None, tmp_path) for _ in range(3))
+def test_a_waiting_rebuild_goes_before_the_steps_that_ask_after_it(root: Location) -> None:
+    running, rebuilding, later = (Catalog(None, root) for _ in range(3))
     events: list[str] = []
     step_inside, finish_step = threading.Event(), threading.Event()
 
@@ -65,16 +62,85 @@ def test_a_waiting_rebuild_goes_before_the_steps_that_ask_after_it(tmp_path: Pat
     assert step_inside.wait(10)
     threads.append(threading.Thread(target=rebuild))
     threads[1].start()
+    lease = Lease(root, "state", 60)
     deadline = time.monotonic() + 10
-    while not _held_alone(tmp_path / "_state_turnstile"):  # the rebuild has asked and waits
-        assert time.monotonic() < deadline, "the rebuild never took the turnstile"
+    while not lease.state().waiting:  # the rebuild has asked and waits
+        assert time.monotonic() < deadline, "the rebuild never recorded that it waits"
         time.sleep(0.01)
     threads.append(threading.Thread(target=later_step))
     threads[2].start()
     time.sleep(1)
-    # flock alone would let the later step share the lock with the long one here, ahead of the rebuild.
+    # Shared holds alone would let the later step in beside the long one here, ahead of the rebuild.
     assert events == ["step in"]
     finish_step.set()
     for thread in threads:
         thread.join(30)
     assert events == ["step in", "step out", "rebuild", "later step"]
+
+
+def _hold_and_die(uri: str, ready) -> None:
+    with Lease(Location(uri), "catalog", 3600).hold(EXCLUSIVE, "a run that is killed"):
+        ready.set()
+        time.sleep(3600)
+
+
+def test_a_holder_killed_on_this_host_is_passed_over_at_once(root: Location) -> None:
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    holder = context.Process(target=_hold_and_die, args=(root.uri, ready))
+    holder.start()
+    assert ready.wait(60)
+    os.kill(holder.pid, signal.SIGKILL)  # its lease would last an hour
+    holder.join(10)
+    started = time.monotonic()
+    with Lease(root, "catalog", 3600).hold(EXCLUSIVE, "the next run"):
+        waited = time.monotonic() - started
+    assert waited < 5
+
+
+def test_a_holder_on_another_host_is_passed_over_when_its_lease_expires(root: Location) -> None:
+    lease = Lease(root, "catalog", 2)
+    elsewhere = Holder(
+        "gone", EXCLUSIVE, "a run on a host that died", "other-host", "boot", 1, 0.0, time.time() + 2
+    )
+    assert (lease.folder / "00000000000000000001.json").create_text(LeaseState((elsewhere,)).to_json())
+    started = time.monotonic()
+    with lease.hold(SHARED, "a step"):
+        waited = time.monotonic() - started
+    assert 1 < waited < 10
+    assert [h.id for h in lease.state().holders] == []
+
+
+def _count_under_lease(uri: str, barrier, rounds: int, results) -> None:
+    lease = Lease(Location(uri), "catalog", 60)
+    barrier.wait()
+    spans = []
+    for _ in range(rounds):
+        with lease.hold(EXCLUSIVE, f"process {os.getpid()}"):
+            entered = time.time()
+            time.sleep(0.02)
+            spans.append((entered, time.time()))
+    results.put(json.dumps(spans))
+
+
+def test_processes_racing_for_a_lease_alone_never_hold_it_together(root: Location) -> None:
+    context = multiprocessing.get_context("spawn")
+    barrier, results = context.Barrier(3), context.Queue()
+    processes = [
+        context.Process(target=_count_under_lease, args=(root.uri, barrier, 5, results)) for _ in range(3)
+    ]
+    for process in processes:
+        process.start()
+    spans = sorted(span for _ in processes for span in json.loads(results.get(timeout=120)))
+    for process in processes:
+        process.join(30)
+    assert len(spans) == 15
+    assert all(earlier[1] <= later[0] for earlier, later in itertools.pairwise(spans))
+
+
+@pytest.mark.parametrize("mode", [SHARED, EXCLUSIVE])
+def test_a_released_lease_leaves_no_holder(root: Location, mode: str) -> None:
+    lease = Lease(root, "state", 60)
+    with lease.hold(mode, "a step"):
+        assert [h.mode for h in lease.state().holders] == [mode]
+    assert lease.state() == LeaseState()

@@ -1,43 +1,54 @@
-"""The lake model without a JVM: Delta tables written by another engine (delta-rs)."""
+"""The lake model without a JVM: Delta tables written by another engine (delta-rs), found on local disk and
+in the S3 server."""
 
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
 
 from lakemeta.lake.ingest import IngestError, find_sources
-from lakemeta.lake.tables import discover_tables, latest_version, table_path
+from lakemeta.lake.tables import check_lake, discover_tables, latest_version, table_path
+from lakemeta.storage import Location
 
 
-def _table(path: Path, rows: int = 3) -> None:
-    write_deltalake(str(path), pa.table({"a": list(range(rows))}))
+def _table(path: Location, rows: int = 3) -> None:
+    path.write_delta(pa.table({"a": list(range(rows))}))
 
 
-def test_discover_tables_by_relative_path_skipping_hidden_folders(tmp_path: Path):
-    _table(tmp_path / "tpch" / "orders")
-    _table(tmp_path / "web" / "deep" / "planets")
-    _table(tmp_path / "_quarantine" / "web" / "bad")
-    _table(tmp_path / ".hidden" / "x")
-    (tmp_path / "not_a_table").mkdir()
-    (tmp_path / "not_a_table" / "file.csv").write_text("a\n1\n")
-    assert discover_tables(tmp_path) == ["tpch/orders", "web/deep/planets"]
+def test_discover_tables_by_relative_path_skipping_hidden_folders(root: Location):
+    _table(root / "tpch" / "orders")
+    _table(root / "web" / "deep" / "planets")
+    _table(root / "web" / "Städte und Länder")
+    _table(root / "_quarantine" / "web" / "bad")
+    _table(root / ".hidden" / "x")
+    (root / "not_a_table" / "file.csv").write_text("a\n1\n")
+    assert discover_tables(root) == ["tpch/orders", "web/Städte und Länder", "web/deep/planets"]
 
 
-def test_latest_version_reads_the_log(tmp_path: Path):
-    _table(tmp_path / "t")
-    write_deltalake(str(tmp_path / "t"), pa.table({"a": [9]}), mode="append")
-    assert latest_version(tmp_path / "t") == 1
+def test_latest_version_reads_the_log(root: Location):
+    _table(root / "t")
+    (root / "t").write_delta(pa.table({"a": [9]}), mode="append")
+    assert latest_version(root / "t") == 1
+
+
+def test_a_lake_that_is_not_there_or_holds_no_table_is_named(root: Location):
+    with pytest.raises(FileNotFoundError, match=f"{root.uri}/lake does not exist"):
+        check_lake(root / "lake", new_catalog=True)
+    (root / "lake" / "notes.txt").write_text("no table here")
+    with pytest.raises(FileNotFoundError, match=f"{root.uri}/lake holds no Delta table"):
+        check_lake(root / "lake", new_catalog=True)
+    check_lake(root / "lake", new_catalog=False)  # every table of a known lake may have been dropped
 
 
 @pytest.mark.parametrize("name", ["../outside", "/etc", "a/../../b", "."])
 def test_table_names_cannot_leave_the_lake(tmp_path: Path, name: str):
     with pytest.raises(ValueError, match="inside the lake"):
-        table_path(tmp_path, name)
+        table_path(Location.parse(tmp_path), name)
 
 
 def test_table_name_with_spaces_and_unicode_stays_inside(tmp_path: Path):
-    assert table_path(tmp_path, "web/Städte und Länder") == tmp_path.resolve() / "web" / "Städte und Länder"
+    inside = Location(f"{tmp_path.resolve()}/web/Städte und Länder")
+    assert table_path(Location.parse(tmp_path), "web/Städte und Länder") == inside
 
 
 def test_sources_are_named_by_stem_or_folder_path(tmp_path: Path):
