@@ -42,7 +42,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server | N
         yield server
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def s3(s3_server: S3Server | None) -> S3Server:
     if s3_server is None:
         pytest.skip(
