@@ -33,6 +33,7 @@ from urllib.parse import unquote
 import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
+from deltalake.exceptions import TableNotFoundError
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import read_small
@@ -187,10 +188,16 @@ def plan_batches(
     """Compare each table's log with its watermark; read only Delta logs, never data. Tables in
     ``replanned`` (those of an abandoned run) get a full batch, or a drop when they left the lake."""
     batches: list[Batch] = []
-    present = discover_tables(lake)
-    for name in present:
+    present = []
+    for name in discover_tables(lake):
         path = table_path(lake, name)
-        table = path.delta_table()
+        try:
+            table = path.delta_table()
+        except TableNotFoundError:
+            # A _delta_log folder without a commit: a table being created, or the folders a deleted table
+            # left behind (S3-compatible stores over a file system may list emptied folders): no table.
+            continue
+        present.append(name)
         version, table_id = table.version(), table.metadata().id
         mark = marks.get(name)
         if mark is not None and mark.table_id == table_id and version == mark.version:
