@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ from lakemeta.lake.batches import Plan
 from lakemeta.lake.ingest import TABLE_PROPERTIES
 from lakemeta.pipeline import Pipeline
 from lakemeta.registry import all_schemas
+from lakemeta.storage import Location
 
 SCHEMA = "id long, name string, score double"
 WORDS = ["alpha", "beta", "gamma", None, "delta", "alpha"]
@@ -90,8 +90,9 @@ def random_change(spark: SparkSession, rng: np.random.Generator, path: Path, for
     return kind
 
 
-def drop_table(path: Path) -> None:
-    shutil.rmtree(path)
+def drop_table(path: Path | Location) -> None:
+    """The table's folder removed, as a user deleting it would (on local disk or in the bucket)."""
+    Location.parse(path).remove_tree()
 
 
 def process(pipeline: Pipeline, *components: str) -> Plan:

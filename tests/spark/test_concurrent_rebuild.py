@@ -2,15 +2,15 @@
 scheduled lakemeta_incremental run) corrupts nothing: it waits for the step that is writing, abandons the
 run, and the run's later steps, started while the rebuild works, wait for it and then skip.
 
-Each side is its own ``Pipeline`` (its own catalog handle and file locks, as another process has), in a
-thread of this process sharing the test's Spark session."""
+Each side is its own ``Pipeline`` (its own catalog handle and leases, as another process has), in a
+thread of this process sharing the test's Spark session; on local disk, then with the lake and the catalog
+in the S3 server."""
 
 from __future__ import annotations
 
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +19,7 @@ from lakemeta import crash_points
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
 from lakemeta.registry import state_schemas
+from lakemeta.storage import Location
 
 from .lake_changes import create_spark_table, drop_table, process, random_change, random_rows
 from .test_crash_recovery import catalog_rows
@@ -33,13 +34,13 @@ def _statuses(pipeline: Pipeline) -> list[str]:
 
 
 def test_a_rebuild_waits_for_the_step_writing_and_the_run_it_abandons_writes_nothing_after(
-    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    spark, root: Location, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rng = np.random.default_rng(3)
-    lake = tmp_path / "lake"
+    lake = root / "lake"
     for name in ("a", "b", "c"):
         create_spark_table(spark, lake / name, random_rows(rng, 8))
-    config = Config(lake=lake, catalog=tmp_path / "catalog")
+    config = Config(lake=lake, catalog=root / "catalog")
     incremental = Pipeline(spark, config)
     process(incremental, *(c.name for c in incremental.components()))
     random_change(spark, rng, lake / "a", foreign=False)
@@ -77,7 +78,7 @@ def test_a_rebuild_waits_for_the_step_writing_and_the_run_it_abandons_writes_not
 
     assert _statuses(incremental) == ["succeeded", "abandoned", "succeeded"]
     assert rebuilt.run_id == 3 and {batch.table_name for batch in rebuilt.batches} == {"a", "c"}
-    reference = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "reference"))
+    reference = Pipeline(spark, Config(lake=lake, catalog=root / "reference"))
     process(reference, *(c.name for c in reference.components()))
     state = sorted(state_schemas())
-    assert catalog_rows(config.catalog, state) == catalog_rows(tmp_path / "reference", state)
+    assert catalog_rows(config.catalog, state) == catalog_rows(root / "reference", state)
