@@ -139,21 +139,12 @@ def main() -> None:
     shutil.rmtree(server_folder, ignore_errors=True)
     server_folder.mkdir(parents=True)
     with s3_server.start(server_folder) as server:
-        from lakemeta.spark import get_session
-
-        bucket = Location.parse(f"s3://{s3_server.BUCKET}")
-        spark = get_session(
-            "local[2]", "bench object storage", catalog=SCRATCH / "session", locations=[bucket]
-        )
         for name in args.lakes.split(","):
-            results[name] = {
-                "measured_at": datetime.now().isoformat(timespec="seconds"),
-                **measure(spark, server, name),
-            }
+            measured = measure(server, name)
+            results[name] = {"measured_at": datetime.now().isoformat(timespec="seconds"), **measured}
             results["server"] = "versitygw v1.8.0 (posix backend) on 127.0.0.1, the same machine"
             RESULT.write_text(json.dumps(results, indent=2) + "\n")
             print(name, json.dumps(results[name], indent=2), flush=True)
-        spark.stop()
 
 
 if __name__ == "__main__":
