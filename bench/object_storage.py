@@ -61,11 +61,6 @@ def local_lake(name: str) -> tuple[Path, str]:
     return lake, "tpch/nation"
 
 
-def upload(folder: Path, prefix: Location) -> None:
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        (prefix / path.relative_to(folder).as_posix()).write_bytes(path.read_bytes())
-
-
 def timed_run(lake: Location, catalog: Location, log: Path) -> float:
     """``lakemeta run`` in a process of its own; its wall time (a failed quality gate is timed too)."""
     command = [
@@ -101,7 +96,7 @@ def catalog_rows(catalog: Location) -> dict[str, list[str]]:
 def measure(server: s3_server.S3Server, name: str) -> dict:
     folder, changed = local_lake(name)
     bucket = Location.parse(server.prefix(name))
-    upload(folder, bucket / "lake")
+    Location.parse(folder).copy_tree(bucket / "lake")
     places = {
         "local": (Location.parse(folder), Location.parse(SCRATCH / name / "catalog")),
         "s3": (bucket / "lake", bucket / "catalog"),

@@ -453,9 +453,7 @@ def test_the_catalog_built_on_the_cluster_equals_local_modes(
 ) -> None:
     airflow.succeeded_run("lakemeta_discovery")
     local_lake = tmp_path / "lake"
-    for name in airflow.lake.files():  # the lake, file for file, on local disk
-        (local_lake / name).parent.mkdir(parents=True, exist_ok=True)
-        (local_lake / name).write_bytes((airflow.lake / name).read_bytes())
+    airflow.lake.copy_tree(Location.parse(local_lake))
     config = load_config(
         {"lake": local_lake, "catalog": tmp_path / "catalog"},
         environ={"LAKEMETA_CONFIG": str(airflow.config_file)},

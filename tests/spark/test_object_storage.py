@@ -29,12 +29,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 KILLED_AT = "after merge state/hll_counters"
 
 
-def upload(folder: Path, prefix: Location) -> None:
-    """The lake on local disk, file for file, under ``prefix``: the same tables, logs and table ids."""
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        (prefix / path.relative_to(folder).as_posix()).write_bytes(path.read_bytes())
-
-
 def test_a_run_on_s3_killed_mid_merge_and_mid_publish_equals_a_local_run(
     spark, s3, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -46,7 +40,7 @@ def test_a_run_on_s3_killed_mid_merge_and_mid_publish_equals_a_local_run(
     create_foreign_table(local / "web" / "prices", random_rows(rng, 9))  # delta-rs, no change feed
     bucket = Location.parse(s3.prefix("pipeline"))
     lake, catalog = bucket / "lake", bucket / "catalog"
-    upload(local, lake)
+    Location.parse(local).copy_tree(lake)
 
     reference = full_run(spark, local, tmp_path / "catalog")
 
