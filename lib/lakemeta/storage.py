@@ -304,11 +304,12 @@ class Location:
         return self.backend.object_store(self.uri)
 
     def exists(self) -> bool:
-        """Whether a file, or any object below this location, is here."""
-        store, key = self._store()
-        if self._call(lambda: _head(store, key)) is not None:
+        """Whether any object below this location, or a file, is here. Callers ask about folders (a
+        lake, a catalog, a staging partition), so the listing goes first: one request when it is."""
+        if self.children():
             return True
-        return bool(self.children())
+        store, key = self._store()
+        return self._call(lambda: _head(store, key)) is not None
 
     def is_delta_table(self) -> bool:
         return any(is_dir and name == "_delta_log" for name, is_dir in self.children())
@@ -363,8 +364,15 @@ class Location:
     def delete(self, names: Sequence[str]) -> None:
         """Delete the files ``names`` (relative paths) below; a name already gone is not an error."""
         store, key = self._store()
-        if names:
-            self._call(lambda: obstore.delete(store, [f"{key}/{name}" for name in names]))
+        if not self.is_local:  # one DeleteObjects request; S3 counts a missing key as deleted
+            if names:
+                self._call(lambda: obstore.delete(store, [f"{key}/{name}" for name in names]))
+            return
+        for name in names:  # the local store stops at the first missing file: one by one
+            try:
+                self._call(lambda name=name: obstore.delete(store, f"{key}/{name}"))
+            except FileNotFoundError:
+                continue
 
     def copy_tree(self, target: Location) -> None:
         """Copy every file below here to the same relative path below ``target``, byte for byte (a
@@ -382,8 +390,10 @@ class Location:
 
     @property
     def parent(self) -> Location:
-        head = posixpath.dirname(self.uri)
-        return Location(head) if head and not head.endswith(":/") else self
+        """The location above; a bucket (or ``/``) is its own parent."""
+        scheme, _, rest = self.uri.rpartition("://")
+        head = posixpath.dirname(rest)
+        return Location(f"{scheme}://{head}" if scheme else head) if head else self
 
     def _call(self, action: Callable[[], T]) -> T:
         """Run a storage request; its failure as a StorageError naming this location (not a secret)."""

@@ -133,9 +133,13 @@ class Lease:
         """Who holds the lease and who waits for it, as last recorded (dead holders included)."""
         return self._newest()[1]
 
+    def _numbers(self) -> list[int]:
+        """The record numbers present, ascending (one listing)."""
+        return sorted(n for n in map(_number, self.folder.files()) if n is not None)
+
     def _newest(self) -> tuple[int, LeaseState]:
         while True:
-            numbers = sorted(_number(name) for name in self.folder.files() if _number(name) is not None)
+            numbers = self._numbers()
             if not numbers:
                 return 0, LeaseState()
             try:
@@ -145,26 +149,23 @@ class Lease:
 
     def _change(self, change: Callable[[LeaseState], LeaseState | None]) -> LeaseState:
         """Apply ``change`` to the newest state and write it as the next record, again on a newer state
-        until a write counts; returns the state written, or the state read where ``change`` gave None
-        (nothing to write)."""
+        until a write counts (no newer record follows it); returns the state written, or the state read
+        where ``change`` gave None (nothing to write)."""
         while True:
             number, state = self._newest()
             changed = change(state)
             if changed is None:
                 return state
-            if (self.folder / _record(number + 1)).create_text(changed.to_json()) and self._newest_is(
-                number + 1
-            ):
-                self._clean(number + 1)
-                return changed
-
-    def _newest_is(self, number: int) -> bool:
-        return max(_number(name) or 0 for name in self.folder.files()) == number
-
-    def _clean(self, newest: int) -> None:
-        old = [name for name in self.folder.files() if (_number(name) or newest) < newest - _KEPT]
-        with contextlib.suppress(Exception):  # clean-up is best effort; the next change tries again
-            self.folder.delete(old)
+            written = number + 1
+            if not (self.folder / _record(written)).create_text(changed.to_json()):
+                continue
+            numbers = self._numbers()  # one listing both checks the write and finds old records
+            if numbers[-1] != written:
+                continue
+            old = [_record(n) for n in numbers if n < written - _KEPT]
+            with contextlib.suppress(Exception):  # clean-up is best effort; the next change tries again
+                self.folder.delete(old)
+            return changed
 
     @contextlib.contextmanager
     def hold(self, mode: str, purpose: str) -> Iterator[None]:

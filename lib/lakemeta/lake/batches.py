@@ -230,34 +230,36 @@ def unreadable_reason(lake: Location, batch: Batch) -> str | None:
         return f"version {batch.to_version} is no longer in the log ({error})"
     if after.metadata().id != batch.table_id:
         return "the table was dropped and created again"
-    if not _files_present(path, after):
+    present = path.files()  # one listing of the table's folder serves every check below
+    if not _files_present(after, present):
         return f"data files of version {batch.to_version} were removed (VACUUM)"
     if batch.kind == "incremental":
-        if batch.source == "diff" and _readable_snapshot(path, batch.from_version) is None:
+        if batch.source == "diff" and _readable_snapshot(path, batch.from_version, present) is None:
             return f"data files of version {batch.from_version} were removed (VACUUM)"
         if batch.source == "cdf":
             try:  # the feed needs the older version's schema from the log, not its data files
                 before = path.delta_table(batch.from_version)
             except Exception:  # delta-rs raises several types for a version it cannot load
                 return f"version {batch.from_version} is no longer in the log"
-            if not _change_files_present(path, before, batch.to_version):
+            if not _change_files_present(path, before, batch.to_version, present):
                 return f"the change feed of versions {batch.from_version + 1}-{batch.to_version} was removed"
     return None
 
 
-def _readable_snapshot(path: Location, version: int) -> deltalake.DeltaTable | None:
-    """The table at ``version`` when it can still be read (in the log, its files on disk), else None."""
+def _readable_snapshot(path: Location, version: int, present: set[str]) -> deltalake.DeltaTable | None:
+    """The table at ``version`` when it can still be read (in the log, its files among ``present``, the
+    table folder's files), else None."""
     try:
         table = path.delta_table(version)
     except Exception:  # delta-rs raises several types for a version it cannot load
         return None
-    return table if _files_present(path, table) else None
+    return table if _files_present(table, present) else None
 
 
-def _files_present(path: Location, table: deltalake.DeltaTable) -> bool:
-    """Whether the data files the snapshot lists exist (the log holds their paths URI-encoded); one listing
-    of the table's folder, not a request per file."""
-    return {unquote(file) for file in data_files(table)} <= path.files()
+def _files_present(table: deltalake.DeltaTable, present: set[str]) -> bool:
+    """Whether the data files the snapshot lists are among ``present``, the table folder's files from one
+    listing, not a request per file (the log holds their paths URI-encoded)."""
+    return {unquote(file) for file in data_files(table)} <= present
 
 
 def incremental_source(path: Location, from_version: int, to_version: int) -> str | None:
@@ -265,14 +267,15 @@ def incremental_source(path: Location, from_version: int, to_version: int) -> st
     diff can, ``None`` when neither can (the batch must then be a full one): the schema changed in
     between, the older snapshot's files were vacuumed, or the rows hold maps or VARIANT values without a
     change feed."""
-    before = _readable_snapshot(path, from_version)
+    present = path.files()  # one listing of the table's folder serves both checks
+    before = _readable_snapshot(path, from_version, present)
     if before is None:
         return None
     schema = before.schema().to_json()
     if path.delta_table(to_version).schema().to_json() != schema:
         return None
     if before.metadata().configuration.get("delta.enableChangeDataFeed") == "true" and _change_files_present(
-        path, before, to_version
+        path, before, to_version, present
     ):
         return "cdf"
     # The diff is a multiset difference of rows, which Spark refuses over maps and VARIANT values.
@@ -291,13 +294,14 @@ def _set_comparable(data_type: dict | str) -> bool:
     return data_type["type"] != "map"
 
 
-def _change_files_present(path: Location, before: deltalake.DeltaTable, to_version: int) -> bool:
+def _change_files_present(
+    path: Location, before: deltalake.DeltaTable, to_version: int, present: set[str]
+) -> bool:
     """Whether every commit in the range is in the log, keeps the feed on and the schema as it was, and
     its files still exist (VACUUM removes the files of old versions, and with them the feed). A schema
     changed and changed back inside the range leaves the feed with rows of two shapes; the diff of the
     two snapshots, of one shape, serves instead."""
     schema = json.loads(before.schema().to_json())
-    present = path.files()
     for version in range(before.version() + 1, to_version + 1):
         commit = f"_delta_log/{version:020d}.json"
         if commit not in present:
