@@ -39,7 +39,8 @@ def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float = 
 def standalone_cluster(
     logs: Path, workers: int = 2, cores: int = 2, memory: str = "2g", env: dict[str, str] | None = None
 ) -> Iterator[str]:
-    """The master's URL while a master and ``workers`` workers (``cores`` and ``memory`` each) run."""
+    """The master's URL while a master and ``workers`` workers (``cores`` and ``memory`` each) run; their
+    logs, and the applications' folders (executors' output), go to ``logs``."""
     # spark-class finds SPARK_HOME with PYSPARK_PYTHON, and executors run it: the project's Python.
     env = {**os.environ, **spark_environment(), **(env or {})}
     logs.mkdir(parents=True, exist_ok=True)
@@ -63,7 +64,8 @@ def standalone_cluster(
         for index in range(workers):
             log, worker = start(
                 f"worker-{index}", "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()), master_url,
+                "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+                "--work-dir", str(logs / "work"), master_url,
             )  # fmt: skip
             _wait_for(log, "Successfully registered with master", worker)
         yield master_url

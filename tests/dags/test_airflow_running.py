@@ -33,7 +33,7 @@ import pytest
 from lakemeta import crash_points
 from lakemeta.config import load_config
 from lakemeta.pipeline import Pipeline
-from lakemeta.reference.s3_server import S3Server
+from lakemeta.reference.s3_server import SECRET_KEY, S3Server
 from lakemeta.registry import all_schemas
 from lakemeta.show import read_catalog_table
 from lakemeta.storage import Location
@@ -70,6 +70,8 @@ ORPHANED_TASK = f"update_{ORPHANED}"
 SPARK_DEFAULTS = """\
 spark.cores.max 1
 spark.executor.memory 768m
+spark.eventLog.enabled true
+spark.eventLog.dir file://{events}
 """
 
 # The C1 compiler alone, for Airflow's spark-submits and the cluster's JVMs: each lives about a minute on
@@ -81,12 +83,14 @@ class Airflow:
     """A running Airflow: its REST API (as admin), its home, its log and the lakemeta configuration file
     its DAGs read."""
 
-    def __init__(self, url: str, home: Path, log: Path, config_file: Path) -> None:
-        self.url, self.home, self.log, self.config_file = url, home, log, config_file
+    def __init__(self, url: str, root: Path, config_file: Path) -> None:
+        self.url, self.root, self.config_file = url, root, config_file
+        self.home, self.log = root / "airflow", root / "airflow.log"
         config = load_config(environ={"LAKEMETA_CONFIG": str(config_file)})
         self.lake, self.catalog = config.require_paths()
         self._token: str | None = None
         self.task_runner_killer: TaskRunnerKiller | None = None
+        self.command_lines = CommandLineWatcher(SECRET_KEY)
 
     @property
     def password(self) -> str:
@@ -156,10 +160,16 @@ class Airflow:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, s3: S3Server) -> Iterator[str]:
+def cluster_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The cluster's logs and its applications' folders (each executor's output)."""
+    return tmp_path_factory.mktemp("spark-cluster")
+
+
+@pytest.fixture(scope="module")
+def cluster(cluster_folder: Path, s3: S3Server) -> Iterator[str]:
     """The master URL of a standalone cluster (a master and two workers) on 127.0.0.1, whose executors
     reach the S3 server through the AWS variables of their environment."""
-    with standalone_cluster(tmp_path_factory.mktemp("spark-cluster"), env=QUICK_JVM) as master:
+    with standalone_cluster(cluster_folder, env=QUICK_JVM) as master:
         yield master
 
 
@@ -178,7 +188,10 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
     (lake / "queries" / "q.csv").write_text("key,label\n1,a\n3,c\n4,z\n")  # a query file, not a table
     (root / "lakemeta.yaml").write_text(CONFIG.format(lake=lake, catalog=catalog))
     (root / "spark-conf").mkdir()
-    (root / "spark-conf" / "spark-defaults.conf").write_text(SPARK_DEFAULTS)
+    (root / "spark-events").mkdir()
+    (root / "spark-conf" / "spark-defaults.conf").write_text(
+        SPARK_DEFAULTS.format(events=root / "spark-events")
+    )
     port = free_port()
     env = {
         **os.environ,
@@ -203,8 +216,9 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group: the teardown stops every component
     )
-    running = Airflow(f"http://127.0.0.1:{port}", home, log_path, root / "lakemeta.yaml")
+    running = Airflow(f"http://127.0.0.1:{port}", root, root / "lakemeta.yaml")
     killer = running.task_runner_killer = TaskRunnerKiller("update_state", ORPHANED)
+    running.command_lines.start()
     try:
         running.wait(lambda: process.poll() is None and healthy(running.url), "healthy Airflow")
         running.unpause("lakemeta_discovery")  # first, so that it is there when the asset is updated
@@ -213,6 +227,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         yield running
     finally:
         killer.stopped.set()
+        running.command_lines.stopped.set()
         os.killpg(process.pid, signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=60)
@@ -251,6 +266,27 @@ class TaskRunnerKiller(threading.Thread):
                         self.killed_command = task_process.cmdline()
                         task_process.kill()
                         self.killed, self.orphaned_driver = task_process, drivers[0]
+
+
+class CommandLineWatcher(threading.Thread):
+    """Reads every process's command line twice a second, as ``ps`` shows them to any user of the host;
+    keeps those holding ``secret`` and counts the spark-submits seen (so that a pass means it looked)."""
+
+    def __init__(self, secret: str) -> None:
+        super().__init__(daemon=True)
+        self.secret = secret
+        self.stopped = threading.Event()
+        self.spark_submits: set[int] = set()
+        self.holding_the_secret: list[list[str]] = []
+
+    def run(self) -> None:
+        while not self.stopped.wait(0.5):
+            for process in psutil.process_iter(["pid", "cmdline"]):
+                command = process.info["cmdline"] or []
+                if "org.apache.spark.deploy.SparkSubmit" in command:
+                    self.spark_submits.add(process.info["pid"])
+                if any(self.secret in part for part in command):
+                    self.holding_the_secret.append(command)
 
 
 def healthy(url: str) -> bool:
@@ -462,3 +498,23 @@ def test_the_catalog_built_on_the_cluster_equals_local_modes(
     on_the_cluster, in_local_mode = catalog_rows(airflow.catalog), catalog_rows(config.catalog)
     assert on_the_cluster["state/hll_counters"] and on_the_cluster["state/posting_lists"]
     assert on_the_cluster == in_local_mode
+
+
+def test_the_secret_is_in_no_command_line_log_event_log_database_or_catalog(
+    airflow: Airflow, incremental_run: dict, cluster_folder: Path
+) -> None:
+    """The S3 secret reaches every process through its environment only: never a command line, an
+    Airflow task log or its database, a Spark event log, a driver's or an executor's output, or the
+    catalog."""
+    airflow.succeeded_run("lakemeta_discovery")
+    assert len(airflow.command_lines.spark_submits) >= 10, "the watcher saw the tasks' spark-submits"
+    assert airflow.command_lines.holding_the_secret == []
+    files = [p for folder in (airflow.root, cluster_folder) for p in folder.rglob("*") if p.is_file()]
+    assert (airflow.home / "airflow.db") in files
+    assert any("dag_id=lakemeta_incremental" in str(p) and p.suffix == ".log" for p in files)  # task logs
+    assert any(p.parent.name == "spark-events" for p in files)
+    assert any(p.name == "stderr" and "/work/app-" in str(p) for p in files)  # executors' output
+    secret = SECRET_KEY.encode()
+    assert [p for p in files if secret in p.read_bytes()] == []
+    catalog = airflow.catalog
+    assert [name for name in catalog.files() if secret in (catalog / name).read_bytes()] == []
