@@ -28,6 +28,7 @@ folder.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -47,7 +48,7 @@ from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.fks.choice import CHOICE_COLUMNS, choose
-from lakemeta.fks.discover import refresh_fk_candidates
+from lakemeta.fks.discover import run_step as fk_candidates_step
 from lakemeta.fks.randomness import distinct_tuples, emd_n
 from lakemeta.fks.ranking import answer_set
 from lakemeta.hashing import canonical
@@ -131,10 +132,8 @@ def state_and_fks(
         pipeline.discover("inclusion_estimates")
     state_s = time.perf_counter() - started
     started = time.perf_counter()
-    config = pipeline.config
-    accepted_count = refresh_fk_candidates(
-        pipeline.catalog, lake, NAMES_IGNORED, config.sketches, config.scan.max_task_rows
-    )
+    config = dataclasses.replace(pipeline.config, fks=NAMES_IGNORED)
+    accepted_count = fk_candidates_step(pipeline.catalog, lake, config)
     fk_s = time.perf_counter() - started
     rows = pipeline.catalog.read_small("fk_candidates").sort_by("rank").to_pylist()
     figures = {

@@ -16,9 +16,9 @@ import pendulum
 from airflow.sdk import Param, dag, task
 
 from lakemeta.config import load_config
-from lakemeta.quality.tasks import quality_gate
 from lakemeta.registry import DISCOVERY_STEPS
 from lakemeta.spark.submit import DEFAULT_ARGS, PUBLISH_ARGS, spark_step, state_asset
+from lakemeta.tasks import quality_gate
 
 CONFIG = load_config()
 # Param name -> the configuration value it sets.

@@ -1,12 +1,14 @@
 """lakemeta_incremental: on a schedule, bring the state up to date with the lake's changes.
 
-Wiring only: each task is a pipeline step under jobs/, launched by spark-submit through the
-`spark_default` connection. Detect the batches, read them once for every state component (`scan_batches`),
-apply them to every state component of the registry (`lakemeta.registry.STATE_COMPONENTS`, one task
-`update_<component>` each) in parallel, while the batches are audited for schema drift (reported in the
-log and the results; no JVM), then commit the watermarks, which publishes the asset `lakemeta_state`
-that schedules `lakemeta_discovery`. The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG /
-LAKEMETA_CONFIG in the task's environment; the steps are idempotent, so retries are safe.
+Wiring only. Detect the batches from the Delta logs (a Python task, no JVM); when no table changed it
+opens no run and skips the rest, so no asset is published and no discovery starts. Otherwise read the
+batches once for every state component (`scan_batches`), apply them to every state component of the
+registry (`lakemeta.registry.STATE_COMPONENTS`, one task `update_<component>` each) in parallel, while the
+batches are audited for schema drift (reported in the log and the results; no JVM), then commit the
+watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`. The Spark
+steps are jobs under jobs/, launched by spark-submit through the `spark_default` connection. The lake
+and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG / LAKEMETA_CONFIG in the task's environment; the
+steps are idempotent, so retries are safe.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import pendulum
 from airflow.sdk import dag, task
 
 from lakemeta.config import load_config
-from lakemeta.quality.tasks import batch_audit
 from lakemeta.registry import STATE_COMPONENTS
 from lakemeta.spark.submit import DEFAULT_ARGS, spark_step, state_asset
+from lakemeta.tasks import batch_audit, detect_batches
 
 
 @dag(
@@ -31,7 +33,7 @@ from lakemeta.spark.submit import DEFAULT_ARGS, spark_step, state_asset
     doc_md=__doc__,
 )
 def lakemeta_incremental() -> None:
-    detect = spark_step("detect_batches", "detect_batches.py")
+    detect = task.short_circuit(task_id="detect_batches")(detect_batches)()
     scan = spark_step("scan_batches", "scan_batches.py")
     state_updates = [spark_step(entry.task_id, "update_state.py", [entry.name]) for entry in STATE_COMPONENTS]
     audit = task(task_id="batch_audit")(batch_audit)()

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
-from lakemeta.quality.tasks import quality_gate
 from lakemeta.spark.submit import DEFAULT_ARGS, PUBLISH_ARGS, spark_step
+from lakemeta.tasks import quality_gate
 
 
 @dag(

@@ -145,16 +145,23 @@ def _audit_and_publish(pipeline: Pipeline) -> int:
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    pipeline = _pipeline(config, metastore=True)
+    from lakemeta.pipeline import Pipeline
+
+    planner = Pipeline(None, config)  # Delta logs only: no JVM is started for nothing to do
+    if planner.detect_batches() is None and planner.results_current():
+        print("no table changed; every result is current and published")
+        return 0
+    pipeline = _pipeline(config, metastore=True)  # its run continues the run planned here
     plan = pipeline.run()
-    print(f"run {plan.run_id}: {len(plan.batches)} tables changed")
+    print("no table changed" if plan is None else f"run {plan.run_id}: {len(plan.batches)} tables changed")
     return _audit_and_publish(pipeline)
 
 
 def _rebuild(args: argparse.Namespace, config: Config) -> int:
     pipeline = _pipeline(config, metastore=True)
     plan = pipeline.rebuild()
-    print(f"rebuilt state from {len(plan.batches)} tables (run {plan.run_id})")
+    tables = 0 if plan is None else len(plan.batches)
+    print(f"rebuilt state from {tables} tables" + ("" if plan is None else f" (run {plan.run_id})"))
     return _audit_and_publish(pipeline)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -209,6 +210,15 @@ class Config:
                 f"agree_sets.max_rows ({self.agree_sets.max_rows}) must not exceed scan.max_task_rows "
                 f"({self.scan.max_task_rows}): a table whose agree-sets are kept is read whole by one task"
             )
+
+    def discovery_settings(self) -> str:
+        """The sections discovery reads, as canonical JSON: results computed with other settings are
+        computed again (``lakemeta.catalog.discovery_runs``). Locations, scheduling, ingest and the scan's
+        task sizes do not change a result."""
+        sections = ("sketches", "agree_sets", "joinsearch", "inds", "fks")
+        return json.dumps(
+            {name: dataclasses.asdict(getattr(self, name)) for name in sections}, sort_keys=True
+        )
 
     def require_paths(self) -> tuple[Location, Location]:
         """The lake and catalog roots, or a clear error naming how to set them."""

@@ -17,13 +17,14 @@ from pyspark.sql import SparkSession
 from tqdm import tqdm
 
 from lakemeta.agreesets.discover import refresh_keys_and_dependencies
+from lakemeta.catalog.discovery_runs import newest_committed_run, record_discovery, stale_steps
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.component import StateComponent
 from lakemeta.config import Config
 from lakemeta.joinsearch.discover import JoinableMatch, search_lake
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.lake.tables import check_lake
-from lakemeta.publish import publish_catalog
+from lakemeta.publish import publication_is_current, publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
@@ -32,8 +33,15 @@ from lakemeta.storage import Location
 log = logging.getLogger(__name__)
 
 
+# The catalog tables the commit derives from the state (``tables``, ``columns``): recorded in
+# ``discovery_runs`` beside the discovery steps, so that a commit that died after its watermarks is finished.
+DERIVED_TABLES = "tables_and_columns"
+
+
 class Pipeline:
-    def __init__(self, spark: SparkSession, config: Config) -> None:
+    def __init__(self, spark: SparkSession | None, config: Config) -> None:
+        """The pipeline over ``config``'s lake and catalog. Without a Spark session (None) it serves the
+        steps that need no JVM: planning (``detect_batches``) and ``results_current``."""
         lake, catalog_root = config.require_paths()
         self.config = config
         self.lake: Location = lake
@@ -43,9 +51,23 @@ class Pipeline:
         check_lake(lake, new_catalog=not catalog_root.exists())
         self.catalog.ensure_tables()
 
-    def detect_batches(self) -> Plan:
+    def detect_batches(self) -> Plan | None:
+        """The run in progress, planned now when none is; None, and no run opened, when no table
+        changed (Delta logs only: no Spark)."""
         with self.catalog.using_state("planning a run"):
             return open_plan(self.catalog, self.lake)
+
+    def stale_results(self) -> list[str]:
+        """The discovery steps (and ``DERIVED_TABLES``) whose results do not reflect the newest committed
+        run with this configuration's settings, in run order."""
+        steps = [DERIVED_TABLES, *(step.name for step in DISCOVERY_STEPS if not step.done_by_commit)]
+        return stale_steps(self.catalog.root, steps, self.config.discovery_settings())
+
+    def results_current(self) -> bool:
+        """Whether every result reflects the newest committed run with these settings and is published:
+        with no run in progress (``detect_batches`` None), a run has nothing to do. Reads Delta logs only,
+        so ``lakemeta run`` answers without Spark."""
+        return not self.stale_results() and publication_is_current(self.catalog.root)
 
     def running(self) -> Plan | None:
         """The planned, uncommitted run; later steps only ever continue it, never plan anew."""
@@ -120,8 +142,10 @@ class Pipeline:
                 commit_plan(self.catalog, plan, failed)
             running = running_plan(self.catalog.root)
             remove_staging(self.catalog, keep_run=running.run_id if running else None)
+            committed = newest_committed_run(self.catalog.root)
             derived = [component.derive() for component in self.components()]
             refresh_tables_and_columns(self.catalog, [metrics for metrics in derived if metrics is not None])
+            record_discovery(self.catalog, DERIVED_TABLES, committed, self.config.discovery_settings())
 
     def discover(self, step: str | None = None) -> None:
         """Run one discovery step of the registry (by name), or every one that the commit has not done
@@ -130,39 +154,50 @@ class Pipeline:
         steps = [s for s in DISCOVERY_STEPS if s.name == step or (step is None and not s.done_by_commit)]
         if not steps:
             raise KeyError(f"no discovery step named {step!r}")
+        settings = self.config.discovery_settings()
         with self.catalog.using_state(step or "discovery"):
             for each in steps:
+                # Read before the step: a run committing meanwhile is not claimed by its record.
+                committed = newest_committed_run(self.catalog.root)
                 discovery_step(each)(self.catalog, self.lake, self.config)
+                record_discovery(self.catalog, each.name, committed, settings)
 
-    def run(self) -> Plan:
+    def run(self) -> Plan | None:
         """All steps in this process, with a progress bar on a terminal; a rebuild started meanwhile waits
-        for the whole run."""
+        for the whole run. When no table changed no run is opened, and only the results that do not
+        reflect the newest committed run with these settings are computed again (none, usually). Returns
+        the run's plan, None when there was none."""
         components = self.components()
-        steps = [step.name for step in DISCOVERY_STEPS if not step.done_by_commit]
-        with (
-            self.catalog.using_state("a run"),
-            tqdm(total=len(components) + len(steps) + 4, desc="run", unit="step", disable=None) as progress,
-        ):
-            progress.set_postfix_str("detect batches")
+        with self.catalog.using_state("a run"):
             plan = self.detect_batches()
-            progress.update()
-            progress.set_postfix_str("audit batches for schema drift")
             audit_batches(self.catalog.root, self.lake)
-            progress.update()
-            progress.set_postfix_str(f"scan {len(plan.batches)} tables")
-            self.scan_batches(plan)
-            progress.update()
-            for component in components:
-                progress.set_postfix_str(f"update {component.name} of {len(plan.batches)} tables")
-                self.update_state(plan, component.name)
-                progress.update()
-            progress.set_postfix_str("commit")
-            self.commit_batches(plan)
-            progress.update()
-            for step in steps:
-                progress.set_postfix_str(step.replace("_", " "))
-                self.discover(step)
-                progress.update()
+            state_steps = [] if plan is None else ["scan", *(c.name for c in components), "commit"]
+            with tqdm(total=len(state_steps), desc="state", unit="step", disable=None) as progress:
+                for step in state_steps:
+                    progress.set_postfix_str(f"{step.replace('_', ' ')}: {len(plan.batches)} tables")
+                    if step == "scan":
+                        self.scan_batches(plan)
+                    elif step == "commit":
+                        self.commit_batches(plan)
+                    else:
+                        self.update_state(plan, step)
+                    progress.update()
+            stale = self.stale_results()
+            with tqdm(total=len(stale), desc="discovery", unit="step", disable=None) as progress:
+                for step in stale:
+                    progress.set_postfix_str(step.replace("_", " "))
+                    if step == DERIVED_TABLES:
+                        self.commit_batches(None)  # a commit that died after its watermarks
+                    else:
+                        self.discover(step)
+                    progress.update()
+        log.info(
+            "run %s: %d tables changed, %d results computed again: %s",
+            "none opened" if plan is None else plan.run_id,
+            0 if plan is None else len(plan.batches),
+            len(stale),
+            ", ".join(stale) or "none",
+        )
         return plan
 
     def audit(self) -> Audit:
@@ -184,13 +219,17 @@ class Pipeline:
                 self.catalog, self.lake, source, key_columns, k, hash_bits, query_id, self.config.ingest
             )
 
-    def rebuild(self) -> Plan:
-        """Drop all state (watermarks included) and recompute it from the lake's current snapshots, holding
-        the state alone: it waits for the steps in progress, and the run in progress is abandoned (its
-        remaining steps find that and skip)."""
+    def rebuild(self) -> Plan | None:
+        """Drop all state (watermarks included) and recompute it, and every result, from the lake's
+        current snapshots, holding the state alone: it waits for the steps in progress, and the run in
+        progress is abandoned (its remaining steps find that and skip)."""
         with self.catalog.replacing_state():
             abandon_open_runs(self.catalog)
             for name in self.catalog.state_tables:
                 self.catalog.truncate(name)
             log.info("state dropped: %d state tables truncated", len(self.catalog.state_tables))
-            return self.run()
+            plan = self.run()
+            if plan is None:  # a lake without tables: no run, yet every result must describe the empty state
+                self.commit_batches(None)
+                self.discover()
+            return plan

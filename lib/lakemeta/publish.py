@@ -15,10 +15,13 @@ import logging
 from datetime import UTC, datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakemeta.catalog import Catalog, Txn
+from lakemeta.catalog.store import read_small
 from lakemeta.crash_points import crash_point
-from lakemeta.quality.gate import Audit, require_success
+from lakemeta.quality.gate import AUDITED, Audit, require_success
+from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +30,18 @@ DATABASE = "lakemeta"
 
 def _path_identifier(path: str) -> str:
     return "`" + path.replace("`", "``") + "`"
+
+
+def publication_is_current(root: Location) -> bool:
+    """Whether the newest publication holds the latest version of every audited catalog table: nothing
+    was written since it, so there is nothing to audit or publish (Delta logs only: no Spark)."""
+    published = read_small(root, "published")
+    if published.num_rows == 0:
+        return False
+    newest = pc.equal(published["published_at"], pc.max(published["published_at"]))
+    rows = published.filter(newest).select(["table_name", "version"]).to_pylist()
+    versions = {row["table_name"]: row["version"] for row in rows}
+    return all(versions.get(name) == (root / name).delta_table().version() for name in AUDITED)
 
 
 def publish_catalog(catalog: Catalog, audit: Audit) -> int:

@@ -12,6 +12,8 @@ from lakemeta.storage import Location
 
 SORT_KEYS = {
     "runs": ["run_id"],
+    "discovery_runs": ["finished_at"],
+    "relationship_changes": ["run_id", "relationship", "change", "dep_table", "ref_table"],
     "joinable_tables": ["query_id", "rank"],
     "fk_candidates": ["rank"],
     "table_overlaps": ["left_table", "right_table"],

@@ -1,6 +1,6 @@
 """Entry points of the spark-submit jobs under jobs/: parse arguments, open a session, run one step.
 
-A step has one name everywhere: the DAG task, the job and the logs (``detect_batches``, ``scan_batches``,
+A step has one name everywhere: the DAG task, the job and the logs (``scan_batches``,
 ``update_<component>``, ``commit_batches``, a discovery step's name, ``rebuild_state``); state components
 and discovery steps are the registry's (``lakemeta.registry``).
 """
@@ -41,12 +41,6 @@ def _open(name: str, args: argparse.Namespace, metastore: bool = False) -> Pipel
     )
     logging.getLogger("lakemeta").info("%s: lake %s, catalog %s", name, config.lake, catalog)
     return Pipeline(spark, config)
-
-
-def detect_batches(argv: Sequence[str] | None = None) -> None:
-    """Plan a run: the batches of every changed table (or resume the unfinished plan)."""
-    args = _parser("lakemeta step detect_batches: plan a run").parse_args(argv)
-    _open("detect_batches", args).detect_batches()
 
 
 def scan_batches(argv: Sequence[str] | None = None) -> None:

@@ -2,7 +2,8 @@
 lakemeta_incremental on its schedule (its HLL task's Spark driver SIGKILLed after its commit, and its
 posting-list task's Airflow task process SIGKILLed while its driver works, orphaning the driver; Airflow's
 retries finish both), its commit's asset starts lakemeta_discovery, which fills, audits
-and publishes the catalog that an analyst then queries through Spark SQL; someone signs in to the UI in
+and publishes the catalog that an analyst then queries through Spark SQL; a run triggered over the
+unchanged lake plans nothing, skips its steps and starts no discovery; someone signs in to the UI in
 headless Chromium and triggers lakemeta_joinable_search through its form; and the catalog the cluster
 built equals the one local mode builds from a copy of the lake on local disk.
 
@@ -470,8 +471,30 @@ def test_the_commit_starts_discovery_which_fills_audits_and_publishes_the_catalo
     assert analyst.stdout.strip().splitlines()[-1] == "[('shop/items', 'shop/orders', True)]"
 
 
+def test_an_incremental_run_over_an_unchanged_lake_skips_its_steps_and_starts_no_discovery(
+    airflow: Airflow, incremental_run: dict
+) -> None:
+    airflow.succeeded_run("lakemeta_discovery")  # the discovery the first commit started
+    dag_runs = "/api/v2/dags/lakemeta_incremental/dagRuns"
+    airflow.request("POST", dag_runs, {"dag_run_id": "unchanged_lake", "logical_date": None})
+
+    def finished() -> dict | None:
+        run = airflow.request("GET", f"{dag_runs}/unchanged_lake")
+        return run if run["state"] in ("success", "failed") else None
+
+    assert airflow.wait(finished, "the run over the unchanged lake")["state"] == "success"
+    instances = airflow.request("GET", f"{dag_runs}/unchanged_lake/taskInstances")["task_instances"]
+    states = {instance["task_id"]: instance["state"] for instance in instances}
+    assert states.pop("detect_batches") == "success"
+    assert "commit_batches" in states and set(states.values()) == {"skipped"}
+    events = airflow.request("GET", "/api/v2/assets/events?source_run_id=unchanged_lake")
+    assert events["total_entries"] == 0  # no asset, so no discovery run
+    runs = read_catalog_table(airflow.catalog, "runs", published=False)
+    assert runs.run_id.tolist() == [1]  # and no run opened
+
+
 # Written at different times, or only by DAG runs (publication, searches): not compared.
-VOLATILE = {"updated_at", "started_at", "finished_at"}
+VOLATILE = {"updated_at", "started_at", "finished_at", "previous_discovery_at"}
 NOT_COMPARED = {"published", "joinable_tables"}
 
 

@@ -35,14 +35,15 @@ def upstream(dag) -> dict[str, list[str]]:
     return {task.task_id: sorted(task.upstream_task_ids) for task in dag.tasks}
 
 
-def test_every_task_but_the_audits_is_a_retried_spark_submit_of_a_job(dagbag):
+def test_every_task_but_planning_and_the_audits_is_a_retried_spark_submit_of_a_job(dagbag):
     from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
     for dag_id in DAG_IDS:
         for task in dagbag.dags[dag_id].tasks:
             assert task.retries >= 1 and task.retry_exponential_backoff
-            if task.task_id in ("quality_gate", "batch_audit"):  # no Spark: Great Expectations over files
-                assert task.python_callable.__module__ == "lakemeta.quality.tasks"
+            # No Spark: planning reads Delta logs, the audits run Great Expectations over files.
+            if task.task_id in ("detect_batches", "quality_gate", "batch_audit"):
+                assert task.python_callable.__module__ == "lakemeta.tasks"
                 continue
             assert isinstance(task, SparkSubmitOperator)
             assert task._conn_id == "spark_default"
@@ -75,6 +76,12 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
         **{task: ["scan_batches"] for task in state_updates},
         "commit_batches": sorted(["batch_audit", *state_updates]),
     }
+    # No table changed: planning returns False, which skips every task after it, the commit with its
+    # asset among them (not only the direct downstream tasks).
+    detect = dag.get_task("detect_batches")
+    assert (
+        type(detect).__name__ == "_ShortCircuitDecoratedOperator" and detect.ignore_downstream_trigger_rules
+    )
     (asset,) = dag.get_task("commit_batches").outlets
     assert asset.name == "lakemeta_state"
     discovery = dagbag.dags["lakemeta_discovery"]

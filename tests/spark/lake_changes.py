@@ -95,10 +95,13 @@ def drop_table(path: Path | Location) -> None:
     Location.parse(path).remove_tree()
 
 
-def process(pipeline: Pipeline, *components: str) -> Plan:
-    """One run updating only the named state components (the others stay empty): detect, update, commit.
-    Component tests use it so that each run does only the work they check."""
+def process(pipeline: Pipeline, *components: str) -> Plan | None:
+    """One run updating only the named state components (the others stay empty): detect, update, commit;
+    None when no table changed (no run is opened). Component tests use it so that each run does only the
+    work they check."""
     plan = pipeline.detect_batches()
+    if plan is None:
+        return None
     for component in components:
         pipeline.update_state(plan, component)
     pipeline.commit_batches(plan)

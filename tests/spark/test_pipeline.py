@@ -1,19 +1,25 @@
 """Incremental state equals a rebuild from the final snapshot (exactly-once across crashes:
-test_crash_recovery)."""
+test_crash_recovery), and a run over an unchanged lake does nothing."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from lakemeta.config import Config
+from lakemeta import crash_points
+from lakemeta.config import Config, FkConfig
 from lakemeta.lake.batches import Plan
-from lakemeta.pipeline import Pipeline
-from lakemeta.registry import all_schemas, state_schemas
+from lakemeta.pipeline import DERIVED_TABLES, Pipeline
+from lakemeta.registry import DISCOVERY_STEPS, all_schemas, state_schemas
+from lakemeta.storage import Location
 
 from .lake_changes import (
+    append_rows,
     create_foreign_table,
     create_spark_table,
     drop_table,
@@ -22,6 +28,7 @@ from .lake_changes import (
     random_rows,
     state_rows,
 )
+from .test_crash_recovery import Killed
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -29,7 +36,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 SNAPSHOT_STATE = sorted(state_schemas())
 
 
-def run_state(pipeline: Pipeline) -> Plan:
+def run_state(pipeline: Pipeline) -> Plan | None:
     """A run of every state component and the commit; the discoveries, which read the state but never
     change it, are left out."""
     return process(pipeline, *(c.name for c in pipeline.components()))
@@ -145,3 +152,84 @@ def test_every_column_type_goes_through_the_pipeline_and_incremental_equals_rebu
     reference = rebuilt(spark, lake, tmp_path)
     for name in SNAPSHOT_STATE:
         assert state_rows(pipeline, name) == state_rows(reference, name), name
+
+
+def catalog_versions(catalog: Path) -> dict[str, int]:
+    return {name: Location.parse(catalog / name).delta_table().version() for name in all_schemas()}
+
+
+def test_an_unchanged_lake_opens_no_run_and_writes_nothing(spark, tmp_path: Path) -> None:
+    rng = np.random.default_rng(3)
+    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
+    create_foreign_table(lake / "a", random_rows(rng, 8))
+    create_foreign_table(lake / "b", random_rows(rng, 5))
+    config = Config(lake=lake, catalog=catalog)
+    first = Pipeline(spark, config).run()
+    assert first is not None and len(first.batches) == 2
+    # Without a Spark session: any Spark work would raise, so planning and the check read logs only.
+    unchanged = Pipeline(None, config)
+    assert unchanged.stale_results() == []
+    versions = catalog_versions(catalog)
+    assert Pipeline(spark, config).run() is None
+    assert catalog_versions(catalog) == versions  # no run, no result, no record written
+
+    # Other settings: the results computed with them are stale, the state is not.
+    stricter = Config(lake=lake, catalog=catalog, fks=FkConfig(inclusion_threshold=0.95))
+    discovery = [step.name for step in DISCOVERY_STEPS if not step.done_by_commit]
+    assert Pipeline(None, stricter).stale_results() == [DERIVED_TABLES, *discovery]
+    assert Pipeline(spark, stricter).run() is None
+    assert Pipeline(None, stricter).stale_results() == []
+    runs = Location.parse(catalog / "runs").delta_table().to_pyarrow_table()
+    assert runs["run_id"].to_pylist() == [first.run_id]
+
+    append_rows(spark, lake / "b", random_rows(rng, 2), foreign=True)
+    assert Pipeline(None, stricter).stale_results() == []  # a change is a batch to plan, not a stale result
+    second = Pipeline(spark, stricter).run()
+    assert second is not None and [b.table_name for b in second.batches] == ["b"]
+    assert Pipeline(None, stricter).stale_results() == []
+    assert Pipeline(None, config).stale_results() == [DERIVED_TABLES, *discovery]
+
+
+def test_a_commit_that_died_after_its_watermarks_is_finished_by_the_next_run(
+    spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watermarks are committed, so the next run plans nothing; the catalog tables the commit derives
+    from the state were not refreshed, and the run refreshes them."""
+    rng = np.random.default_rng(4)
+    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
+    create_foreign_table(lake / "a", random_rows(rng, 6))
+    config = Config(lake=lake, catalog=catalog)
+
+    def die_before_the_refresh(label: str) -> None:
+        if label == "before replace tables":
+            raise Killed(label)
+
+    monkeypatch.setattr(crash_points, "on_reach", die_before_the_refresh)
+    with pytest.raises(Killed):
+        Pipeline(spark, config).run()
+    monkeypatch.setattr(crash_points, "on_reach", lambda label: None)
+    assert Pipeline(None, config).detect_batches() is None
+    assert Pipeline(None, config).stale_results()[0] == DERIVED_TABLES
+    assert Pipeline(spark, config).run() is None
+    tables = Location.parse(catalog / "tables").delta_table().to_pyarrow_table()
+    assert tables.select(["table_name", "n_rows"]).to_pylist() == [{"table_name": "a", "n_rows": 6}]
+
+
+def test_lakemeta_run_on_an_unchanged_lake_answers_without_a_jvm(tmp_path: Path) -> None:
+    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
+    create_foreign_table(lake / "a", random_rows(np.random.default_rng(5), 4))
+    command = [sys.executable, "-m", "lakemeta.cli", "run", "--lake", str(lake), "--catalog", str(catalog)]
+    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
+    first = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+    assert first.returncode == 0, first.stderr[-3000:]
+    assert "run 1: 1 tables changed" in first.stdout and "catalog tables published" in first.stdout
+
+    # With no Java to start, only an answer that needs no JVM can succeed.
+    no_java = {**environment, "JAVA_HOME": str(tmp_path / "no-java")}
+    again = subprocess.run(command, env=no_java, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.strip() == "no table changed; every result is current and published"
+    # Other settings are work to do: Spark is started for it (and here cannot be).
+    stricter_command = [*command[:3], "--set", "fks.inclusion_threshold=0.95", *command[3:]]
+    stricter = subprocess.run(stricter_command, env=no_java, capture_output=True, text=True, timeout=120)
+    assert stricter.returncode != 0 and "no-java" in stricter.stderr

@@ -65,6 +65,8 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("dep_distinct", LongType()),
         ("ref_distinct", LongType()),
         ("coverage", DoubleType()),
+        # The run since which the IND has held without a break (lakemeta.catalog.relationships).
+        ("first_run", LongType()),
     ),
     "inclusion_estimates": _schema(
         *COLUMN_PAIR,
@@ -104,6 +106,8 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("choice", IntegerType()),
         ("answer_set", IntegerType()),
         ("reason", StringType()),
+        # Of an accepted FK: the run since which it has been accepted without a break.
+        ("first_run", LongType()),
     ),
     # Tables that are copies, samples, versions or extracts of one another (lakemeta.fks.overlaps).
     "table_overlaps": _schema(
@@ -130,6 +134,29 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("tables_changed", IntegerType()),
         ("rows_inserted", LongType()),
         ("rows_deleted", LongType()),
+    ),
+    # Each IND and accepted FK that appeared or disappeared, per discovery (lakemeta.catalog.relationships):
+    # the committed run it read, when the discovery it is compared with finished, and why: the batches
+    # since then of the relationship's two tables, and whether the settings changed.
+    "relationship_changes": _schema(
+        ("run_id", LongType()),
+        ("previous_discovery_at", TimestampType()),
+        ("relationship", StringType()),  # inclusion_dependency or foreign_key
+        ("change", StringType()),  # appeared or disappeared
+        ("dep_table", StringType()),
+        ("dep_columns", STRINGS),
+        ("ref_table", StringType()),
+        ("ref_columns", STRINGS),
+        ("batches", STRINGS),
+        ("settings_changed", BooleanType()),
+    ),
+    # Each discovery step's completions: the newest committed run whose state it read and the settings it
+    # ran with (Config.discovery_settings); a step's newest row says what its results reflect.
+    "discovery_runs": _schema(
+        ("step", StringType()),
+        ("run_id", LongType()),
+        ("settings", StringType()),
+        ("finished_at", TimestampType()),
     ),
     # Write-audit-publish: per catalog table, the versions that passed the quality gate and were published
     # (the views of the Spark SQL database `lakemeta` and `lakemeta show` read the last one).

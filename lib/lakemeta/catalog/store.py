@@ -69,16 +69,24 @@ class Catalog:
 
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkSession | None,
         root: Location | Path,
         state_schemas: Mapping[str, StructType] | None = None,
     ) -> None:
         """``state_schemas``: the state tables of the state components (``lakemeta.registry.open_catalog``
-        gives those of every registered component); the result and bookkeeping tables are always there."""
-        self.spark = spark
+        gives those of every registered component); the result and bookkeeping tables are always there.
+        Without a Spark session (None) the handle serves what needs no JVM: planning, the bookkeeping
+        tables, the leases."""
+        self._spark = spark
         self.root = Location.parse(root)
         self.schemas: dict[str, StructType] = {**OWN_SCHEMAS, **(state_schemas or {})}
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
+
+    @property
+    def spark(self) -> SparkSession:
+        if self._spark is None:
+            raise RuntimeError(f"the catalog handle of {self.root} was opened without a Spark session")
+        return self._spark
 
     @property
     def state_tables(self) -> list[str]:

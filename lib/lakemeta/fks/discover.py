@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, FkConfig, SketchConfig
 from lakemeta.fks.choice import choose
@@ -306,11 +307,13 @@ def with_key_signals(scored: pa.Table, keys: list[Key], types: ColumnTypes) -> p
     )
 
 
-def refresh_fk_candidates(
-    catalog: Catalog, lake: Location, config: FkConfig, sketches: SketchConfig, max_task_rows: int
-) -> int:
-    """Find, prune, score and rank the FK candidates; replace ``fk_candidates``; return the accepted count.
-    A table above ``max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``)."""
+def run_step(catalog: Catalog, lake: Location, settings: Config) -> int:
+    """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
+    ``keys_and_dependencies`` whose results it reads: find, prune, score and rank the FK candidates;
+    replace ``fk_candidates`` (each accepted FK's first run kept and the changes recorded:
+    ``lakemeta.catalog.relationships``); return the accepted count. A table above ``scan.max_task_rows``
+    rows is read by groups of its files (``columns.ColumnCache``)."""
+    config, sketches, max_task_rows = settings.fks, settings.sketches, settings.scan.max_task_rows
     types = ColumnTypes(catalog.read_small("columns"))
     estimates = catalog.read_small("inclusion_estimates")
     index = CandidateIndex(estimates, types, config.inclusion_threshold)
@@ -356,8 +359,8 @@ def refresh_fk_candidates(
     catalog.replace_small(
         OVERLAPS, overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))
     )
-    schema = arrow_schema(RESULTS)
-    catalog.replace_small(RESULTS, ranked.select(schema.names).cast(schema))
+    written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]
+    replace_relationships(catalog, RESULTS, ranked.select(written), settings.discovery_settings())
     n_accepted = int(pc.sum(ranked["accepted"]).as_py() or 0)
     log.info(
         "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f, "
@@ -371,9 +374,3 @@ def refresh_fk_candidates(
         len(overlaps),
     )
     return n_accepted
-
-
-def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
-    """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
-    ``keys_and_dependencies`` whose results it reads; returns the number of accepted candidates."""
-    return refresh_fk_candidates(catalog, lake, config.fks, config.sketches, config.scan.max_task_rows)

@@ -45,8 +45,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.arrays import run_starts
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.store import arrow_schema
-from lakemeta.config import Config, IndConfig, ScanConfig
+from lakemeta.catalog.relationships import replace_relationships
+from lakemeta.config import Config, ScanConfig
 from lakemeta.hashing import canonical
 from lakemeta.inds.bloom import BloomParams, signature_from_strings, signature_to_bytes
 from lakemeta.inds.config import ManyConfig, many_config
@@ -357,21 +357,23 @@ def discover_inclusion_dependencies(
     )
 
 
-def refresh_inclusion_dependencies(
-    catalog: Catalog, lake: Location, config: IndConfig, max_task_rows: int
-) -> int:
-    """All valid unary INDs among the lake's committed tables into ``inclusion_dependencies`` (replaced
-    whole); returns their number."""
+def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
+    """The discovery step ``inclusion_dependencies`` (``lakemeta.registry``): all valid unary INDs among
+    the lake's committed tables into ``inclusion_dependencies`` (replaced whole, each IND's first run
+    kept and the changes recorded: ``lakemeta.catalog.relationships``); every table's committed snapshot
+    is read. Returns the number of INDs kept."""
     tables = catalog_tables(catalog, lake)
-    run = discover_inclusion_dependencies(catalog.spark, tables, many_config(config), max_task_rows)
-    catalog.replace_small(RESULTS, run.result.cast(arrow_schema(RESULTS)))
+    run = discover_inclusion_dependencies(
+        catalog.spark, tables, many_config(config.inds), config.scan.max_task_rows
+    )
+    replace_relationships(catalog, RESULTS, run.result, config.discovery_settings())
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables, %d columns, %d candidates, "
         "%d valid, %d kept (signatures %.1f s, candidates %.1f s, validation %.1f s)",
-        config.m,
-        config.k,
-        config.p,
-        config.filters,
+        config.inds.m,
+        config.inds.k,
+        config.inds.p,
+        config.inds.filters,
         run.n_tables,
         run.n_columns,
         run.n_candidates,
@@ -380,9 +382,3 @@ def refresh_inclusion_dependencies(
         *run.stage_seconds.values(),
     )
     return len(run.result)
-
-
-def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
-    """The discovery step ``inclusion_dependencies`` (``lakemeta.registry``): every table's committed
-    snapshot is read; returns the number of INDs kept."""
-    return refresh_inclusion_dependencies(catalog, lake, config.inds, config.scan.max_task_rows)

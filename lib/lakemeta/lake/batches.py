@@ -103,14 +103,15 @@ def running_plan(catalog_root: Location) -> Plan | None:
     return _stored_plan(catalog_root, pc.min(running).as_py()) if len(running) else None
 
 
-def open_plan(catalog: Catalog, lake: Location) -> Plan:
-    """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one.
-    Planned under the catalog's lock: two runs started at once plan one run, which both then continue."""
+def open_plan(catalog: Catalog, lake: Location) -> Plan | None:
+    """The plan of the run in progress: the unfinished one when a run failed part-way, else a new one;
+    None, and no run opened, when no table changed. Planned under the catalog's lock: two runs started
+    at once plan one run, which both then continue. Reads Delta logs only: no Spark."""
     with catalog.lock("planning a run"):
         return _open_plan(catalog, lake)
 
 
-def _open_plan(catalog: Catalog, lake: Location) -> Plan:
+def _open_plan(catalog: Catalog, lake: Location) -> Plan | None:
     plan = running_plan(catalog.root)
     replanned: set[str] = set()
     if plan is not None:
@@ -127,9 +128,12 @@ def _open_plan(catalog: Catalog, lake: Location) -> Plan:
             plan.run_id,
             len(replanned),
         )
+    batches = plan_batches(lake, watermarks(catalog), replanned)
+    if not batches:
+        log.info("no table changed since the last run: no run opened")
+        return None
     runs = catalog.read_small("runs")
     run_id = (pc.max(runs["run_id"]).as_py() or 0) + 1
-    batches = plan_batches(lake, watermarks(catalog), replanned)
     columns = {name: [getattr(b, name) for b in batches] for name in _BATCH_FIELDS}
     planned = pa.table(
         {

@@ -188,6 +188,22 @@ def catalog_checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
                 _between("rows_deleted", 0),
             ],
         ),
+        Check(
+            "relationship_changes",
+            tables["relationship_changes"],
+            [
+                *_not_null("relationship", "change", "dep_table", "ref_table", "settings_changed"),
+                E.ExpectColumnValuesToBeInSet(
+                    column="relationship", value_set=["inclusion_dependency", "foreign_key"]
+                ),
+                E.ExpectColumnValuesToBeInSet(column="change", value_set=["appeared", "disappeared"]),
+            ],
+        ),
+        Check(
+            "discovery_runs",
+            tables["discovery_runs"],
+            [*_not_null("step", "settings", "finished_at"), _between("run_id", 1)],
+        ),
     ]
     return checks + _cross_table_checks(tables)
 

@@ -1,16 +1,28 @@
-"""The DAGs' Python tasks: the audits, which need no JVM. DAG files import this when they are parsed, so it
-imports only the configuration and the gate (Great Expectations loads when a task runs)."""
+"""The DAGs' Python tasks: the steps that need no JVM (planning, the audits). DAG files import this when
+they are parsed, so it imports only the configuration and the logs; a task imports what it runs when it
+runs."""
 
 from __future__ import annotations
 
 from lakemeta.config import load_config
 from lakemeta.logs import configure_logging
-from lakemeta.quality.gate import audit_batches, audit_catalog, require_success
+
+
+def detect_batches() -> bool:
+    """Plan a run from the Delta logs (or resume the unfinished one); False when no table changed and no
+    run was opened, which skips the rest of the DAG run: no state step, no commit, no asset, no
+    discovery."""
+    from lakemeta.pipeline import Pipeline
+
+    configure_logging()
+    return Pipeline(None, load_config()).detect_batches() is not None
 
 
 def quality_gate() -> str:
     """Audit the configured catalog; the results' path, or QualityGateError naming the failed expectations
     (the run fails and nothing is published)."""
+    from lakemeta.quality.gate import audit_catalog, require_success
+
     configure_logging()
     _lake, catalog = load_config().require_paths()
     return str(require_success(audit_catalog(catalog)).path)
@@ -19,6 +31,8 @@ def quality_gate() -> str:
 def batch_audit() -> str | None:
     """Check the running run's batches for schema drift; the results' path (None when no run is in
     progress). Drift is reported in the log and the results, and the run goes on."""
+    from lakemeta.quality.gate import audit_batches
+
     configure_logging()
     lake, catalog = load_config().require_paths()
     audit = audit_batches(catalog, lake)

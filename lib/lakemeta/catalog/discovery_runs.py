@@ -1,0 +1,46 @@
+"""What each discovery step's results reflect (the catalog table ``discovery_runs``): the newest committed
+run whose state the step read, and the settings it ran with. A step whose newest record names the newest
+committed run and the settings of today has nothing to compute, so a run over an unchanged lake does no
+discovery work (``Pipeline.run``), and ``lakemeta run`` can say so without starting Spark."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakemeta.catalog.store import Catalog, Txn, read_small
+from lakemeta.storage import Location
+
+
+def newest_committed_run(root: Location) -> int | None:
+    """The id of the newest run that committed (the state discovery reads is that run's), None before
+    the first."""
+    runs = read_small(root, "runs")
+    committed = pc.filter(runs["run_id"], pc.equal(runs["status"], "succeeded"))
+    return pc.max(committed).as_py()
+
+
+def record_discovery(catalog: Catalog, step: str, run_id: int | None, settings: str) -> None:
+    """Record that ``step`` finished over the state of run ``run_id`` (read before the step began: a run
+    committing meanwhile is not claimed) with ``settings``."""
+    row = pa.table(
+        {
+            "step": [step],
+            "run_id": pa.array([run_id], pa.int64()),
+            "settings": [settings],
+            "finished_at": pa.array([datetime.now(UTC)], pa.timestamp("us", tz="UTC")),
+        }
+    )
+    catalog.append_small("discovery_runs", row, Txn(f"discovery {step}", time.time_ns() // 1000))
+
+
+def stale_steps(root: Location, steps: Sequence[str], settings: str) -> list[str]:
+    """Those of ``steps`` whose results do not reflect the newest committed run with ``settings``."""
+    run = newest_committed_run(root)
+    records = read_small(root, "discovery_runs").sort_by("finished_at").to_pylist()
+    newest = {record["step"]: (record["run_id"], record["settings"]) for record in records}
+    return [step for step in steps if newest.get(step) != (run, settings)]

@@ -1,0 +1,160 @@
+"""How relationships evolve. Each inclusion dependency and each accepted foreign key carries ``first_run``,
+the committed run since which it has held without a break, and ``relationship_changes`` records, for every
+discovery that found one appear or disappear, which, over which run, compared with which earlier
+discovery, and why: the batches since that discovery of the relationship's two tables, and whether the
+discovery ran with other settings. So "which relationships broke last week, and why" is a query.
+
+A discovery step writes its result through :func:`replace_relationships`, which records the changes
+before it replaces the result, tagged with the previous discovery's time (Delta's transaction ids): a
+step killed between the two writes and run again finds the same old result and the same previous
+discovery, and its record is skipped as written; killed after both, it finds no change. Nothing is
+recorded twice or lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakemeta.catalog.discovery_runs import newest_committed_run
+from lakemeta.catalog.store import Catalog, Txn
+
+CHANGES = "relationship_changes"
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """A result table holding relationships: its kind and the columns naming the two sides."""
+
+    relationship: str
+    dependent: tuple[str, str]  # (table, column or columns)
+    referenced: tuple[str, str]
+    accepted_only: bool  # only rows whose ``accepted`` is true are relationships (FK candidates)
+
+
+TRACKED = {
+    "inclusion_dependencies": Tracked(
+        "inclusion_dependency", ("dep_table", "dep_column"), ("ref_table", "ref_column"), False
+    ),
+    "fk_candidates": Tracked("foreign_key", ("fk_table", "fk_columns"), ("pk_table", "pk_columns"), True),
+}
+
+Identity = tuple[str, tuple[str, ...], str, tuple[str, ...]]
+
+
+def _identities(rows: pa.Table, tracked: Tracked) -> list[Identity | None]:
+    """Each row's relationship (dependent table and columns, referenced table and columns); None for a row
+    that is none (an FK candidate not accepted)."""
+
+    def columns(name: str) -> list[tuple[str, ...]]:
+        values = rows[name].to_pylist()
+        return [(value,) if isinstance(value, str) else tuple(value) for value in values]
+
+    dep_tables, ref_tables = rows[tracked.dependent[0]].to_pylist(), rows[tracked.referenced[0]].to_pylist()
+    dep_columns, ref_columns = columns(tracked.dependent[1]), columns(tracked.referenced[1])
+    accepted = rows["accepted"].to_pylist() if tracked.accepted_only else [True] * rows.num_rows
+    return [
+        (dep_table, dep, ref_table, ref) if holds else None
+        for dep_table, dep, ref_table, ref, holds in zip(
+            dep_tables, dep_columns, ref_tables, ref_columns, accepted, strict=True
+        )
+    ]
+
+
+def replace_relationships(catalog: Catalog, name: str, rows: pa.Table, settings: str) -> None:
+    """Replace the result table ``name`` (written by the discovery step of the same name, run with
+    ``settings``) with ``rows`` (all its columns but ``first_run``): each relationship kept keeps its
+    ``first_run``, a new one gets the newest committed run, and the relationships that appeared or
+    disappeared are recorded first."""
+    step = name
+    tracked = TRACKED[name]
+    run = newest_committed_run(catalog.root)
+    stored = catalog.read_small(name)
+    since = dict(
+        (identity, first)
+        for identity, first in zip(_identities(stored, tracked), stored["first_run"].to_pylist(), strict=True)
+        if identity is not None
+    )
+    identities = _identities(rows, tracked)
+    first_runs = [None if identity is None else since.get(identity, run) for identity in identities]
+    current = {identity for identity in identities if identity is not None}
+    appeared = sorted(current - set(since))
+    disappeared = sorted(set(since) - current)
+    _record_changes(catalog, tracked, step, run, settings, appeared, disappeared)
+    written = rows.append_column("first_run", pa.array(first_runs, pa.int64()))
+    schema = catalog.arrow_schema(name)
+    catalog.replace_small(name, written.select(schema.names).cast(schema))
+
+
+def _record_changes(
+    catalog: Catalog,
+    tracked: Tracked,
+    step: str,
+    run: int | None,
+    settings: str,
+    appeared: Sequence[Identity],
+    disappeared: Sequence[Identity],
+) -> None:
+    previous = _previous_discovery(catalog, step)
+    previous_at = None if previous is None else previous["finished_at"]
+    settings_changed = previous is not None and previous["settings"] != settings
+    touched = _batches_between(catalog, None if previous is None else previous["run_id"], run)
+    changes = [("appeared", identity) for identity in appeared] + [
+        ("disappeared", identity) for identity in disappeared
+    ]
+    table = pa.table(
+        {
+            "run_id": pa.array([run] * len(changes), pa.int64()),
+            "previous_discovery_at": pa.array([previous_at] * len(changes), pa.timestamp("us", tz="UTC")),
+            "relationship": [tracked.relationship] * len(changes),
+            "change": [change for change, _ in changes],
+            "dep_table": [identity[0] for _, identity in changes],
+            "dep_columns": [list(identity[1]) for _, identity in changes],
+            "ref_table": [identity[2] for _, identity in changes],
+            "ref_columns": [list(identity[3]) for _, identity in changes],
+            "batches": [
+                [
+                    f"{table}: {batch}"
+                    for table in dict.fromkeys((identity[0], identity[2]))
+                    for batch in touched.get(table, [])
+                ]
+                for _, identity in changes
+            ],
+            "settings_changed": [settings_changed] * len(changes),
+        }
+    )
+    if changes:  # once per discovery: a retry compares with the same previous discovery
+        version = 0 if previous_at is None else int(previous_at.timestamp() * 1_000_000)
+        catalog.append_small(CHANGES, table, Txn(f"relationships {step}", version))
+
+
+def _previous_discovery(catalog: Catalog, step: str) -> dict | None:
+    """The newest completed discovery of ``step``: its run, settings and time (None before the first)."""
+    records = catalog.read_small("discovery_runs")
+    mine = records.filter(pc.equal(records["step"], step)).sort_by("finished_at").to_pylist()
+    return mine[-1] if mine else None
+
+
+def _batches_between(catalog: Catalog, after_run: int | None, run: int | None) -> dict[str, list[str]]:
+    """Per table, its committed batches of the runs after ``after_run`` up to ``run``, each as
+    ``run 7: incremental 3→5``, ``run 1: full 4`` or ``run 9: drop``."""
+    if run is None:
+        return {}
+    batches = catalog.read_small("state/batches").to_pylist()
+    touched: dict[str, list[str]] = {}
+    for batch in sorted(batches, key=lambda row: row["run_id"]):
+        if not batch["committed"] or batch["run_id"] > run:
+            continue
+        if after_run is not None and batch["run_id"] <= after_run:
+            continue
+        if batch["kind"] == "drop":
+            what = "drop"
+        elif batch["from_version"] is None:
+            what = f"{batch['kind']} {batch['to_version']}"
+        else:
+            what = f"{batch['kind']} {batch['from_version']}→{batch['to_version']}"
+        touched.setdefault(batch["table_name"], []).append(f"run {batch['run_id']}: {what}")
+    return touched
