@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 # The catalog tables the commit derives from the state (``tables``, ``columns``): recorded in
 # ``discovery_runs`` beside the discovery steps, so that a commit that died after its watermarks is finished.
 DERIVED_TABLES = "tables_and_columns"
+# The discovery step the commit does for the changed tables (``DiscoveryStep.done_by_commit``).
+KEYS = next(step.name for step in DISCOVERY_STEPS if step.done_by_commit)
 
 
 class Pipeline:
@@ -60,7 +62,7 @@ class Pipeline:
     def stale_results(self) -> list[str]:
         """The discovery steps (and ``DERIVED_TABLES``) whose results do not reflect the newest committed
         run with this configuration's settings, in run order."""
-        steps = [DERIVED_TABLES, *(step.name for step in DISCOVERY_STEPS if not step.done_by_commit)]
+        steps = [DERIVED_TABLES, *(step.name for step in DISCOVERY_STEPS)]
         return stale_steps(self.catalog.root, steps, self.config.discovery_settings())
 
     def results_current(self) -> bool:
@@ -131,8 +133,12 @@ class Pipeline:
         retry of a commit that died after them (``plan`` None), and the commit of a run a rebuild abandoned,
         only refresh the catalog tables, which are recomputed whole from the state.
         """
+        root, settings = self.catalog.root, self.config.discovery_settings()
         with self.catalog.using_state("committing a run"):
             if plan is not None and self._in_progress(plan):
+                # The unchanged tables' keys stay current if they were (derived over the last committed
+                # run with these settings), or when there is no such run: this one covers every table.
+                keys_current = newest_committed_run(root) is None or not stale_steps(root, [KEYS], settings)
                 failed = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows).failed()
                 refresh_keys_and_dependencies(
                     self.catalog,
@@ -140,12 +146,14 @@ class Pipeline:
                     sorted({b.table_name for b in plan.without(set(failed)).batches}),
                 )
                 commit_plan(self.catalog, plan, failed)
-            running = running_plan(self.catalog.root)
+                if keys_current:
+                    record_discovery(self.catalog, KEYS, plan.run_id, settings)
+            running = running_plan(root)
             remove_staging(self.catalog, keep_run=running.run_id if running else None)
-            committed = newest_committed_run(self.catalog.root)
+            committed = newest_committed_run(root)
             derived = [component.derive() for component in self.components()]
             refresh_tables_and_columns(self.catalog, [metrics for metrics in derived if metrics is not None])
-            record_discovery(self.catalog, DERIVED_TABLES, committed, self.config.discovery_settings())
+            record_discovery(self.catalog, DERIVED_TABLES, committed, settings)
 
     def discover(self, step: str | None = None) -> None:
         """Run one discovery step of the registry (by name), or every one that the commit has not done

@@ -329,7 +329,14 @@ class Location:
         prefix = key + "/"
 
         def listing() -> set[str]:
-            return {o["path"].removeprefix(prefix) for chunk in obstore.list(store, prefix) for o in chunk}
+            listed = [
+                (o["path"].removeprefix(prefix), o["size"])
+                for part in obstore.list(store, prefix)
+                for o in part
+            ]
+            # A directory marker (an empty "dir/" object, as Hadoop's S3A writes) is listed as an empty
+            # "dir": an empty entry is a file only if it can be read.
+            return {name for name, size in listed if size or _readable(store, prefix + name)}
 
         return self._call(listing)
 
@@ -427,6 +434,14 @@ def _head(store: obstore.store.ObjectStore, key: str) -> dict | None:
         return obstore.head(store, key)
     except (obstore.exceptions.NotFoundError, FileNotFoundError):
         return None
+
+
+def _readable(store: obstore.store.ObjectStore, key: str) -> bool:
+    try:
+        obstore.get(store, key).bytes()
+    except (obstore.exceptions.NotFoundError, FileNotFoundError, IsADirectoryError):
+        return False
+    return True
 
 
 def _without_secrets(message: str) -> str:

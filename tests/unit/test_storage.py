@@ -100,3 +100,13 @@ def test_a_refused_request_names_the_location_not_the_secret(s3, monkeypatch: py
     with pytest.raises(StorageError) as raised:
         location.write_text("x")
     assert str(raised.value).startswith(f"{location.uri}: ") and wrong not in str(raised.value)
+
+
+def test_directory_markers_are_not_files(s3) -> None:
+    """Hadoop's S3A marks a folder it creates with an empty ``folder/`` object, which listings show as an
+    empty ``folder``; it is no file (reading it fails), an empty file is one."""
+    location = Location.parse(s3.prefix("markers"))
+    (location / "table/part-0.parquet").write_bytes(b"PAR1")
+    (location / "empty.txt").write_bytes(b"")
+    location.filesystem.create_dir(f"{location.fs_path}/_warehouse/lakemeta.db")  # puts the marker
+    assert location.files() == {"table/part-0.parquet", "empty.txt"}
