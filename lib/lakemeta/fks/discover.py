@@ -307,18 +307,18 @@ def with_key_signals(scored: pa.Table, keys: list[Key], types: ColumnTypes) -> p
     )
 
 
-def run_step(catalog: Catalog, lake: Location, settings: Config) -> int:
+def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
     ``keys_and_dependencies`` whose results it reads: find, prune, score and rank the FK candidates;
     replace ``fk_candidates`` (each accepted FK's first run kept and the changes recorded:
     ``lakemeta.catalog.relationships``); return the accepted count. A table above ``scan.max_task_rows``
     rows is read by groups of its files (``columns.ColumnCache``)."""
-    config, sketches, max_task_rows = settings.fks, settings.sketches, settings.scan.max_task_rows
+    fks, sketches, max_task_rows = config.fks, config.sketches, config.scan.max_task_rows
     types = ColumnTypes(catalog.read_small("columns"))
     estimates = catalog.read_small("inclusion_estimates")
-    index = CandidateIndex(estimates, types, config.inclusion_threshold)
+    index = CandidateIndex(estimates, types, fks.inclusion_threshold)
 
-    keys = find_keys(catalog, lake, config, sketches.precision, index.referenced, max_task_rows)
+    keys = find_keys(catalog, lake, fks, sketches.precision, index.referenced, max_task_rows)
     proposed = {key: found for key in keys if (found := index.candidates(key))}
     snapshots = {
         row["table_name"]: (row["last_version"], row["n_rows"] or 0)
@@ -347,20 +347,20 @@ def run_step(catalog: Catalog, lake: Location, settings: Config) -> int:
     spark.sparkContext.setJobDescription(f"FK candidates: EMD of {n_proposed} candidates of {len(rows)} keys")
     scored = (
         balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
-        .mapInArrow(_candidate_rows(config, sketches, max_task_rows), _ROWS_SPARK)
+        .mapInArrow(_candidate_rows(fks, sketches, max_task_rows), _ROWS_SPARK)
         .toArrow()
         if rows
         else _ROWS.empty_table()
     )
     kept = with_key_signals(smallest_keys_only(scored.cast(_ROWS)), keys, types)
-    included = estimates.filter(pc.greater_equal(estimates["estimate"], config.inclusion_threshold))
-    overlaps = find_overlaps(included, types, kept, config)
-    ranked = choose(kept, overlaps, config)
+    included = estimates.filter(pc.greater_equal(estimates["estimate"], fks.inclusion_threshold))
+    overlaps = find_overlaps(included, types, kept, fks)
+    ranked = choose(kept, overlaps, fks)
     catalog.replace_small(
         OVERLAPS, overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))
     )
     written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]
-    replace_relationships(catalog, RESULTS, ranked.select(written), settings.discovery_settings())
+    replace_relationships(catalog, RESULTS, ranked.select(written), config.discovery_settings())
     n_accepted = int(pc.sum(ranked["accepted"]).as_py() or 0)
     log.info(
         "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f, "
@@ -368,7 +368,7 @@ def run_step(catalog: Catalog, lake: Location, settings: Config) -> int:
         len(keys),
         sum(len(key.columns) > 1 for key in keys),
         n_proposed,
-        config.inclusion_threshold,
+        fks.inclusion_threshold,
         len(ranked),
         n_accepted,
         len(overlaps),
