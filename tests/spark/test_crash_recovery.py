@@ -63,6 +63,19 @@ class Killed(BaseException):
     """The run stopped at a crash point (a BaseException, as no ``except Exception`` may catch a kill)."""
 
 
+def run_killed_at(pipeline: Pipeline, label: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``pipeline.run()`` stopped at the first reach of the crash point ``label``, as a kill there would."""
+
+    def kill(reached: str) -> None:
+        if reached == label:
+            raise Killed(reached)
+
+    monkeypatch.setattr(crash_points, "on_reach", kill)
+    with pytest.raises(Killed):
+        pipeline.run()
+    monkeypatch.setattr(crash_points, "on_reach", lambda reached: None)
+
+
 def catalog_rows(catalog: Path | Location, names: list[str] = _COMPARED) -> dict[str, list[tuple]]:
     """Every compared catalog table's rows (read with delta-rs: small tables, no Spark jobs); of ``runs``
     only those that changed something (a retry after a run committed is a run of its own, which finds

@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lakemeta import crash_points
 from lakemeta.config import Config, FkConfig
 from lakemeta.lake.batches import Plan
 from lakemeta.pipeline import DERIVED_TABLES, Pipeline
@@ -28,7 +27,7 @@ from .lake_changes import (
     random_rows,
     state_rows,
 )
-from .test_crash_recovery import Killed
+from .test_crash_recovery import run_killed_at
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -200,14 +199,7 @@ def test_a_commit_that_died_after_its_watermarks_is_finished_by_the_next_run(
     create_foreign_table(lake / "a", random_rows(rng, 6))
     config = Config(lake=lake, catalog=catalog)
 
-    def die_before_the_refresh(label: str) -> None:
-        if label == "before replace tables":
-            raise Killed(label)
-
-    monkeypatch.setattr(crash_points, "on_reach", die_before_the_refresh)
-    with pytest.raises(Killed):
-        Pipeline(spark, config).run()
-    monkeypatch.setattr(crash_points, "on_reach", lambda label: None)
+    run_killed_at(Pipeline(spark, config), "before replace tables", monkeypatch)
     assert Pipeline(None, config).detect_batches() is None
     assert Pipeline(None, config).stale_results()[0] == DERIVED_TABLES
     assert Pipeline(spark, config).run() is None

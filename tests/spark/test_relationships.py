@@ -10,12 +10,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta import crash_points
 from lakemeta.config import Config, FkConfig
 from lakemeta.pipeline import Pipeline
 from lakemeta.storage import Location
 
-from .test_crash_recovery import Killed
+from .test_crash_recovery import run_killed_at
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -81,14 +80,7 @@ def test_relationships_carry_their_first_run_and_each_change_is_recorded_once_wi
     # Mended; the discovery is killed after recording the IND's return, before replacing its result.
     DeltaTable(str(lake / "shop" / "items")).delete("order_id = 99")
 
-    def killed_after_recording(label: str) -> None:
-        if label == "after append relationship_changes":
-            raise Killed(label)
-
-    monkeypatch.setattr(crash_points, "on_reach", killed_after_recording)
-    with pytest.raises(Killed):
-        Pipeline(spark, config).run()
-    monkeypatch.setattr(crash_points, "on_reach", lambda label: None)
+    run_killed_at(Pipeline(spark, config), "after append relationship_changes", monkeypatch)
     assert first_runs(catalog)[0] == {REVERSE: 1}  # the result not yet replaced
     Pipeline(spark, config).run()  # plans nothing; the stale discovery steps run again
     assert first_runs(catalog) == ({IND: 3, REVERSE: 1}, {IND: 3})
