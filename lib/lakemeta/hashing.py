@@ -161,6 +161,26 @@ def canonical(arr: pa.Array) -> pa.Array:
     return text
 
 
+INTEGER_LITERAL = r"^[+-]?[0-9]+$"
+
+
+def integer_literals(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Whether each value's canonical form is an integer literal (``INTEGER_LITERAL``; False for a null):
+    every value of an integer type, a decimal whose fraction is zero, any other type by its canonical
+    string. Binary values are bytes, never literals."""
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    kind = arr.type
+    if pa.types.is_integer(kind):
+        return _validity(arr)
+    if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or not len(arr):
+        return np.zeros(len(arr), np.bool_)
+    if pa.types.is_decimal128(kind) and kind.scale == 0:
+        return _validity(arr)
+    text = canonical(arr)
+    return pc.fill_null(pc.match_substring_regex(text, INTEGER_LITERAL), False).to_numpy(zero_copy_only=False)
+
+
 def _array_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     arr = canonical(arr)
     n = len(arr)

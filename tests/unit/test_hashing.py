@@ -1,5 +1,7 @@
 """lakemeta.hashing: XXH64 (seed 0) equals the xxhash package on every input shape the project passes."""
 
+import datetime
+import decimal
 import struct
 
 import numpy as np
@@ -9,7 +11,15 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lakemeta.hashing import ColumnHashes, canonical, hash_strings, hash_tuples, string_buffers, xxh64_bytes
+from lakemeta.hashing import (
+    ColumnHashes,
+    canonical,
+    hash_strings,
+    hash_tuples,
+    integer_literals,
+    string_buffers,
+    xxh64_bytes,
+)
 
 
 def _reference(values: list[str | None]) -> list[int]:
@@ -240,3 +250,21 @@ def test_column_hashes_are_hash_strings_computed_once_per_column() -> None:
         expected, expected_valid = hash_strings(rows[column])
         assert np.array_equal(got, expected) and np.array_equal(valid, expected_valid)
         assert hashes[column][0] is got  # the second component reads the same arrays, not a new hashing
+
+
+def test_integer_literals_follow_the_canonical_form_of_every_type() -> None:
+    cases = [
+        (pa.array([1, None, -7], pa.int32()), [True, False, True]),
+        (pa.array([3.0, 2.5, None, -0.0, 1e20], pa.float64()), [True, False, False, True, False]),
+        (pa.array([decimal.Decimal("10.00"), decimal.Decimal("1.50")], pa.decimal128(5, 2)), [True, False]),
+        (pa.array([decimal.Decimal("12")], pa.decimal128(4, 0)), [True]),
+        (
+            pa.array(["42", "+3", "-0", "4.0", "", " 5", None, "x1"]),
+            [True, True, True, False, False, False, False, False],
+        ),
+        (pa.array([b"42"], pa.binary()), [False]),
+        (pa.array([datetime.date(2020, 1, 1)]), [False]),
+        (pa.chunked_array([pa.array(["1"]), pa.array(["a"])]), [True, False]),
+    ]
+    for values, expected in cases:
+        assert integer_literals(values).tolist() == expected, values

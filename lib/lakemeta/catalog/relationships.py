@@ -64,11 +64,14 @@ def _identities(rows: pa.Table, tracked: Tracked) -> list[Identity | None]:
     ]
 
 
-def replace_relationships(catalog: Catalog, name: str, rows: pa.Table, settings: str) -> None:
+def replace_relationships(
+    catalog: Catalog, name: str, rows: pa.Table, settings: str, reflects: dict | None = None
+) -> None:
     """Replace the result table ``name`` (written by the discovery step of the same name, run with
     ``settings``) with ``rows`` (all its columns but ``first_run``): each relationship kept keeps its
     ``first_run``, a new one gets the newest committed run, and the relationships that appeared or
-    disappeared are recorded first."""
+    disappeared are recorded first. ``reflects`` goes with the new result's commit
+    (``Catalog.replace_small``)."""
     step = name
     tracked = TRACKED[name]
     run = newest_committed_run(catalog.root)
@@ -86,7 +89,7 @@ def replace_relationships(catalog: Catalog, name: str, rows: pa.Table, settings:
     _record_changes(catalog, tracked, step, run, settings, appeared, disappeared)
     written = rows.append_column("first_run", pa.array(first_runs, pa.int64()))
     schema = catalog.arrow_schema(name)
-    catalog.replace_small(name, written.select(schema.names).cast(schema))
+    catalog.replace_small(name, written.select(schema.names).cast(schema), reflects=reflects)
 
 
 def _record_changes(

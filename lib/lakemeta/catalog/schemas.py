@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pyspark.sql.types import (
     ArrayType,
+    BinaryType,
     BooleanType,
     DoubleType,
     IntegerType,
@@ -194,5 +195,21 @@ BOOKKEEPING_SCHEMAS: dict[str, StructType] = {
 }
 
 
+# What discovery keeps between runs so that it recomputes only what changed: derived from the state, with
+# the run and settings it reflects in its newest commit, and dropped with the state on a rebuild.
+DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
+    # Many's inputs per column (lakemeta.inds.columns): Bloom signature and filter statistics.
+    "state/ind_columns": _schema(
+        ("table_name", StringType()),
+        ("column_name", StringType()),
+        ("signature", BinaryType()),
+        ("set_size", LongType()),
+        ("n_values", LongType()),
+        ("n_distinct", LongType()),
+        ("all_integer", BooleanType()),
+    ),
+}
+
+
 # The tables every catalog holds, whatever state components are registered.
-OWN_SCHEMAS: dict[str, StructType] = {**CATALOG_SCHEMAS, **BOOKKEEPING_SCHEMAS}
+OWN_SCHEMAS: dict[str, StructType] = {**CATALOG_SCHEMAS, **BOOKKEEPING_SCHEMAS, **DISCOVERY_STATE_SCHEMAS}

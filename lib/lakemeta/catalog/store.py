@@ -9,6 +9,7 @@ harmlessly (docs/architecture.md, "A run's data flow").
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ log = logging.getLogger(__name__)
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _NEGATIVE = "negative count"
+_REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's content was computed from
 
 
 @dataclass(frozen=True)
@@ -191,13 +193,27 @@ class Catalog:
                 rows.cast(self.arrow_schema(name)), mode="append", commit_properties=commit
             )
 
-    def replace_small(self, name: str, rows: pa.Table, predicate: str | None = None) -> None:
+    def replace_small(
+        self, name: str, rows: pa.Table, predicate: str | None = None, reflects: dict | None = None
+    ) -> None:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
-        pipeline's own values) - in one commit (idempotent by nature)."""
+        pipeline's own values) - in one commit (idempotent by nature). ``reflects`` says what the content
+        was computed from (a run, settings); :meth:`reflects` reads it back from the newest commit."""
+        metadata = {} if reflects is None else {_REFLECTS: json.dumps(reflects, sort_keys=True)}
         with self.committing("replace", name):
             self.location(name).write_delta(
-                rows.cast(self.arrow_schema(name)), mode="overwrite", predicate=predicate
+                rows.cast(self.arrow_schema(name)),
+                mode="overwrite",
+                predicate=predicate,
+                commit_properties=deltalake.CommitProperties(custom_metadata=metadata),
             )
+
+    def reflects(self, name: str) -> dict | None:
+        """What the table's newest commit says its content was computed from (``replace_small``'s
+        ``reflects``), None when it says nothing."""
+        history = self.location(name).delta_table().history(1)
+        recorded = history[0].get(_REFLECTS) if history else None
+        return None if recorded is None else json.loads(recorded)
 
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
         """Set ``new_values`` on the rows matching ``predicate`` (built from the pipeline's own values,

@@ -12,7 +12,8 @@ not activated"; the null filter stays on because null = null semantics otherwise
 
 Statistics are computed over the *valued* rows of a column: Arrow nulls (missing) and the configured null
 representations are left out, since both stand for an absent value (§3.1). "Integer" means the canonical
-string matches ``[+-]?[0-9]+``; a column needs at least one valued row to count as an integer column.
+string matches ``[+-]?[0-9]+`` (``lakemeta.hashing.INTEGER_LITERAL``); a column needs at least one valued
+row to count as an integer column.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from lakemeta.hashing import INTEGER_LITERAL
 
 # Table 2 ("Values considered as null values"), the 14 most frequent null representations of WikiTables.
 # Our copy of the table is partly illegible: the empty string, the three dash characters (6th, 11th, 19th
@@ -41,8 +44,6 @@ TABLE_2_NULL_VALUES: tuple[str, ...] = (
     "??",
     "(n/a)",
 )
-
-INTEGER_PATTERN = r"^[+-]?[0-9]+$"
 
 
 def present_strings(values: pa.Array | pa.ChunkedArray) -> pa.LargeStringArray:
@@ -80,7 +81,7 @@ class ColumnStats:
             n_values.append(len(values))
             n_distinct.append(len(pc.unique(values)))
             all_integer.append(
-                len(values) > 0 and pc.all(pc.match_substring_regex(values, INTEGER_PATTERN)).as_py()
+                len(values) > 0 and pc.all(pc.match_substring_regex(values, INTEGER_LITERAL)).as_py()
             )
         return cls(np.array(n_values, np.int64), np.array(n_distinct, np.int64), np.array(all_integer, bool))
 

@@ -137,12 +137,16 @@ def propose_range(
     indexed: bool = True,
     filtered_cols: np.ndarray | None = None,
     filtered_refs: np.ndarray | None = None,
+    current: np.ndarray | None = None,
 ) -> np.ndarray:
     """IND candidates (int64 [n, 2] of (dep, ref) column indices) whose *current* column lies in [lo, hi).
 
     The current column is the dependent one for dep2refs and the referenced one for ref2deps (Alg. 9).
     ``filtered_cols`` excludes columns entirely, ``filtered_refs`` excludes them as referenced side
     (Alg. 10-11). Ranges are disjoint, so the union over a partition of [0, n) is the full candidate set.
+    ``current`` (all columns when None) limits the current columns further: the candidates with a changed
+    column as dependent are dep2refs over the changed columns, those with one as referenced side
+    ref2deps over them (``inds.discover``).
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
@@ -156,6 +160,8 @@ def propose_range(
         skip, allowed = cols | refs, pack_bits(~cols)
     else:
         skip, allowed = cols, pack_bits(~(cols | refs))
+    if current is not None:
+        skip = skip | ~_mask(current, n)
     return _propose(matrix.rows, lo, hi, ref2deps, indexed, skip, allowed)
 
 

@@ -16,14 +16,15 @@ from __future__ import annotations
 import numpy as np
 
 
-def tally(hashes: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The sorted distinct ``hashes`` and the sum of ``signs`` over each, hashes whose sum is zero left
-    out: with ``signs`` the rows' +1 / -1, a batch's change to the value set."""
-    distinct, inverse = np.unique(hashes, return_inverse=True)
+def tally(hashes: np.ndarray, signs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sorted distinct ``hashes``, the sum of ``signs`` over each and the position of a row holding
+    each, hashes whose sum is zero left out: with ``signs`` the rows' +1 / -1, a batch's change to the value
+    set (the positions tell what else is known of a value, such as whether it is an integer literal)."""
+    distinct, first, inverse = np.unique(hashes, return_index=True, return_inverse=True)
     # float64 sums are exact below 2^53 rows
     counts = np.bincount(inverse, weights=signs, minlength=len(distinct)).astype(np.int64)
     kept = counts != 0
-    return distinct[kept], counts[kept]
+    return distinct[kept], counts[kept], first[kept]
 
 
 def shared_count(dependent: np.ndarray, referenced: np.ndarray) -> int:

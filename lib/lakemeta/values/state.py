@@ -2,8 +2,9 @@
 
 Delta. In the run's one scan (``lakemeta.scan``), the executor tasks hash each sketched cell of a table's
 changed rows by its canonical form (``lakemeta.hashing``, the hashes the HLL counters and Many use),
-tally +1 per inserted and -1 per deleted row per (column, hash) of each slice with ``hashes.tally`` and
-emit the slice's rows at once; the component's delta (``StateComponent.delta``) sums them per value.
+tally +1 per inserted and -1 per deleted row per (column, hash) of each slice with ``hashes.tally``, mark
+the values that are integer literals, and emit the slice's rows at once; the component's delta sums them
+per value.
 
 Merge: the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, a value whose count
 reaches zero leaves the set, a count that would turn negative stops the run before anything is written;
@@ -26,10 +27,12 @@ import logging
 import numpy as np
 import pyarrow as pa
 import pyspark.sql.functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql import DataFrame
+from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
 
-from lakemeta.component import StateComponent
-from lakemeta.hashing import ColumnHashes
+from lakemeta.component import StateComponent, StateDelta
+from lakemeta.hashing import ColumnHashes, integer_literals
+from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name
 from lakemeta.profile.state import ColumnProfile
@@ -44,9 +47,12 @@ SCHEMA = StructType(
         StructField("column_name", StringType()),
         StructField("hash", LongType()),  # the unsigned 64-bit hash's bits, as Delta has no unsigned type
         StructField("count", LongType()),
+        # whether the value's canonical form is an integer literal (``hashing.integer_literals``): what
+        # Many's integer filter reads (§3.2) without the values themselves
+        StructField("integer", BooleanType()),
     ]
 )
-_NO_HASHES, _NO_COUNTS = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+_NO_HASHES, _NO_COUNTS, _NO_FLAGS = np.zeros(0, np.uint64), np.zeros(0, np.int64), np.zeros(0, np.bool_)
 
 
 class _ValuePartial(TablePartial):
@@ -60,10 +66,13 @@ class _ValuePartial(TablePartial):
 
     def add(self, rows: pa.Table, column_hashes: ColumnHashes) -> pa.Table:
         signs = rows[SIGN].to_numpy()
-        tallies = []
+        tallies, integers = [], []
         for column in self.columns:
             hashes, valid = column_hashes[column]
-            tallies.append(value_hashes.tally(hashes[valid], signs[valid]))
+            distinct, counts, at = value_hashes.tally(hashes[valid], signs[valid])
+            tallies.append((distinct, counts))
+            # only the distinct values of the slice are tested, each at a row that holds it
+            integers.append(integer_literals(rows[column].take(np.flatnonzero(valid)[at])))
         n = [len(distinct) for distinct, _ in tallies]
         return pa.table(
             {
@@ -71,6 +80,7 @@ class _ValuePartial(TablePartial):
                 "column_name": pa.array(np.repeat(np.array(self.columns, dtype=object), n), pa.string()),
                 "hash": pa.array(np.concatenate([d for d, _ in tallies] or [_NO_HASHES]).view(np.int64)),
                 "count": pa.array(np.concatenate([c for _, c in tallies] or [_NO_COUNTS])),
+                "integer": pa.array(np.concatenate(integers or [_NO_FLAGS])),
             }
         )
 
@@ -87,9 +97,16 @@ class ColumnValues(StateComponent):
     merge_keys = KEYS
     count_columns = ("count",)
     drop_zero = True
+    replace_columns = ("integer",)
 
     def partial(self) -> functools.partial[_ValuePartial]:
         return functools.partial(_ValuePartial)
+
+    def delta(self, plan: Plan, partials: DataFrame) -> StateDelta:
+        """The signed counts summed per value, as by default, each with its integer flag (a function of
+        the value, so equal in every slice that holds it)."""
+        summed = partials.groupBy(*KEYS).agg(F.sum("count").alias("count"), F.max("integer").alias("integer"))
+        return StateDelta(summed.where(F.col("count") != 0), plan.replaced_tables)
 
     def derive(self) -> pa.Table:
         """``n_distinct``: the number of values in each column's set; 0 for a sketched column without a

@@ -105,7 +105,7 @@ def test_inclusion_dependencies_equal_brute_force(
         "agree_sets": AgreeSetConfig(max_rows=min(max_task_rows, AgreeSetConfig.max_rows)),
     }
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", **budget))
-    process(pipeline, "column_profile")  # the tables and columns Many reads
+    process(pipeline, "column_profile", "column_values")  # the columns and value sets Many reads
     settings = [
         IndConfig(filters="none"),
         IndConfig(filters="none", m=8, k=2, p=1, strategy="ref2deps", indexed=False),  # many false positives
@@ -128,7 +128,7 @@ def test_the_graph_command_draws_the_inds_of_each_schema(spark, tmp_path: Path, 
     write_deltalake(str(lake / "customers"), pa.table({"id": [1, 2, 3]}))
     write_deltalake(str(lake / "elsewhere"), pa.table({"word": ["zebra"]}))
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
-    process(pipeline, "column_profile")  # the tables and columns Many reads
+    process(pipeline, "column_profile", "column_values")  # the columns and value sets Many reads
     pipeline.discover("inclusion_dependencies")
     page = tmp_path / "graph.html"
     assert main(["graph", "--catalog", str(tmp_path / "catalog"), "--out", str(page), "--inds"]) == 0

@@ -4,6 +4,7 @@ the final snapshot and to a rebuild, with each column's exact distinct count in 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pyspark.sql.functions as F
 import pytest
 
 from lakemeta.config import Config
-from lakemeta.hashing import hash_strings
+from lakemeta.hashing import canonical, hash_strings
 from lakemeta.lake.snapshots import read_table
 from lakemeta.pipeline import Pipeline
 from lakemeta.values.hashes import tally
@@ -32,23 +33,36 @@ COMPONENTS = ("column_profile", "column_values")
 TABLES = {"t": False, "foreign": True}  # name: written by another engine (no change feed)
 
 
-def stored_values(pipeline: Pipeline, table: str) -> dict[str, set[tuple[int, int]]]:
+def stored_values(pipeline: Pipeline, table: str) -> dict[str, set[tuple[int, int, bool]]]:
     rows = pipeline.catalog.read(ColumnValues.state_table()).where(F.col("table_name") == table).collect()
-    out: dict[str, set[tuple[int, int]]] = {}
+    out: dict[str, set[tuple[int, int, bool]]] = {}
     for row in rows:
-        out.setdefault(row.column_name, set()).add((row.hash, row["count"]))
+        out.setdefault(row.column_name, set()).add((row.hash, row["count"], row.integer))
     return out
 
 
-def library_values(path: Path) -> dict[str, set[tuple[int, int]]]:
-    """Brute force from the snapshot: each column's non-null values tallied by the library."""
+def library_values(path: Path) -> dict[str, set[tuple[int, int, bool]]]:
+    """Brute force from the snapshot: each column's non-null values tallied by the library, each marked
+    by whether its canonical string is an integer literal."""
     snapshot = read_table(str(path))
     out = {}
     for name in snapshot.column_names:
         hashes, valid = hash_strings(snapshot[name])
-        distinct, counts = tally(hashes[valid], np.ones(int(valid.sum()), np.int64))
+        distinct, counts, _ = tally(hashes[valid], np.ones(int(valid.sum()), np.int64))
+        literal = {}
+        for h, text in zip(
+            hashes[valid].tolist(),
+            canonical(snapshot[name].combine_chunks()).drop_null().to_pylist(),
+            strict=True,
+        ):
+            literal[h] = re.fullmatch(r"[+-]?[0-9]+", text) is not None
         if len(distinct):
-            out[name] = set(zip(distinct.view(np.int64).tolist(), counts.tolist(), strict=True))
+            out[name] = {
+                (h, c, literal[u])
+                for h, c, u in zip(
+                    distinct.view(np.int64).tolist(), counts.tolist(), distinct.tolist(), strict=True
+                )
+            }
     return out
 
 

@@ -16,12 +16,13 @@ def test_a_tally_sums_signs_per_hash_and_drops_zeros() -> None:
     counted = Counter()
     for h, s in zip(hashes.tolist(), signs.tolist(), strict=True):
         counted[h] += s
-    distinct, counts = tally(hashes, signs)
+    distinct, counts, rows = tally(hashes, signs)
     assert np.all(np.diff(distinct.astype(np.float64)) > 0)
+    assert np.array_equal(hashes[rows], distinct)
     expected = {h: c for h, c in counted.items() if c}
     assert dict(zip(distinct.tolist(), counts.tolist(), strict=True)) == expected
     empty = tally(np.zeros(0, np.uint64), np.zeros(0, np.int64))
-    assert len(empty[0]) == len(empty[1]) == 0
+    assert len(empty[0]) == len(empty[1]) == len(empty[2]) == 0
 
 
 def test_shared_count_is_the_size_of_the_intersection() -> None:

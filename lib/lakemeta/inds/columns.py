@@ -1,0 +1,179 @@
+"""Many's inputs per column, taken from the value sets (``state/column_values``) instead of the tables.
+
+For each column: its Bloom signature (Alg. 3 with the passes of §4.3), built from the 64-bit hashes of its
+distinct canonical values, which are the hashes ``bloom.signature_from_strings`` derives the k·p bit
+positions from, so the signature is the one the values give; its number of distinct non-null values
+(|dependentSet| / |referencedSet| of Alg. 11); and the statistics of the filters (§3.2): rows holding a
+value, distinct such values (a configured null representation is recognised by its hash) and whether every
+such value is an integer literal (the state marks each value).
+
+The inputs are computed in the executors, each task summarising the value rows it holds per column (the
+signature of its part of the column, its counts), and the parts are combined on the driver (signatures
+OR-ed, counts added): a few hundred bytes per column. They are kept in ``state/ind_columns`` with the
+settings and the run they were computed for (the commit's ``lakemeta.reflects``), so that a discovery
+after a batch computes them again for the changed tables' columns only (``inds.discover``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyspark.sql.functions as F
+
+from lakemeta.arrays import run_starts
+from lakemeta.catalog import Catalog
+from lakemeta.hashing import hash_strings
+from lakemeta.inds.bloom import BloomParams, signatures_from_hashes
+from lakemeta.inds.filters import ColumnStats
+from lakemeta.values.state import ColumnValues
+
+INPUTS = "state/ind_columns"
+_PARTS_SCHEMA = (
+    "column_id long, signature binary, set_size long, n_values long, n_distinct long, n_not_integer long"
+)
+
+
+@dataclass(frozen=True)
+class ColumnInputs:
+    """Many's inputs for columns in a fixed order (driver side): names, signatures, sizes, statistics."""
+
+    table_names: list[str]
+    column_names: list[str]
+    signatures: np.ndarray  # uint64 [n_columns, words]
+    set_sizes: np.ndarray  # int64: distinct non-null values
+    stats: ColumnStats  # for the filters of Alg. 10
+
+    def to_arrow(self) -> pa.Table:
+        """The rows of ``state/ind_columns``."""
+        packed = np.ascontiguousarray(self.signatures, dtype="<u8")
+        return pa.table(
+            {
+                "table_name": pa.array(self.table_names, pa.string()),
+                "column_name": pa.array(self.column_names, pa.string()),
+                "signature": pa.array([row.tobytes() for row in packed], pa.binary()),
+                "set_size": pa.array(self.set_sizes, pa.int64()),
+                "n_values": pa.array(self.stats.n_values, pa.int64()),
+                "n_distinct": pa.array(self.stats.n_distinct, pa.int64()),
+                "all_integer": pa.array(self.stats.all_integer, pa.bool_()),
+            }
+        )
+
+    @classmethod
+    def from_arrow(cls, rows: pa.Table, params: BloomParams) -> ColumnInputs:
+        """Inputs from rows of ``state/ind_columns``, in their order."""
+        packed = b"".join(rows["signature"].to_pylist())
+        signatures = np.frombuffer(packed, dtype="<u8").astype(np.uint64).reshape(len(rows), params.n_words)
+        return cls(
+            rows["table_name"].to_pylist(),
+            rows["column_name"].to_pylist(),
+            signatures,
+            rows["set_size"].to_numpy(),
+            ColumnStats(
+                rows["n_values"].to_numpy(),
+                rows["n_distinct"].to_numpy(),
+                rows["all_integer"].to_numpy(zero_copy_only=False).astype(bool),
+            ),
+        )
+
+
+def _column_parts(
+    params: BloomParams, null_hashes: np.ndarray
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Per record batch of value rows (column_id, hash, count, integer): one row per column present, with
+    the signature of the batch's values of the column and their counts."""
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            if not batch.num_rows:
+                continue
+            ids = batch["column_id"].to_numpy()
+            order = np.argsort(ids, kind="stable")
+            ids = ids[order]
+            hashes = batch["hash"].to_numpy().view(np.uint64)[order]
+            counts = batch["count"].to_numpy()[order]
+            # a value written before the state marked integers counts as not one
+            integer = pc.fill_null(batch["integer"], False).to_numpy(zero_copy_only=False)[order]
+            starts = np.flatnonzero(run_starts(ids))
+            signatures = signatures_from_hashes(hashes, np.append(starts, len(ids)), params)
+            valued = ~np.isin(hashes, null_hashes)
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(ids[starts]),
+                    pa.array([row.tobytes() for row in signatures.astype("<u8")], pa.binary()),
+                    pa.array(np.diff(np.append(starts, len(ids)))),
+                    pa.array(np.add.reduceat(np.where(valued, counts, 0), starts)),
+                    pa.array(np.add.reduceat(valued.astype(np.int64), starts)),
+                    pa.array(np.add.reduceat((valued & ~integer).astype(np.int64), starts)),
+                ],
+                names=["column_id", "signature", "set_size", "n_values", "n_distinct", "n_not_integer"],
+            )
+
+    return run
+
+
+def compute_inputs(
+    catalog: Catalog,
+    table_names: Sequence[str],
+    column_names: Sequence[str],
+    params: BloomParams,
+    null_values: Sequence[str],
+) -> ColumnInputs:
+    """Many's inputs of the given columns, in their order, from their value sets; a column without a
+    value has an empty signature and zero counts."""
+    n = len(column_names)
+    if not n:
+        return ColumnInputs(
+            [],
+            [],
+            np.zeros((0, params.n_words), np.uint64),
+            np.zeros(0, np.int64),
+            ColumnStats(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)),
+        )
+    spark = catalog.spark
+    asked = spark.createDataFrame(
+        pa.table(
+            {
+                "table_name": pa.array(list(table_names), pa.string()),
+                "column_name": pa.array(list(column_names), pa.string()),
+                "column_id": pa.array(np.arange(n, dtype=np.int64)),
+            }
+        )
+    )
+    null_hashes, valid = hash_strings(pa.array(list(null_values), pa.string()))
+    spark.sparkContext.setJobDescription(f"Many: signatures of {n} columns from their value sets")
+    parts = (
+        catalog.read(ColumnValues.state_table())
+        .join(F.broadcast(asked), ["table_name", "column_name"])
+        .select("column_id", "hash", "count", "integer")
+        .mapInArrow(_column_parts(params, np.sort(null_hashes[valid])), _PARTS_SCHEMA)
+        .toArrow()
+        .sort_by("column_id")
+    )
+    signatures = np.zeros((n, params.n_words), np.uint64)
+    set_sizes, n_values, n_distinct, n_not_integer = (np.zeros(n, np.int64) for _ in range(4))
+    if len(parts):
+        ids = parts["column_id"].to_numpy()
+        starts = np.flatnonzero(run_starts(ids))
+        at = ids[starts]
+        packed = b"".join(parts["signature"].to_pylist())
+        words = np.frombuffer(packed, dtype="<u8").astype(np.uint64).reshape(len(parts), params.n_words)
+        signatures[at] = np.bitwise_or.reduceat(words, starts, axis=0)  # the signature of a union (§4.1)
+        for total, name in (
+            (set_sizes, "set_size"),
+            (n_values, "n_values"),
+            (n_distinct, "n_distinct"),
+            (n_not_integer, "n_not_integer"),
+        ):
+            total[at] = np.add.reduceat(parts[name].to_numpy(), starts)
+    all_integer = (n_distinct > 0) & (n_not_integer == 0)
+    return ColumnInputs(
+        list(table_names),
+        list(column_names),
+        signatures,
+        set_sizes,
+        ColumnStats(n_values, n_distinct, all_integer),
+    )
