@@ -1,26 +1,30 @@
-"""Many versus a SINDY-style Spark baseline: unary INDs over corpora of many small web-table-like tables.
+"""Many from the value sets: first discovery, a batch of 10 changed tables, nothing changed; and Many
+against a SINDY-style Spark baseline, on a corpus of 20,000 web-table-like tables.
 
-Corpora: 1k, 5k and 20k generated tables (3-7 string columns, 12 rows each; every column draws its values
-from one of 64 shared vocabularies of 200-50,000 words by a Zipf law with exponent 1.2 over the ranks, a
-rank beyond the vocabulary leaving the cell empty, so that small columns of frequent words are included in
-others: real INDs), plus the web tables of
-``../shared/data/webtables`` (the MATE sample tables and the WDC tables). Each corpus is a lake of Delta
-tables written with delta-rs.
+Corpus: 20,000 generated tables (3-7 string columns, 12 rows each; every column draws its values from one
+of 64 shared vocabularies of 200-50,000 words by a Zipf law with exponent 1.2 over the ranks, a rank
+beyond the vocabulary leaving the cell empty, so that small columns of frequent words are included in
+others: real INDs), written once with delta-rs under ``bench/results/scratch/many_inds/generated`` and
+copied into a fresh lake per run; plus the web tables of ``../shared/data/webtables`` where present.
 
-Both sides read the same tables the same way (delta-rs in the executors, ``lakemeta.hashing.canonical``
-values) and must report the same IND set, which the run checks:
+The lake's state (``column_profile`` and ``column_values``, the state Many reads) is built by the
+pipeline's scan first and timed apart: it is the incremental state every run maintains anyway.
 
-- Many: ``lakemeta.inds.discover.discover_inclusion_dependencies`` as the pipeline runs it (signatures
-  in one pass, candidates from the broadcast matrix, exact validation), filters off (the full IND set).
-- SINDY (Kruse et al. 2015): each column's distinct values exploded to (value, column), grouped by value
-  into attribute sets, and per column the intersection of the attribute sets of its values; a column
-  without values is included in every other one.
+- Incremental discovery: the step ``inclusion_dependencies`` as the pipeline runs it (``run_step``: inputs,
+  candidates, validation, the catalog writes) on the first run, after a batch appending rows to 10 tables,
+  and with nothing changed; each time's share of the first (targets: ≤ 5% and ≤ 2%), and the result after
+  the batch against a discovery from scratch of the same state (equal, or the run fails).
+- Many against SINDY (Kruse et al. 2015) from the same value sets, both from scratch: each column's value
+  hashes as (value, column), grouped by value into attribute sets, and per column the intersection of the
+  attribute sets of its values; a column without values is included in every other one. One warm-up run
+  of each, then Many, SINDY, SINDY, Many (the order alternated); the mean of each. Both must report the
+  same IND set. Filters off: the full IND set.
+- Candidates proposed versus valid INDs for several Bloom settings (m, k, p) - the false-positive cost -
+  and indexed versus plain bit-vectors (§4.5), from the same state.
+- Memory: bytes on disk per column of ``state/ind_columns`` (Many's kept inputs) and of
+  ``state/column_values``.
 
-Also on the 5k corpus: candidates proposed versus valid INDs for several Bloom settings (m, k, p) - the
-false-positive cost - and indexed versus plain bit-vectors (§4.5) on the 20k corpus.
-
-Run: ``.venv/bin/python bench/many_inds.py`` (about half an hour on 2 cores; ``--quick`` for a smoke run).
-Generated corpora are kept under ``bench/results/scratch/many_inds`` and reused by later runs.
+Run: ``.venv/bin/python bench/many_inds.py`` (``--tables 1000`` for a smoke run, which writes no result).
 """
 
 from __future__ import annotations
@@ -29,25 +33,25 @@ import argparse
 import dataclasses
 import json
 import os
+import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyspark.sql.functions as F
-from deltalake import DeltaTable, write_deltalake
-from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from deltalake import write_deltalake
 
-from lakemeta.hashing import canonical
+from lakemeta.catalog import Catalog
+from lakemeta.config import Config, IndConfig
+from lakemeta.inds import discover as inds_discover
 from lakemeta.inds.bloom import BloomParams
-from lakemeta.inds.config import ManyConfig
-from lakemeta.inds.discover import ManyRun, TableColumns, discover_inclusion_dependencies, table_descriptors
-from lakemeta.inds.filters import FilterConfig
-from lakemeta.lake.snapshots import read_columns
+from lakemeta.inds.columns import INPUTS
+from lakemeta.inds.config import ManyConfig, many_config
+from lakemeta.inds.discover import ManyRun, discover_inclusion_dependencies, lake_columns
+from lakemeta.pipeline import Pipeline
+from lakemeta.values.state import ColumnValues
 
 BENCH = Path(__file__).resolve().parent
 RESULT = BENCH / "results" / "many_inds.json"
@@ -57,13 +61,15 @@ WEB_TABLES = BENCH.parents[1] / "shared" / "data" / "webtables"
 ROWS = 12
 VOCABULARIES = 64
 ZIPF_EXPONENT = 1.2
-DEFAULT = ManyConfig(filters=FilterConfig.none())  # the paper's m, k, p and dep2refs; every IND kept
+INDS = IndConfig(filters="none")  # the paper's m, k, p and dep2refs; every IND kept
+DEFAULT: ManyConfig = many_config(INDS)
 BLOOM_SETTINGS = [(64, 2, 1), (128, 3, 1), (256, 4, 2), (650, 6, 2), (1024, 6, 3)]
+CHANGED_TABLES = 10
 
 Pair = tuple[str, str, str, str]
 
 
-def generate_corpus(folder: Path, n_tables: int, seed: int = 7) -> list[TableColumns]:
+def generate_corpus(folder: Path, n_tables: int, seed: int = 7) -> list[str]:
     """``n_tables`` small tables under ``folder`` (written once, reused afterwards)."""
     rng = np.random.default_rng(seed)
     # The vocabularies are the same for every corpus size: a larger corpus has more columns per word.
@@ -85,57 +91,90 @@ def generate_corpus(folder: Path, n_tables: int, seed: int = 7) -> list[TableCol
             for j in range(n_columns)
         }
         name = f"t{i:05d}"
-        tables.append(TableColumns(name, str(folder / name), 0, list(columns)))
+        tables.append(name)
         if not (folder / name / "_delta_log").is_dir():
             write_deltalake(str(folder / name), pa.table(columns))
     return tables
 
 
-def web_corpus(folder: Path) -> list[TableColumns]:
+def web_corpus(folder: Path) -> list[str]:
     """The shared web tables (MATE samples and WDC) as Delta tables, columns named c0, c1, ..."""
     tables = []
     paths = sorted(WEB_TABLES.glob("mate/*/*/sampled_final/*.csv")) + sorted(WEB_TABLES.glob("wdc/*.csv"))
     for i, path in enumerate(paths):
-        name, table_folder = f"web{i:04d}_{path.stem}", folder / f"web{i:04d}"
+        name = f"web{i:04d}"
+        table_folder = folder / name
         if not (table_folder / "_delta_log").is_dir():
             table = pa_csv.read_csv(path)
             write_deltalake(
                 str(table_folder), table.rename_columns([f"c{j}" for j in range(table.num_columns)])
             )
-        columns = [field.name for field in DeltaTable(str(table_folder)).schema().fields]
-        tables.append(TableColumns(name, str(table_folder), 0, columns))
+        tables.append(name)
     return tables
 
 
-def _distinct_cells(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """SINDY's input: (column, value) for each distinct non-null value, and (column, null) once per column
-    so that columns without values are known."""
-    for batch in batches:
-        ids, values = [], []
-        for table in batch.to_pylist():
-            columns = read_columns(table["path"], table["version"], table["columns"])
-            strings = [canonical(column) for column in columns]
-            for offset, column in enumerate(strings):
-                values += [pc.unique(pc.drop_null(column)).cast(pa.string()), pa.nulls(1, pa.string())]
-                ids.append(np.full(len(values[-2]) + 1, table["first_column"] + offset, np.int64))
-        if ids:
-            yield pa.RecordBatch.from_arrays(
-                [pa.array(np.concatenate(ids)), pa.concat_arrays(values)], names=["column_id", "value"]
-            )
+def lake_with_state(corpus: Path, tables: list[str], label: str) -> tuple[Pipeline, Path, float]:
+    """A fresh lake holding a copy of the corpus's ``tables``, and its catalog with the state Many reads
+    built by one run of the pipeline's scan (timed)."""
+    lake, catalog = SCRATCH / f"lake_{label}", SCRATCH / f"catalog_{label}"
+    for folder in (lake, catalog):
+        shutil.rmtree(folder, ignore_errors=True)
+    lake.mkdir(parents=True)
+    for name in tables:
+        shutil.copytree(corpus / name, lake / name)
+    from lakemeta.spark import get_session
+
+    spark = get_session("local[2]", "bench many inds", catalog=catalog)
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog, inds=INDS))
+    return pipeline, lake, update_state(pipeline)
 
 
-def sindy(spark: SparkSession, tables: list[TableColumns]) -> tuple[set[Pair], float, float]:
-    """SINDY's INDs over ``tables``, its wall time and the part of it spent reading the tables (the same
-    reading as Many's: delta-rs, canonical values, each column's distinct values)."""
-    names = [(table.name, column) for table in tables for column in table.columns]
+def update_state(pipeline: Pipeline) -> float:
+    """One run updating the state Many reads (column profile, value sets); its wall time."""
     started = time.perf_counter()
-    spark.sparkContext.setJobDescription(f"SINDY over {len(tables)} tables")
-    cells = table_descriptors(spark, tables).mapInArrow(_distinct_cells, "column_id long, value string")
-    cells = cells.persist(StorageLevel.MEMORY_AND_DISK)
-    cells.count()
-    read_s = time.perf_counter() - started
-    valued = cells.where(F.col("value").isNotNull())
-    attribute_sets = valued.groupBy("value").agg(F.collect_set("column_id").alias("columns"))
+    plan = pipeline.detect_batches()
+    if plan is not None:
+        for component in ("column_profile", "column_values"):
+            pipeline.update_state(plan, component)
+        pipeline.commit_batches(plan)
+    return time.perf_counter() - started
+
+
+def timed_step(pipeline: Pipeline) -> float:
+    """The discovery step as the pipeline runs it, writes included."""
+    started = time.perf_counter()
+    inds_discover.run_step(pipeline.catalog, pipeline.lake, pipeline.config)
+    return time.perf_counter() - started
+
+
+def timed_many(catalog: Catalog, config: ManyConfig) -> tuple[ManyRun, float]:
+    """Many from scratch over the value sets, without writing."""
+    started = time.perf_counter()
+    run = discover_inclusion_dependencies(catalog, config, incremental=False)
+    return run, time.perf_counter() - started
+
+
+def sindy(catalog: Catalog) -> tuple[set[Pair], float]:
+    """SINDY's INDs over the value sets and its wall time."""
+    started = time.perf_counter()
+    spark = catalog.spark
+    table_names, column_names = lake_columns(catalog)
+    ids = spark.createDataFrame(
+        pa.table(
+            {
+                "table_name": table_names,
+                "column_name": column_names,
+                "column_id": pa.array(np.arange(len(column_names)), pa.int64()),
+            }
+        )
+    )
+    spark.sparkContext.setJobDescription(f"SINDY over {len(column_names)} columns")
+    cells = (
+        catalog.read(ColumnValues.state_table())
+        .join(F.broadcast(ids), ["table_name", "column_name"])
+        .select("column_id", "hash")
+    )
+    attribute_sets = cells.groupBy("hash").agg(F.collect_set("column_id").alias("columns"))
     per_column = (
         attribute_sets.select(F.explode("columns").alias("dep"), "columns")
         .groupBy("dep")
@@ -145,62 +184,53 @@ def sindy(spark: SparkSession, tables: list[TableColumns]) -> tuple[set[Pair], f
         "dep", F.aggregate("sets", F.col("sets")[0], lambda acc, x: F.array_intersect(acc, x)).alias("refs")
     )
     pairs = refs.select("dep", F.explode(F.array_remove("refs", F.col("dep"))).alias("ref")).toArrow()
-    without_values = (
-        cells.groupBy("column_id")
-        .agg(F.count("value").alias("n"))
-        .where("n = 0")
-        .select("column_id")
-        .toArrow()
-    )
+    valued = set(per_column.select("dep").toArrow()["dep"].to_pylist())
     seconds = time.perf_counter() - started
-    cells.unpersist()
+    names = list(zip(table_names, column_names, strict=True))
     found = {
         (*names[d], *names[r])
         for d, r in zip(pairs["dep"].to_pylist(), pairs["ref"].to_pylist(), strict=True)
     }
-    for empty in without_values["column_id"].to_pylist():
+    for empty in set(range(len(names))) - valued:
         found |= {(*names[empty], *names[other]) for other in range(len(names)) if other != empty}
-    return found, seconds, read_s
+    return found, seconds
 
 
-def many_pairs(run: ManyRun) -> set[Pair]:
+def many_pairs(result: pa.Table) -> set[Pair]:
     columns = ["dep_table", "dep_column", "ref_table", "ref_column"]
-    return set(zip(*(run.result[c].to_pylist() for c in columns), strict=True))
+    return set(zip(*(result[c].to_pylist() for c in columns), strict=True))
 
 
-def timed_many(spark: SparkSession, tables: list[TableColumns], config: ManyConfig) -> tuple[ManyRun, float]:
-    started = time.perf_counter()
-    run = discover_inclusion_dependencies(spark, tables, config)
-    return run, time.perf_counter() - started
-
-
-def compare(spark: SparkSession, label: str, tables: list[TableColumns]) -> dict:
-    """Many and SINDY on one corpus: times, ratio, IND counts and whether the sets are equal."""
-    run, many_s = timed_many(spark, tables, DEFAULT)
-    baseline, sindy_s, read_s = sindy(spark, tables)
-    found = many_pairs(run)
+def compare(catalog: Catalog, label: str) -> dict:
+    """Many and SINDY from scratch on one lake's value sets: mean times (order alternated after a warm-up
+    of each), ratio, IND counts and whether the sets are equal."""
+    timed_many(catalog, DEFAULT)
+    sindy(catalog)
+    many_times, sindy_times = [], []
+    run, seconds = timed_many(catalog, DEFAULT)
+    many_times.append(seconds)
+    baseline, seconds = sindy(catalog)
+    sindy_times.append(seconds)
+    sindy_times.append(sindy(catalog)[1])
+    many_times.append(timed_many(catalog, DEFAULT)[1])
+    found = many_pairs(run.result)
+    many_s, sindy_s = float(np.mean(many_times)), float(np.mean(sindy_times))
     figures = {
         "corpus": label,
-        "tables": len(tables),
-        "columns": run.n_columns,
-        "many_s": many_s,
+        "tables": run.n_tables,
+        "columns": len(run.inputs.column_names),
+        "many_s": many_times,
         "many_stage_s": run.stage_seconds,
-        "sindy_s": sindy_s,
+        "sindy_s": sindy_times,
         "sindy_over_many": sindy_s / many_s,
-        # Both read every table the same way; beyond that shared read, what each algorithm costs:
-        "shared_read_s": read_s,
-        "sindy_beyond_read_s": sindy_s - read_s,
-        "many_beyond_read_s": many_s - read_s,
-        "sindy_over_many_beyond_read": (sindy_s - read_s) / max(many_s - read_s, 1e-9),
         "candidates": run.n_candidates,
         "inds": len(found),
         "same_inds": found == baseline,
     }
     print(
-        f"{label}: {len(tables)} tables, {run.n_columns} columns, {len(found)} INDs; Many {many_s:.1f} s "
-        f"({', '.join(f'{k} {v:.1f} s' for k, v in run.stage_seconds.items())}), SINDY {sindy_s:.1f} s, "
-        f"ratio {sindy_s / many_s:.1f}; reading {read_s:.1f} s of each, beyond it ratio "
-        f"{figures['sindy_over_many_beyond_read']:.1f}; same INDs: {found == baseline}",
+        f"{label}: {run.n_tables} tables, {len(run.inputs.column_names)} columns, {len(found)} INDs; Many "
+        f"{many_s:.1f} s ({', '.join(f'{k} {v:.1f} s' for k, v in run.stage_seconds.items())}), SINDY "
+        f"{sindy_s:.1f} s, ratio {sindy_s / many_s:.2f}; same INDs: {found == baseline}",
         flush=True,
     )
     if found != baseline:
@@ -208,12 +238,65 @@ def compare(spark: SparkSession, label: str, tables: list[TableColumns]) -> dict
     return figures
 
 
-def bloom_settings(spark: SparkSession, tables: list[TableColumns]) -> list[dict]:
+def incremental(pipeline: Pipeline, lake: Path, tables: list[str]) -> dict:
+    """First discovery, a batch of ``CHANGED_TABLES`` changed tables, nothing changed: times and shares."""
+    first_s = timed_step(pipeline)
+    rng = np.random.default_rng(3)
+    changed = sorted(rng.choice(tables, CHANGED_TABLES, replace=False).tolist())
+    for name in changed:
+        # two rows of words from the table's own first column and a new word: its value sets change
+        write_deltalake(
+            str(lake / name),
+            pa.table({"c0": pa.array(["w00_1", f"new_{name}"])}),
+            mode="append",
+            schema_mode="merge",
+        )
+    state_s = update_state(pipeline)
+    batch_s = timed_step(pipeline)
+    stored = pipeline.catalog.read_small(inds_discover.RESULTS).drop_columns(["first_run"])
+    scratch = discover_inclusion_dependencies(pipeline.catalog, DEFAULT, incremental=False).result
+    same = stored.equals(scratch.cast(stored.schema))
+    unchanged_s = timed_step(pipeline)
+    figures = {
+        "first_discovery_s": first_s,
+        "changed_tables": CHANGED_TABLES,
+        "state_update_of_the_batch_s": state_s,
+        "discovery_after_the_batch_s": batch_s,
+        "batch_share_of_first": batch_s / first_s,
+        "discovery_with_nothing_changed_s": unchanged_s,
+        "nothing_changed_share_of_first": unchanged_s / first_s,
+        "equal_to_discovery_from_scratch": same,
+        "inds": len(stored),
+    }
+    print(f"incremental: {figures}", flush=True)
+    if not same:
+        raise SystemExit("the incremental result differs from a discovery from scratch")
+    return figures
+
+
+def memory(pipeline: Pipeline) -> dict:
+    """Bytes on disk per column of Many's kept inputs and of the value sets (Parquet and the Delta log)."""
+    n_columns = len(lake_columns(pipeline.catalog)[1])
+
+    def size(name: str) -> int:
+        folder = Path(pipeline.catalog.location(name).uri.removeprefix("file://"))
+        return sum(path.stat().st_size for path in folder.rglob("*") if path.is_file())
+
+    figures = {
+        "columns": n_columns,
+        "ind_columns_bytes_per_column": size(INPUTS) / n_columns,
+        "column_values_bytes_per_column": size(ColumnValues.state_table()) / n_columns,
+    }
+    print(f"memory: {figures}", flush=True)
+    return figures
+
+
+def bloom_settings(catalog: Catalog) -> list[dict]:
     """Candidates versus valid INDs for several (m, k, p): what the Bloom filters' false positives cost."""
     rows = []
     for m, k, p in BLOOM_SETTINGS:
         config = dataclasses.replace(DEFAULT, params=BloomParams(m, k, p))
-        run, seconds = timed_many(spark, tables, config)
+        run, seconds = timed_many(catalog, config)
         rows.append(
             {
                 "m": m,
@@ -233,11 +316,11 @@ def bloom_settings(spark: SparkSession, tables: list[TableColumns]) -> list[dict
     return rows
 
 
-def indexed_versus_plain(spark: SparkSession, tables: list[TableColumns]) -> dict:
+def indexed_versus_plain(catalog: Catalog) -> dict:
     """The same run with and without the indexed bit-vectors of §4.5."""
     figures = {}
     for indexed in (True, False):
-        run, seconds = timed_many(spark, tables, dataclasses.replace(DEFAULT, indexed=indexed))
+        run, seconds = timed_many(catalog, dataclasses.replace(DEFAULT, indexed=indexed))
         figures["indexed" if indexed else "plain"] = {"seconds": seconds, "stage_s": run.stage_seconds}
     figures["candidate_stage_saving"] = 1 - (
         figures["indexed"]["stage_s"]["candidates"] / figures["plain"]["stage_s"]["candidates"]
@@ -248,35 +331,44 @@ def indexed_versus_plain(spark: SparkSession, tables: list[TableColumns]) -> dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="small corpora, for a smoke run")
+    parser.add_argument("--tables", type=int, default=20_000, help="corpus size (the results need 20,000)")
     args = parser.parse_args()
-    sizes = [200, 1000] if args.quick else [1000, 5000, 20000]
-    from lakemeta.spark import get_session
-
-    spark = get_session("local[2]", "bench many inds", catalog=SCRATCH / "catalog")
     started = time.perf_counter()
-    corpora = {n: generate_corpus(SCRATCH / "generated", n) for n in sizes}
-    print(f"corpora written in {time.perf_counter() - started:.0f} s", flush=True)
+    tables = generate_corpus(SCRATCH / "generated", args.tables)
     results: dict = {
         "rows_per_table": ROWS,
         "vocabularies": VOCABULARIES,
         "zipf_exponent": ZIPF_EXPONENT,
         "load_average_before": os.getloadavg(),
     }
-    timed_many(spark, corpora[sizes[0]][:50], DEFAULT)  # warm-up: Python workers, numba kernels
-    results["many_versus_sindy"] = [compare(spark, f"generated {n}", corpora[n]) for n in sizes]
+    pipeline, lake, state_s = lake_with_state(SCRATCH / "generated", tables, "generated")
+    print(
+        f"{len(tables)} tables copied and their state built in {time.perf_counter() - started:.0f} s",
+        flush=True,
+    )
+    results["state_build_s"] = state_s
+
+    def record(section: str, figures: object) -> None:
+        """Each section's figures as soon as they are measured (the results file only at 20,000 tables)."""
+        results[section] = figures
+        if args.tables == 20_000:
+            RESULT.write_text(json.dumps(results, indent=2) + "\n")
+
+    record("incremental", incremental(pipeline, lake, tables))
+    record("memory", memory(pipeline))
+    record("many_versus_sindy", [compare(pipeline.catalog, f"generated {len(tables)}")])
+    record("bloom_settings", bloom_settings(pipeline.catalog))
+    record("indexed_versus_plain", indexed_versus_plain(pipeline.catalog))
     if WEB_TABLES.is_dir():
-        results["many_versus_sindy"].append(compare(spark, "shared web tables", web_corpus(SCRATCH / "web")))
-    results["bloom_settings"] = {"corpus_tables": sizes[1], "runs": bloom_settings(spark, corpora[sizes[1]])}
-    results["indexed_versus_plain"] = {
-        "corpus_tables": sizes[-1],
-        **indexed_versus_plain(spark, corpora[sizes[-1]]),
-    }
-    spark.stop()
-    results["load_average_after"] = os.getloadavg()
-    if not args.quick:
-        RESULT.write_text(json.dumps(results, indent=2) + "\n")
-        print(f"results in {RESULT}")
+        web = web_corpus(SCRATCH / "web")
+        web_pipeline, _, _ = lake_with_state(SCRATCH / "web", web, "web")
+        record(
+            "many_versus_sindy",
+            [*results["many_versus_sindy"], compare(web_pipeline.catalog, "shared web tables")],
+        )
+    pipeline.catalog.spark.stop()
+    record("load_average_after", os.getloadavg())
+    print(f"results in {RESULT}" if args.tables == 20_000 else "a smoke run: no results written")
 
 
 if __name__ == "__main__":

@@ -252,6 +252,21 @@ def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted
     assert {row[0] for row in ours["tables"]} == {"a", "foreign", "late", _AWKWARD}
     awkward_columns = {row[1] for row in ours["columns"] if row[0] == _AWKWARD}
     assert awkward_columns == {"id", "a`b", "x.y", "naïve"}
+    no_table_changed_answers_without_a_jvm(lake, catalog, tmp_path / "no-java")
+
+
+def no_table_changed_answers_without_a_jvm(lake: Path, catalog: Path, missing_java: Path) -> None:
+    """`lakemeta run` over a lake unchanged since its catalog was published answers from the logs: with no
+    Java to start, only an answer that needs no JVM can succeed. Other settings are work to do, and Spark
+    is started for it (and here cannot be)."""
+    command = [sys.executable, "-m", "lakemeta.cli", "run", "--lake", str(lake), "--catalog", str(catalog)]
+    no_java = {**os.environ, "JAVA_HOME": str(missing_java)}
+    again = subprocess.run(command, env=no_java, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.strip() == "no table changed; every result is current and published"
+    stricter_command = [*command[:3], "--set", "fks.inclusion_threshold=0.95", *command[3:]]
+    stricter = subprocess.run(stricter_command, env=no_java, capture_output=True, text=True, timeout=120)
+    assert stricter.returncode != 0 and "no-java" in stricter.stderr
 
 
 def test_a_planned_batch_whose_rows_vanished_is_planned_again(spark, tmp_path: Path) -> None:

@@ -3,9 +3,6 @@ test_crash_recovery), and a run over an unchanged lake does nothing."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -205,23 +202,3 @@ def test_a_commit_that_died_after_its_watermarks_is_finished_by_the_next_run(
     assert Pipeline(spark, config).run() is None
     tables = Location.parse(catalog / "tables").delta_table().to_pyarrow_table()
     assert tables.select(["table_name", "n_rows"]).to_pylist() == [{"table_name": "a", "n_rows": 6}]
-
-
-def test_lakemeta_run_on_an_unchanged_lake_answers_without_a_jvm(tmp_path: Path) -> None:
-    lake, catalog = tmp_path / "lake", tmp_path / "catalog"
-    create_foreign_table(lake / "a", random_rows(np.random.default_rng(5), 4))
-    command = [sys.executable, "-m", "lakemeta.cli", "run", "--lake", str(lake), "--catalog", str(catalog)]
-    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
-    first = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
-    assert first.returncode == 0, first.stderr[-3000:]
-    assert "run 1: 1 tables changed" in first.stdout and "catalog tables published" in first.stdout
-
-    # With no Java to start, only an answer that needs no JVM can succeed.
-    no_java = {**environment, "JAVA_HOME": str(tmp_path / "no-java")}
-    again = subprocess.run(command, env=no_java, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.strip() == "no table changed; every result is current and published"
-    # Other settings are work to do: Spark is started for it (and here cannot be).
-    stricter_command = [*command[:3], "--set", "fks.inclusion_threshold=0.95", *command[3:]]
-    stricter = subprocess.run(stricter_command, env=no_java, capture_output=True, text=True, timeout=120)
-    assert stricter.returncode != 0 and "no-java" in stricter.stderr

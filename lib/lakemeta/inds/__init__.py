@@ -5,11 +5,13 @@ matrix     the bit-signature matrix (Alg. 3)
 proposer   IND-Proposer: dep2refs / ref2deps, plain or indexed bit-vectors, ranges (Alg. 4-6, 8-9, §4.5)
 filters    null / integer / non-unique / coverage filters (§3.2, Alg. 10-11), non-null strings
 config     Many's parameters, from the ``inds`` configuration section
-discover   the discovery step with Spark: signatures, candidates and exact validation over the lake's tables
-           into the catalog's ``inclusion_dependencies`` (Alg. 3, 7-11)
+columns    Many's inputs per column (signature, filter statistics) from the state's value sets, kept as
+           ``state/ind_columns``
+discover   the discovery step with Spark: candidates and exact validation over the value sets into the
+           catalog's ``inclusion_dependencies`` (Alg. 3, 7-11), computed again only for changed tables
 graph      the IND graph of tables, components, HTML / PNG rendering (§6)
 
-All but ``discover`` run without Spark. Many in memory (Alg. 1) with the merge-based IND-Validator (Alg. 7),
+All but ``columns`` and ``discover`` run without Spark. Many in memory (Alg. 1) with the merge-based IND-Validator (Alg. 7),
 which the unit tests run the kernels through, is in ``lakemeta.reference.many`` and
 ``lakemeta.reference.ind_validator`` (over ``lakemeta.reference.value_store``).
 """

@@ -1,6 +1,7 @@
 """Distinct value sets of many columns in memory, laid out for the exact IND-Validator (Many Alg. 7,
 ``lakemeta.reference.ind_validator``) of the in-memory Many (``lakemeta.reference.many``). The discovery
-step over the lake keeps each column's distinct values in Spark instead (``lakemeta.inds.discover``).
+step over the lake reads each column's distinct value hashes from the state instead
+(``lakemeta.inds.discover``).
 
 Alg. 7 compares the projections π_A(r) as sets; Many keeps them in a cache filled while the signatures are
 built (§4.2). Here each column's distinct values are sorted by a 64-bit key and concatenated (CSR layout):
