@@ -77,7 +77,7 @@ SPARK_ADAPTERS = {
         "values": {"inclusion"},
         "agreesets": set(),
         "joinsearch": set(),
-        "inds": set(),
+        "inds": {"columns"},
         "fks": {"keys"},
     }.items()
 }
