@@ -48,6 +48,12 @@ class NegativeCountError(RuntimeError):
     """A delta would drive a stored count below zero: the state and the batch disagree."""
 
 
+def is_in(column: str, values: Sequence[str]) -> str:
+    """A delta-rs predicate: ``column`` is one of ``values`` (string literals, single quotes doubled)."""
+    listed = ", ".join("'{}'".format(value.replace("'", "''")) for value in values)
+    return f"{column} IN ({listed})"
+
+
 def arrow_schema(name: str) -> pa.Schema:
     """The Arrow form of the schema of one of the catalog's own tables (results and bookkeeping; a state
     component's table: ``Catalog.arrow_schema``), for delta-rs reads and writes."""

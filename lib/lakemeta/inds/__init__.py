@@ -11,8 +11,8 @@ discover   the discovery step with Spark: candidates and exact validation over t
            catalog's ``inclusion_dependencies`` (Alg. 3, 7-11), computed again only for changed tables
 graph      the IND graph of tables, components, HTML / PNG rendering (§6)
 
-All but ``columns`` and ``discover`` run without Spark. Many in memory (Alg. 1) with the merge-based IND-Validator (Alg. 7),
-which the unit tests run the kernels through, is in ``lakemeta.reference.many`` and
+All but ``columns`` and ``discover`` run without Spark. Many in memory (Alg. 1) with the merge-based
+IND-Validator (Alg. 7), which the unit tests run the kernels through, is in ``lakemeta.reference.many`` and
 ``lakemeta.reference.ind_validator`` (over ``lakemeta.reference.value_store``).
 """
 

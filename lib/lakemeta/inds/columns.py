@@ -49,12 +49,11 @@ class ColumnInputs:
 
     def to_arrow(self) -> pa.Table:
         """The rows of ``state/ind_columns``."""
-        packed = np.ascontiguousarray(self.signatures, dtype="<u8")
         return pa.table(
             {
                 "table_name": pa.array(self.table_names, pa.string()),
                 "column_name": pa.array(self.column_names, pa.string()),
-                "signature": pa.array([row.tobytes() for row in packed], pa.binary()),
+                "signature": _binary_rows(self.signatures),
                 "set_size": pa.array(self.set_sizes, pa.int64()),
                 "n_values": pa.array(self.stats.n_values, pa.int64()),
                 "n_distinct": pa.array(self.stats.n_distinct, pa.int64()),
@@ -65,8 +64,7 @@ class ColumnInputs:
     @classmethod
     def from_arrow(cls, rows: pa.Table, params: BloomParams) -> ColumnInputs:
         """Inputs from rows of ``state/ind_columns``, in their order."""
-        packed = b"".join(rows["signature"].to_pylist())
-        signatures = np.frombuffer(packed, dtype="<u8").astype(np.uint64).reshape(len(rows), params.n_words)
+        signatures = _word_rows(rows["signature"], params.n_words)
         return cls(
             rows["table_name"].to_pylist(),
             rows["column_name"].to_pylist(),
@@ -78,6 +76,29 @@ class ColumnInputs:
                 rows["all_integer"].to_numpy(zero_copy_only=False).astype(bool),
             ),
         )
+
+
+def _binary_rows(signatures: np.ndarray) -> pa.BinaryArray:
+    """Each row of a signature matrix as one binary value, built on its bytes without a copy per row."""
+    n, words = signatures.shape
+    offsets = np.arange(n + 1, dtype=np.int32) * (8 * words)
+    data = np.ascontiguousarray(signatures, dtype="<u8")
+    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def _word_rows(values: pa.ChunkedArray | pa.BinaryArray, n_words: int) -> np.ndarray:
+    """Binary signatures of ``n_words`` words each back into a matrix (uint64 [n, n_words])."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.binary())
+    lengths = pc.binary_length(values).to_numpy(zero_copy_only=False)
+    if len(values) and (values.null_count or np.any(lengths != 8 * n_words)):
+        raise ValueError(f"expected signatures of {n_words} words")
+    offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
+    data = values.buffers()[2]
+    if data is None:
+        return np.zeros((len(values), n_words), np.uint64)
+    raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]]
+    return raw.view("<u8").astype(np.uint64).reshape(len(values), n_words)
 
 
 def _column_parts(
@@ -103,7 +124,7 @@ def _column_parts(
             yield pa.RecordBatch.from_arrays(
                 [
                     pa.array(ids[starts]),
-                    pa.array([row.tobytes() for row in signatures.astype("<u8")], pa.binary()),
+                    _binary_rows(signatures),
                     pa.array(np.diff(np.append(starts, len(ids)))),
                     pa.array(np.add.reduceat(np.where(valued, counts, 0), starts)),
                     pa.array(np.add.reduceat(valued.astype(np.int64), starts)),
@@ -159,8 +180,7 @@ def compute_inputs(
         ids = parts["column_id"].to_numpy()
         starts = np.flatnonzero(run_starts(ids))
         at = ids[starts]
-        packed = b"".join(parts["signature"].to_pylist())
-        words = np.frombuffer(packed, dtype="<u8").astype(np.uint64).reshape(len(parts), params.n_words)
+        words = _word_rows(parts["signature"], params.n_words)
         signatures[at] = np.bitwise_or.reduceat(words, starts, axis=0)  # the signature of a union (§4.1)
         for total, name in (
             (set_sizes, "set_size"),

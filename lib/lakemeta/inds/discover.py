@@ -48,6 +48,7 @@ from pyspark.sql import SparkSession
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import newest_committed_run
 from lakemeta.catalog.relationships import replace_relationships
+from lakemeta.catalog.store import is_in
 from lakemeta.config import Config
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config
@@ -62,6 +63,9 @@ log = logging.getLogger(__name__)
 
 RESULTS = "inclusion_dependencies"
 PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
+# Changed columns up to which their candidates are proposed on the driver (a few ms a column against the
+# matrix of 10^5 columns) rather than in tasks.
+DRIVER_PROPOSALS = 1_000
 
 
 @dataclass(frozen=True)
@@ -71,11 +75,24 @@ class ManyRun:
 
     result: pa.Table
     inputs: ColumnInputs
+    changed_tables: set[str] | None  # the tables whose inputs were computed again; None: every table's
     n_tables: int
-    n_changed_tables: int
     n_candidates: int
     n_valid: int
     stage_seconds: dict[str, float]
+
+    @property
+    def n_changed_tables(self) -> int:
+        """The current tables computed again (all of them when everything was)."""
+        current = set(self.inputs.table_names)
+        return len(current) if self.changed_tables is None else len(self.changed_tables & current)
+
+    def changed_inputs(self) -> pa.Table:
+        """The rows of ``state/ind_columns`` computed by this run (every row when everything was)."""
+        rows = self.inputs.to_arrow()
+        if self.changed_tables is None:
+            return rows
+        return rows.filter(pc.is_in(rows["table_name"], pa.array(sorted(self.changed_tables), pa.string())))
 
 
 def lake_columns(catalog: Catalog) -> tuple[list[str], list[str]]:
@@ -163,6 +180,15 @@ def _propose(
     n_columns = len(inputs.column_names)
     matrix = SignatureMatrix.from_signatures(inputs.signatures, config.params)
     filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
+    if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
+        # A few changed columns cost less on the driver than the matrix's broadcast and a job of tasks.
+        found = [
+            propose_range(
+                matrix, 0, n_columns, strategy, config.indexed, filtered_cols, filtered_refs, changed
+            )
+            for strategy in STRATEGIES
+        ]
+        return np.unique(np.concatenate([np.zeros((0, 2), np.int64), *found]), axis=0)
     context = spark.sparkContext
     shared = context.broadcast((matrix, filtered_cols, filtered_refs, changed))
     ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * context.defaultParallelism)))
@@ -287,8 +313,8 @@ def discover_inclusion_dependencies(
     return ManyRun(
         result,
         inputs,
+        changed_tables,
         len(set(table_names)),
-        len(set(table_names)) if changed_tables is None else len(changed_tables & set(table_names)),
         len(candidates),
         int(valid.sum()),
         stage_seconds,
@@ -303,9 +329,16 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     many = many_config(config.inds)
     reflects = {"run": newest_committed_run(catalog.root), "settings": many_settings(many)}
     run = discover_inclusion_dependencies(catalog, many)
-    # the inputs first: a result is reused only where the kept inputs were computed with its settings
-    catalog.replace_small(INPUTS, run.inputs.to_arrow(), reflects=reflects)
-    replace_relationships(catalog, RESULTS, run.result, config.discovery_settings(), reflects=reflects)
+    if run.changed_tables is None:
+        # the inputs first: a result is reused only where the kept inputs were computed with its settings
+        catalog.replace_small(INPUTS, run.inputs.to_arrow(), reflects=reflects)
+    elif run.changed_tables:
+        changed = is_in("table_name", sorted(run.changed_tables))
+        catalog.replace_small(INPUTS, run.changed_inputs(), predicate=changed, reflects=reflects)
+    if run.changed_tables != set():
+        replace_relationships(catalog, RESULTS, run.result, config.discovery_settings(), reflects=reflects)
+    # else nothing changed since the kept inputs and result: both stand as they are, and what they
+    # reflect still holds (no batch after the run they name)
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables (%d changed), %d columns, "
         "%d candidates, %d valid, %d kept (signatures %.1f s, candidates %.1f s, validation %.1f s)",

@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 from deltalake.exceptions import TableNotFoundError
 
 from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.store import read_small
+from lakemeta.catalog.store import is_in, read_small
 from lakemeta.lake.snapshots import data_files, snapshot_size
 from lakemeta.lake.tables import discover_tables, table_path
 from lakemeta.storage import Location
@@ -341,11 +341,6 @@ def record_batch_sizes(catalog: Catalog, run_id: int, sizes: list[BatchSize]) ->
     catalog.update_rows_small("state/batches", rows, ["run_id", "table_name"], "t.rows_inserted IS NULL")
 
 
-def _quoted(text: str) -> str:
-    """A string literal's body for delta-rs predicates: single quotes doubled."""
-    return text.replace("'", "''")
-
-
 def commit_plan(catalog: Catalog, plan: Plan, failed: Mapping[str, str]) -> None:
     """Advance the watermarks of the plan's tables and close its run (idempotent). The batches of the
     ``failed`` tables (table -> why it could not be read) stay uncommitted, with the error: those tables
@@ -360,8 +355,7 @@ def commit_plan(catalog: Catalog, plan: Plan, failed: Mapping[str, str]) -> None
             }
         )
         catalog.update_rows_small("state/batches", errors, ["run_id", "table_name"], "NOT t.committed")
-    pending = ", ".join(f"'{_quoted(name)}'" for name in sorted(failed))
-    readable = f" AND table_name NOT IN ({pending})" if failed else ""
+    readable = f" AND NOT ({is_in('table_name', sorted(failed))})" if failed else ""
     catalog.update_small("state/batches", f"{run} AND NOT committed{readable}", {"committed": True})
     stored = catalog.read_small("state/batches")
     batches = stored.filter(pc.equal(stored["run_id"], plan.run_id))
