@@ -21,7 +21,7 @@ registers:
   ``SketchConfig.exact_max_distinct`` distinct values, Φ counted exactly from the value sets (here from
   the same distinct hash sets; min(|X|, |Y|) values probed) with bound 0; elsewhere, where both columns
   are large, the estimate from the joint distribution of the register pairs (``sketches.joint``). The
-  inclusion step (``sketches.discover.refresh_inclusion_estimates``) counts, or estimates jointly, the
+  inclusion step (``sketches.discover.estimate_inclusions``) counts, or estimates jointly, the
   pairs whose sketch estimate plus bound reaches ``inclusion_floor``, and writes those reaching it
   (``written``; a true Φ at the floor that it leaves out is a miss, counted). A pair whose joint bound
   exceeds ``max_error_bound`` is ``undetermined`` (no estimate reported): counted, and scored with its

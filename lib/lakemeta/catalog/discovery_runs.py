@@ -44,3 +44,28 @@ def stale_steps(root: Location, steps: Sequence[str], settings: str) -> list[str
     records = read_small(root, "discovery_runs").sort_by("finished_at").to_pylist()
     newest = {record["step"]: (record["run_id"], record["settings"]) for record in records}
     return [step for step in steps if newest.get(step) != (run, settings)]
+
+
+def tables_changed_after(catalog: Catalog, run: int | None) -> set[str]:
+    """Tables with a committed batch (changed, rebuilt, new or dropped) in a run after ``run`` (every
+    committed batch's table when ``run`` is None)."""
+    batches = catalog.read_small("state/batches").select(["run_id", "table_name", "committed"])
+    committed = batches.filter(pc.fill_null(batches["committed"], False))
+    if run is not None:
+        committed = committed.filter(pc.greater(committed["run_id"], run))
+    return set(committed["table_name"].to_pylist())
+
+
+def changed_since(catalog: Catalog, results: Sequence[str], settings: str) -> set[str] | None:
+    """For a discovery step that recomputes only what changed: the tables changed since its ``results``
+    were written with ``settings`` (each written with ``reflects = {"run", "settings"}``: the newest
+    committed run it read, and its settings), or None when one of them was written otherwise or never
+    (then everything is computed again). A rebuild empties ``state/batches`` and then commits every table
+    in a run after any result's, so after it every table has changed."""
+    runs = []
+    for name in results:
+        reflects = catalog.reflects(name)
+        if reflects is None or reflects.get("settings") != settings:
+            return None
+        runs.append(reflects["run"])
+    return tables_changed_after(catalog, None if None in runs else min(runs))

@@ -208,6 +208,30 @@ DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
         ("n_distinct", LongType()),
         ("all_integer", BooleanType()),
     ),
+    # The FK step's outcome for every candidate it proposed (lakemeta.fks.discover): pruned (passed false)
+    # or scored with its signals; a candidate whose two tables did not change keeps its outcome.
+    "state/fk_scored": _schema(
+        ("fk_table", StringType()),
+        ("fk_columns", STRINGS),
+        ("pk_table", StringType()),
+        ("pk_columns", STRINGS),
+        ("pk_source", StringType()),
+        ("inclusion_estimate", DoubleType()),
+        ("inclusion_error", DoubleType()),
+        ("emd", DoubleType()),
+        ("inclusion", DoubleType()),
+        ("coverage", DoubleType()),
+        ("fk_distinct", LongType()),
+        ("pk_distinct", LongType()),
+        ("span_start", DoubleType()),
+        ("span_end", DoubleType()),
+        ("pk_is_integer", BooleanType()),
+        ("pk_is_range", BooleanType()),
+        ("fk_step", LongType()),
+        ("proposed_estimate", DoubleType()),  # phase 1's estimate and bound it was proposed with
+        ("proposed_error", DoubleType()),
+        ("passed", BooleanType()),
+    ),
 }
 
 

@@ -28,13 +28,20 @@ with BML pruning, ranked by Quantile-EMD).
 
 Phase 1 relates columns of different tables (``inclusion_estimates``); a one-column key's own table's
 other columns are candidates too (self-references, an employee's manager), checked exactly.
-Every run recomputes the candidates from the committed state and snapshots (a deterministic function of
-them), replacing the table whole.
+What a batch changes: a candidate's outcome (phase 2, the exact inclusion, EMD_n and the signals) depends
+on its key's table and its dependent's table alone. Each run keeps every proposed candidate's outcome in
+``state/fk_scored``; the next, with the same settings, scores only the candidates with a table changed
+since (or not proposed before, or proposed with another phase-1 estimate) and keeps the others'. Keys,
+the smallest-key rule, the overlaps and the choice, which relate candidates across tables, run over all of
+them, so the result equals a run from scratch. The exact key checks of tables without agree-sets
+(``keys``) still read those tables every run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -45,6 +52,7 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, FkConfig, SketchConfig
@@ -65,6 +73,7 @@ log = logging.getLogger(__name__)
 
 RESULTS = "fk_candidates"
 OVERLAPS = "table_overlaps"
+SCORED_STATE = "state/fk_scored"
 _CANDIDATE = (
     "struct<fk_table: string, fk_path: string, fk_version: long, fk_rows: long, fk_columns: array<string>, "
     "estimate: double, error: double>"
@@ -95,7 +104,12 @@ _ROWS = pa.schema(
         ("fk_step", pa.int64()),
     ]
 )
-_ROWS_SPARK = from_arrow_schema(_ROWS)  # the same schema for mapInArrow
+# What the tasks return for every candidate: its scored row, or a pruned one (passed false, no signals),
+# with the phase-1 estimate it was proposed with; kept as ``SCORED_STATE`` for the next run.
+_OUTCOMES = pa.schema(
+    [*_ROWS, ("proposed_estimate", pa.float64()), ("proposed_error", pa.float64()), ("passed", pa.bool_())]
+)
+_OUTCOMES_SPARK = from_arrow_schema(_OUTCOMES)  # the same schema for mapInArrow
 # The scored candidates with the signals added on the driver (``with_key_signals``): what ``choice`` reads.
 SCORED = _ROWS.append(pa.field("fk_is_key", pa.bool_())).append(pa.field("pk_ordinal", pa.int32()))
 
@@ -197,30 +211,44 @@ def _candidate_rows(
     it prunes), the exact inclusion check, then EMD_n on the distinct tuples."""
 
     def scored(key: dict, snapshots: ColumnCache) -> Iterator[dict]:
-        """The rows of one key's candidates that pass phase 2 and the exact inclusion check, with their
-        signals (``signals``)."""
+        """The outcome of each of one key's candidates: its row with its signals (``signals``) where it
+        passes phase 2 and the exact inclusion check, a pruned row (no signals) where not."""
         pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
         key_hashes = snapshots.distinct_hashes(*pk)
-        if not len(key_hashes):
-            return
         several = len(key["pk_columns"]) > 1
-        key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several else None
+        key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several and len(key_hashes) else None
         grid: KeyGrid | None = None  # built at the key's first candidate that passes
         for candidate in key["candidates"]:
             fk = (candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
             estimate, error = candidate["estimate"], candidate["error"]
+            pruned = {
+                "fk_table": candidate["fk_table"],
+                "fk_columns": candidate["fk_columns"],
+                "pk_table": key["pk_table"],
+                "pk_columns": key["pk_columns"],
+                "pk_source": key["pk_source"],
+                "proposed_estimate": estimate,
+                "proposed_error": error,
+                "passed": False,
+            }
+            if not len(key_hashes):
+                yield pruned  # a key without a value has no candidate
+                continue
             if several:
                 fk_hashes, fk_valid = snapshots.tuple_hashes(*fk)
                 if not fk_valid.any():
+                    yield pruned
                     continue
                 fk_sketch = _sketch(fk_hashes, fk_valid, sketches)
                 estimate, error = tuple_inclusion(fk_sketch, key_sketch, sketches)
                 if estimate + error < config.inclusion_threshold:
-                    continue  # Zhang §4: pruned on its tuples' sketches
+                    yield pruned  # Zhang §4: pruned on its tuples' sketches
+                    continue
             fk_distinct = snapshots.distinct_hashes(*fk)
             shared = shared_count(fk_distinct, key_hashes)
             if not len(fk_distinct) or shared < config.inclusion_threshold * len(fk_distinct):
-                continue  # not included, though its estimates let it through
+                yield pruned  # not included, though its estimates let it through
+                continue
             if grid is None:
                 key_tuples = snapshots.distinct_tuples(*pk)
                 grid = KeyGrid(key_tuples, config.grid_quantiles(len(key_tuples)))
@@ -230,11 +258,8 @@ def _candidate_rows(
             cells = grid.cells(fk_tuples)
             start, end = (None, None) if several else span(cells, grid.shape[0])
             yield {
-                "fk_table": candidate["fk_table"],
-                "fk_columns": candidate["fk_columns"],
-                "pk_table": key["pk_table"],
-                "pk_columns": key["pk_columns"],
-                "pk_source": key["pk_source"],
+                **pruned,
+                "passed": True,
                 "inclusion_estimate": estimate,
                 "inclusion_error": error,
                 "emd": grid.emd_n_of_cells(cells),
@@ -266,7 +291,7 @@ def _candidate_rows(
                 rows += scored(key, snapshots)
                 for path, version, column in released_after.get(i, []):
                     snapshots.release(path, version, [column])
-            yield pa.RecordBatch.from_pylist(rows, schema=_ROWS)
+            yield pa.RecordBatch.from_pylist(rows, schema=_OUTCOMES)
 
     return run
 
@@ -307,19 +332,100 @@ def with_key_signals(scored: pa.Table, keys: list[Key], types: ColumnTypes) -> p
     )
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
-    """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
-    ``keys_and_dependencies`` whose results it reads: find, prune, score and rank the FK candidates;
-    replace ``fk_candidates`` (each accepted FK's first run kept and the changes recorded:
-    ``lakemeta.catalog.relationships``); return the accepted count. A table above ``scan.max_task_rows``
-    rows is read by groups of its files (``columns.ColumnCache``)."""
+def fk_settings(config: Config) -> str:
+    """The settings the candidates' outcomes depend on (the ``fks`` and ``sketches`` sections), as they
+    are recorded with them."""
+    sections = {"fks": dataclasses.asdict(config.fks), "sketches": dataclasses.asdict(config.sketches)}
+    return json.dumps(sections, sort_keys=True, default=str)
+
+
+Outcome = tuple[str, tuple[str, ...], str, str, tuple[str, ...], float | None, float | None]
+
+
+def _outcome(key: Key, candidate: Candidate) -> Outcome:
+    return (
+        key.table,
+        key.columns,
+        key.source,
+        candidate.table,
+        candidate.columns,
+        candidate.estimate,
+        candidate.error,
+    )
+
+
+def _kept_outcomes(catalog: Catalog, changed: set[str] | None) -> dict[Outcome, dict]:
+    """The stored outcomes of candidates whose key's table and dependent's table did not change, by key,
+    candidate and the phase-1 estimate they were proposed with (empty when everything is computed)."""
+    if changed is None:
+        return {}
+    kept = {}
+    for row in catalog.read_small(SCORED_STATE).to_pylist():
+        if row["pk_table"] in changed or row["fk_table"] in changed:
+            continue
+        outcome = (
+            row["pk_table"],
+            tuple(row["pk_columns"]),
+            row["pk_source"],
+            row["fk_table"],
+            tuple(row["fk_columns"]),
+            row["proposed_estimate"],
+            row["proposed_error"],
+        )
+        kept[outcome] = row
+    return kept
+
+
+def _in_order(outcomes: pa.Table) -> pa.Table:
+    """The outcomes by key and candidate, whatever task or run produced them."""
+    keyed = outcomes.append_column("_pk", pc.binary_join(outcomes["pk_columns"], "\x1f")).append_column(
+        "_fk", pc.binary_join(outcomes["fk_columns"], "\x1f")
+    )
+    order = [(name, "ascending") for name in ("pk_table", "_pk", "pk_source", "fk_table", "_fk")]
+    return keyed.sort_by(order).drop_columns(["_pk", "_fk"])
+
+
+@dataclass(frozen=True)
+class FkRun:
+    """What one run of the FK step found: the ranked candidates (``RESULTS`` without ``first_run``), the
+    overlapping tables, every proposed candidate's outcome (``SCORED_STATE``), the tables whose
+    candidates were computed again (None: all), and counts for the log."""
+
+    ranked: pa.Table
+    overlaps: pa.Table
+    outcomes: pa.Table
+    changed_tables: set[str] | None
+    n_keys: int
+    n_several: int
+    n_proposed: int
+    n_computed: int
+
+
+def discover_fk_candidates(
+    catalog: Catalog, lake: Location, config: Config, incremental: bool = True
+) -> FkRun:
+    """Find, prune, score and rank the FK candidates. ``incremental``: a candidate whose key's table and
+    dependent's table did not change since the last run (with these settings) keeps its outcome, proposed
+    with the same phase-1 estimate; the others are scored in the executors. The choice (``choice``) and
+    the overlaps, which relate candidates across tables, run over all of them. A table above
+    ``scan.max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``)."""
     fks, sketches, max_task_rows = config.fks, config.sketches, config.scan.max_task_rows
+    changed = changed_since(catalog, [SCORED_STATE], fk_settings(config)) if incremental else None
     types = ColumnTypes(catalog.read_small("columns"))
     estimates = catalog.read_small("inclusion_estimates")
     index = CandidateIndex(estimates, types, fks.inclusion_threshold)
 
     keys = find_keys(catalog, lake, fks, sketches.precision, index.referenced, max_task_rows)
     proposed = {key: found for key in keys if (found := index.candidates(key))}
+    stored = _kept_outcomes(catalog, changed)
+    reused, to_score = [], {}
+    for key, candidates in proposed.items():
+        for candidate in candidates:
+            outcome = stored.get(_outcome(key, candidate))
+            if outcome is None:
+                to_score.setdefault(key, []).append(candidate)
+            else:
+                reused.append(outcome)
     snapshots = {
         row["table_name"]: (row["last_version"], row["n_rows"] or 0)
         for row in catalog.read_small("tables").select(["table_name", "last_version", "n_rows"]).to_pylist()
@@ -340,37 +446,63 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
                 [(c.table, *located(c.table), list(c.columns), c.estimate, c.error) for c in candidates],
             ),
         )
-        for key, candidates in proposed.items()
+        for key, candidates in to_score.items()
     ]
-    n_proposed = sum(weight for weight, _ in rows)
+    n_computed = sum(weight for weight, _ in rows)
     spark = catalog.spark
-    spark.sparkContext.setJobDescription(f"FK candidates: EMD of {n_proposed} candidates of {len(rows)} keys")
-    scored = (
+    spark.sparkContext.setJobDescription(f"FK candidates: EMD of {n_computed} candidates of {len(rows)} keys")
+    computed = (
         balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
-        .mapInArrow(_candidate_rows(fks, sketches, max_task_rows), _ROWS_SPARK)
+        .mapInArrow(_candidate_rows(fks, sketches, max_task_rows), _OUTCOMES_SPARK)
         .toArrow()
+        .cast(_OUTCOMES)
         if rows
-        else _ROWS.empty_table()
+        else _OUTCOMES.empty_table()
     )
-    kept = with_key_signals(smallest_keys_only(scored.cast(_ROWS)), keys, types)
+    outcomes = _in_order(pa.concat_tables([pa.Table.from_pylist(reused, schema=_OUTCOMES), computed]))
+    scored = outcomes.filter(outcomes["passed"]).select(_ROWS.names).cast(_ROWS)
+    kept = with_key_signals(smallest_keys_only(scored), keys, types)
     included = estimates.filter(pc.greater_equal(estimates["estimate"], fks.inclusion_threshold))
     overlaps = find_overlaps(included, types, kept, fks)
     ranked = choose(kept, overlaps, fks)
-    catalog.replace_small(
-        OVERLAPS, overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))
-    )
-    written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]
-    replace_relationships(catalog, RESULTS, ranked.select(written), config.discovery_settings())
-    n_accepted = int(pc.sum(ranked["accepted"]).as_py() or 0)
-    log.info(
-        "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f, "
-        "%d after phase 2, %d accepted; %d overlapping table pairs",
+    return FkRun(
+        ranked,
+        overlaps,
+        outcomes,
+        changed,
         len(keys),
         sum(len(key.columns) > 1 for key in keys),
-        n_proposed,
-        fks.inclusion_threshold,
-        len(ranked),
+        sum(len(candidates) for candidates in proposed.values()),
+        n_computed,
+    )
+
+
+def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
+    """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
+    ``keys_and_dependencies`` whose results it reads: the candidates' outcomes kept for the next run
+    (``SCORED_STATE``, its commit recording the run and settings it reflects), ``table_overlaps``, and
+    ``fk_candidates`` replaced (each accepted FK's first run kept and the changes recorded:
+    ``lakemeta.catalog.relationships``); returns the accepted count."""
+    reflects = {"run": newest_committed_run(catalog.root), "settings": fk_settings(config)}
+    run = discover_fk_candidates(catalog, lake, config)
+    catalog.replace_small(SCORED_STATE, run.outcomes, reflects=reflects)
+    catalog.replace_small(
+        OVERLAPS, run.overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))
+    )
+    written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]
+    replace_relationships(catalog, RESULTS, run.ranked.select(written), config.discovery_settings())
+    n_accepted = int(pc.sum(run.ranked["accepted"]).as_py() or 0)
+    log.info(
+        "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f (%d scored, "
+        "the others of tables unchanged since the last run kept), %d after phase 2, %d accepted; "
+        "%d overlapping table pairs",
+        run.n_keys,
+        run.n_several,
+        run.n_proposed,
+        config.fks.inclusion_threshold,
+        run.n_computed,
+        len(run.ranked),
         n_accepted,
-        len(overlaps),
+        len(run.overlaps),
     )
     return n_accepted

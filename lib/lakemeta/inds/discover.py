@@ -46,7 +46,7 @@ import pyspark.sql.functions as F
 from pyspark.sql import SparkSession
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.discovery_runs import newest_committed_run
+from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import is_in
 from lakemeta.config import Config
@@ -109,25 +109,14 @@ def many_settings(config: ManyConfig) -> str:
     return json.dumps(dataclasses.asdict(config), sort_keys=True)
 
 
-def _changed_tables(catalog: Catalog, after_run: int | None) -> set[str]:
-    """Tables with a committed batch (changed, rebuilt, new or dropped) in a run after ``after_run``."""
-    batches = catalog.read_small("state/batches").select(["run_id", "table_name", "committed"])
-    committed = batches.filter(pc.fill_null(batches["committed"], False))
-    if after_run is not None:
-        committed = committed.filter(pc.greater(committed["run_id"], after_run))
-    return set(committed["table_name"].to_pylist())
-
-
 def _kept_inputs(
     catalog: Catalog, settings: str, table_names: list[str], column_names: list[str]
 ) -> tuple[pa.Table, set[str]] | None:
     """The kept inputs and last result, when both were computed with ``settings``: the inputs' rows, and
     the tables changed since (their inputs are to be computed again). None when everything is."""
-    kept, last = catalog.reflects(INPUTS), catalog.reflects(RESULTS)
-    if kept is None or last is None or kept["settings"] != settings or last["settings"] != settings:
+    changed = changed_since(catalog, [INPUTS, RESULTS], settings)
+    if changed is None:
         return None
-    runs = [run for run in (kept["run"], last["run"]) if run is not None]
-    changed = _changed_tables(catalog, min(runs) if len(runs) == 2 else None)
     stored = catalog.read_small(INPUTS)
     listed: dict[str, list[str]] = {}
     for table, column in zip(

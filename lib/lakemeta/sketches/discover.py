@@ -25,16 +25,26 @@ weakest, a few values inside a large column (BML's Theorem 1), and where countin
 pairs that may reach the floor, of two large columns, are estimated again from the joint distribution of
 their register pairs (``joint``), which is three times more accurate there. The pairs
 that reach the floor, and those whose bound is too wide to say (``undetermined``, no estimate), are
-written to ``inclusion_estimates`` with their ``status`` (``refresh_inclusion_estimates``), replacing its
+written to ``inclusion_estimates`` with their ``status`` (``estimate_inclusions``), replacing its
 content in one commit (a deterministic function of the state, so a retried run writes the same rows).
 All of this runs in the executors, tile by tile of column pairs (``tiles``); the driver holds one row per
 column and the pairs that may reach the floor, never the registers. ``run_step`` runs it as the
 discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads the state only, not the lake.
+
+What a batch changes: a pair's estimate, bound and status depend on its two columns alone (their
+registers, cardinalities, distinct counts, types and tables). So after some batches only the pairs with a
+column of a changed table are estimated: the changed columns are put in blocks of their own, and only the
+tiles with such a block are computed (a handful of tiles for a few changed columns, against n_blocks^2);
+the rows of pairs of two unchanged columns are kept from the last discovery, when it ran with the same
+``sketches`` settings (its commit records them, ``discovery_runs.changed_since``). The result equals a
+discovery from scratch (``tests/spark/sketches/test_discover.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -47,6 +57,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
 from lakemeta.config import Config, SketchConfig
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import column_sketches, register_matrix
@@ -57,6 +68,7 @@ from lakemeta.values.inclusion import PAIR, shared_values
 log = logging.getLogger(__name__)
 
 TARGET = "inclusion_estimates"
+_COLUMNS = [*PAIR, "estimate", "error_bound", "status"]
 EXACT, ESTIMATED, UNDETERMINED = "exact", "estimated", "undetermined"  # the rows' status
 # What a tile's task returns: its pairs that may reach the floor, and one row (dep = -1) with the number
 # of pairs it examined.
@@ -179,11 +191,16 @@ def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Tabl
     )
 
 
-def _estimate_tiles(blocks: DataFrame, n_blocks: int, facts: ColumnFacts, config: SketchConfig) -> pa.Table:
-    """Every tile of ``blocks`` (column, block, registers) estimated in the executors (``tiles``): block
-    a's rows go to the tiles (a, b) as x and to the tiles (b, a), b != a, as y."""
+def _estimate_tiles(
+    blocks: DataFrame, n_blocks: int, n_changed_blocks: int, facts: ColumnFacts, config: SketchConfig
+) -> pa.Table:
+    """The tiles of ``blocks`` (column, block, registers) with a changed block (the first
+    ``n_changed_blocks``) estimated in the executors (``tiles``): block a's rows go to the tiles (a, b) as
+    x and to the tiles (b, a), b != a, as y."""
     other = F.explode(F.sequence(F.lit(0), F.lit(n_blocks - 1))).alias("other")
-    spread = blocks.select("column", "block", "registers", other)
+    spread = blocks.select("column", "block", "registers", other).where(
+        (F.col("block") < n_changed_blocks) | (F.col("other") < n_changed_blocks)
+    )
     x_side = spread.select("column", "registers", (F.col("block") * n_blocks + F.col("other")).alias("tile"))
     # new names for the second side's columns, so that the cogroup does not see one column on both sides
     y_side = spread.where(F.col("other") != F.col("block")).select(
@@ -210,8 +227,26 @@ def _rows(pairs: pa.Table, estimate: np.ndarray, bound: np.ndarray, status: np.n
     )
 
 
-def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairCounts:
-    """Φ for every candidate pair, and ``inclusion_estimates`` replaced with the pairs that reach the floor
+def _blocks(filled: np.ndarray, changed: np.ndarray, config: SketchConfig) -> tuple[np.ndarray, int]:
+    """Each column's block, the changed columns' blocks first and apart from the others, and how many
+    blocks hold changed columns: the tiles with one of those hold every pair with a changed column."""
+    block = np.zeros(len(filled), np.int64)
+    changed_blocks = assign_blocks(filled[changed], config.precision, config.tile_bytes)
+    n_changed_blocks = int(changed_blocks.max()) + 1 if len(changed_blocks) else 0
+    block[changed] = changed_blocks
+    block[~changed] = assign_blocks(filled[~changed], config.precision, config.tile_bytes) + n_changed_blocks
+    return block, n_changed_blocks
+
+
+def sketch_settings(config: SketchConfig) -> str:
+    """The settings the estimates depend on, as they are recorded with them."""
+    return json.dumps(dataclasses.asdict(config), sort_keys=True)
+
+
+def estimate_inclusions(
+    catalog: Catalog, config: SketchConfig, incremental: bool = True
+) -> tuple[pa.Table, PairCounts, set[str] | None]:
+    """Φ for every candidate pair, and the rows of ``inclusion_estimates``: the pairs that reach the floor
     or may reach it:
 
     * ``exact``: one of the two columns has at most ``exact_max_distinct`` values and the estimate plus
@@ -224,9 +259,15 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
       pair as a candidate, ``fks.discover``).
 
     The pairs are estimated tile by tile in the executors (``tiles``); the driver holds one row per column
-    and the pairs that may reach the floor."""
+    and the pairs that may reach the floor. ``incremental``: where the stored estimates were written with
+    these settings, only the pairs with a column of a table changed since are estimated (a pair's estimate
+    depends on its two columns alone), the others' rows kept. Also returns the changed tables (None:
+    every pair was estimated)."""
     spark = catalog.spark
     counts = PairCounts()
+    changed_tables = changed_since(catalog, [TARGET], sketch_settings(config)) if incremental else None
+    if changed_tables == set():
+        return catalog.read_small(TARGET).select(_COLUMNS), counts, changed_tables
     spark.sparkContext.setJobDescription("HLL sketches of every column, for the inclusion estimates")
     sketches = column_sketches(catalog, config.precision).persist()
     try:
@@ -239,7 +280,14 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
             tables, _column_families(catalog, tables, columns), known["cardinality"].to_numpy(), value_counts
         )
         counts.considered = facts.cross_table_pairs()
-        block = assign_blocks(known["filled"].to_numpy(), config.precision, config.tile_bytes)
+        changed = (
+            np.ones(len(tables), bool)
+            if changed_tables is None
+            else pc.is_in(known["table_name"], pa.array(sorted(changed_tables), pa.string())).to_numpy(
+                zero_copy_only=False
+            )
+        )
+        block, n_changed_blocks = _blocks(known["filled"].to_numpy(), changed, config)
         n_blocks = int(block.max()) + 1 if len(block) else 0
         placed = spark.createDataFrame(
             known.select(["table_name", "column_name"])
@@ -247,11 +295,16 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
             .append_column("block", pa.array(block))
         )
         blocks = sketches.join(F.broadcast(placed), ["table_name", "column_name"])
+        n_tiles = n_blocks * n_blocks - (n_blocks - n_changed_blocks) ** 2
         spark.sparkContext.setJobDescription(
-            f"inclusion estimates of {counts.considered} cross-table pairs of {len(known)} columns, "
-            f"in {n_blocks * n_blocks} tiles"
+            f"inclusion estimates of the pairs of {int(changed.sum())} changed columns among {len(known)}, "
+            f"in {n_tiles} tiles"
         )
-        found = _estimate_tiles(blocks, n_blocks, facts, config) if n_blocks else _TILE_SCHEMA.empty_table()
+        found = (
+            _estimate_tiles(blocks, n_blocks, n_changed_blocks, facts, config)
+            if n_tiles
+            else _TILE_SCHEMA.empty_table()
+        )
     finally:
         sketches.unpersist()
     counts.estimated = int(pc.sum(found["examined"]).as_py() or 0)
@@ -288,15 +341,23 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
             ),
         ]
     )
+    if changed_tables is not None:
+        # the pairs of two unchanged columns, as the last discovery estimated them
+        last = catalog.read_small(TARGET).select(_COLUMNS)
+        touched = pa.array(sorted(changed_tables), pa.string())
+        unchanged = pc.invert(
+            pc.or_(pc.is_in(last["dep_table"], touched), pc.is_in(last["ref_table"], touched))
+        )
+        result = pa.concat_tables([last.filter(unchanged).cast(result.schema), result])
     result = result.sort_by([(name, "ascending") for name in PAIR])
-    catalog.replace_small(TARGET, result)
     counts.written = len(result)
     counts.undetermined = int(undetermined.sum())
     log.info(
-        "inclusion estimates: %d columns in %d blocks, %d cross-table pairs; %d estimated (a dominated "
-        "register, types and cardinalities that allow the floor %.2f), %d counted exactly from the value "
-        "sets, %d written (reaching the floor, or undetermined: %d)",
+        "inclusion estimates: %d columns (%s changed) in %d blocks, %d cross-table pairs; %d estimated (a "
+        "dominated register, types and cardinalities that allow the floor %.2f), %d counted exactly from "
+        "the value sets, %d written (reaching the floor, or undetermined: %d)",
         len(tables),
+        "all" if changed_tables is None else int(changed.sum()),
         n_blocks,
         counts.considered,
         counts.estimated,
@@ -305,9 +366,16 @@ def refresh_inclusion_estimates(catalog: Catalog, config: SketchConfig) -> PairC
         counts.written,
         counts.undetermined,
     )
-    return counts
+    return result, counts, changed_tables
 
 
 def run_step(catalog: Catalog, lake: Location, config: Config) -> PairCounts:
-    """The discovery step ``inclusion_estimates``: it reads the state only, not the lake."""
-    return refresh_inclusion_estimates(catalog, config.sketches)
+    """The discovery step ``inclusion_estimates``: it reads the state only, not the lake, and estimates
+    again only the pairs with a column of a table changed since the last discovery. The rows replace the
+    table's content in one commit, which records the run and settings they reflect; with no table changed
+    nothing is written."""
+    reflects = {"run": newest_committed_run(catalog.root), "settings": sketch_settings(config.sketches)}
+    result, counts, changed = estimate_inclusions(catalog, config.sketches)
+    if changed != set():
+        catalog.replace_small(TARGET, result, reflects=reflects)
+    return counts

@@ -1,0 +1,144 @@
+"""Incremental discovery equals discovery from scratch after every run of random batches (inserts, deletes
+and updates with duplicates and nulls, emptied tables, a new table, a dropped table, an added column, a
+run with nothing changed, other settings): ``inclusion_dependencies`` (and brute force),
+``inclusion_estimates`` and ``fk_candidates``, each computed again only for the changed tables."""
+
+from __future__ import annotations
+
+import logging
+import re
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from lakemeta.config import Config, IndConfig, SketchConfig
+from lakemeta.fks.discover import RESULTS as FK_RESULTS
+from lakemeta.fks.discover import SCORED_STATE, discover_fk_candidates
+from lakemeta.inds.columns import INPUTS
+from lakemeta.inds.config import many_config
+from lakemeta.inds.discover import RESULTS, discover_inclusion_dependencies
+from lakemeta.pipeline import Pipeline
+from lakemeta.sketches.discover import TARGET, estimate_inclusions
+
+from .inds.test_discover import brute_force
+from .lake_changes import arrow_rows, drop_table, process, random_change, random_rows
+
+pytestmark = pytest.mark.spark
+
+COMPONENTS = ("column_profile", "hll_counters", "column_values", "agree_sets")
+STEPS = ("inclusion_estimates", "inclusion_dependencies", "fk_candidates")
+# a block per column or two: the changed columns' tiles are few of many
+SKETCHES = SketchConfig(tile_bytes=20_000)
+
+
+def _result_pairs(table: pa.Table) -> set[tuple]:
+    names = ["dep_table", "dep_column", "ref_table", "ref_column", "dep_distinct", "ref_distinct"]
+    return {tuple(row[name] for name in names) for row in table.to_pylist()}
+
+
+def _check_estimates(pipeline: Pipeline, sketches: SketchConfig) -> None:
+    stored = pipeline.catalog.read_small(TARGET)
+    scratch = estimate_inclusions(pipeline.catalog, sketches, incremental=False)[0]
+    assert len(stored) and stored.equals(scratch.cast(stored.schema))
+
+
+def _check_fks(pipeline: Pipeline) -> int:
+    """The stored FK candidates and outcomes against a run from scratch; the number of candidates."""
+    catalog = pipeline.catalog
+    stored = catalog.read_small(FK_RESULTS).drop_columns(["first_run"])
+    scratch = discover_fk_candidates(catalog, pipeline.lake, pipeline.config, incremental=False)
+    assert stored.equals(scratch.ranked.select(stored.column_names).cast(stored.schema))
+    outcomes = catalog.read_small(SCORED_STATE)
+    assert outcomes.equals(scratch.outcomes.cast(outcomes.schema))
+    return len(stored)
+
+
+def _check(pipeline: Pipeline, lake: Path, inds: IndConfig) -> None:
+    """The stored result and inputs against a discovery from scratch, and the result against brute force."""
+    catalog = pipeline.catalog
+    stored = catalog.read_small(RESULTS).drop_columns(["first_run"])
+    scratch = discover_inclusion_dependencies(catalog, many_config(inds), incremental=False)
+    assert stored.equals(scratch.result.cast(stored.schema))
+    by_column = [("table_name", "ascending"), ("column_name", "ascending")]
+    kept = catalog.read_small(INPUTS).sort_by(by_column)
+    assert kept.equals(scratch.inputs.to_arrow().cast(kept.schema).sort_by(by_column))
+    names = sorted(path.name for path in lake.iterdir())
+    assert _result_pairs(stored) == brute_force(lake, names, inds.filters)
+
+
+def _ids(ids: range | list[int]) -> pa.Table:
+    return pa.table({"id": pa.array(list(ids), pa.int64()), "code": [f"k{i}" for i in ids]})
+
+
+def _add_column(rng: np.random.Generator, path: Path) -> None:
+    """A column added by a write with the wider schema (delta-rs's schema merge)."""
+    rows = arrow_rows(random_rows(rng, 3))
+    rows = rows.append_column("extra", pa.array([str(v) for v in rng.integers(0, 4, 3)]))
+    write_deltalake(str(path), rows, mode="append", schema_mode="merge")
+
+
+def test_incremental_discovery_equals_discovery_from_scratch_after_random_batches(
+    spark, tmp_path: Path, caplog
+) -> None:
+    rng = np.random.default_rng(11)
+    lake = tmp_path / "lake"
+    for i in range(5):
+        write_deltalake(str(lake / f"t{i}"), arrow_rows(random_rows(rng, int(rng.integers(3, 9)))))
+    # a key the random tables' ids reference: FK candidates, of which a batch changes some
+    write_deltalake(str(lake / "ids"), _ids(range(12)))
+    inds = IndConfig(filters="none")
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, sketches=SKETCHES))
+    changed_counts, estimated_counts, fk_counts = [], [], []
+    caplog.set_level(logging.INFO, logger="lakemeta")
+    widened = "t1"  # gains a column in round 3; the random changes write the narrower rows
+    for round_ in range(6):
+        tables = sorted(path.name for path in lake.iterdir() if path.name not in (widened, "ids"))
+        if round_ == 2:
+            write_deltalake(str(lake / "new"), arrow_rows(random_rows(rng, 5)))
+        elif round_ == 3:
+            drop_table(lake / "t0")
+            _add_column(rng, lake / widened)
+        elif round_ == 4:
+            pass  # nothing changed: no run, and discovery keeps every IND without work
+        else:
+            for table in rng.choice(tables, 2, replace=False):
+                random_change(spark, rng, lake / str(table), foreign=True)
+            if round_ == 5:
+                write_deltalake(str(lake / "ids"), _ids([12]), mode="append")
+        process(pipeline, *COMPONENTS)
+        caplog.clear()
+        for step in STEPS:
+            pipeline.discover(step)
+        logged = re.search(r"(\d+) tables \((\d+) changed\)", caplog.text)
+        assert logged, caplog.text
+        changed_counts.append((int(logged[1]), int(logged[2])))
+        estimated = re.search(r"inclusion estimates: (\d+) columns \((\w+) changed\)", caplog.text)
+        estimated_counts.append(estimated and (int(estimated[1]), estimated[2]))
+        _check(pipeline, lake, inds)
+        _check_estimates(pipeline, SKETCHES)
+        scored = re.search(r"reaching theta=[\d.]+ \((\d+) scored", caplog.text)
+        fk_counts.append((_check_fks(pipeline), int(scored[1])))
+    # the first discovery computes every table, later ones only the changed ones, none when nothing changed
+    assert changed_counts[0][0] == changed_counts[0][1]
+    assert all(changed < total for total, changed in changed_counts[1:]), changed_counts
+    assert changed_counts[4][1] == 0, changed_counts
+    # the estimates likewise: all columns first, a few of them after a batch, nothing when nothing changed
+    assert estimated_counts[0] is not None and estimated_counts[0][1] == "all", estimated_counts
+    assert all(0 < int(changed) < total for total, changed in estimated_counts[1:4]), estimated_counts
+    assert estimated_counts[4] is None, estimated_counts
+    # FK candidates found, and after a batch only some of them scored again
+    assert all(found > 0 for found, _ in fk_counts), fk_counts
+    assert any(scored < fk_counts[0][1] for _, scored in fk_counts[1:]), fk_counts
+    # other settings: everything computed again, as from scratch
+    web, stricter = (
+        IndConfig(filters="web"),
+        SketchConfig(inclusion_floor=0.8, tile_bytes=SKETCHES.tile_bytes),
+    )
+    other = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=web, sketches=stricter))
+    for step in STEPS:
+        other.discover(step)
+    _check(pipeline, lake, web)
+    _check_estimates(pipeline, stricter)
