@@ -93,21 +93,21 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, sketches=SKETCHES))
     changed_counts, estimated_counts, fk_counts = [], [], []
     caplog.set_level(logging.INFO, logger="lakemeta")
-    widened = "t1"  # gains a column in round 3; the random changes write the narrower rows
-    for round_ in range(6):
+    widened = "t1"  # gains a column; the random changes write the narrower rows
+    rounds = ["random", "new table", "dropped table, added column", "nothing", "random, and the key"]
+    for kind in rounds:
         tables = sorted(path.name for path in lake.iterdir() if path.name not in (widened, "ids"))
-        if round_ == 2:
+        if kind == "new table":
             write_deltalake(str(lake / "new"), arrow_rows(random_rows(rng, 5)))
-        elif round_ == 3:
+        elif kind == "dropped table, added column":
             drop_table(lake / "t0")
             _add_column(rng, lake / widened)
-        elif round_ == 4:
-            pass  # nothing changed: no run, and discovery keeps every IND without work
-        else:
+        elif kind.startswith("random"):
             for table in rng.choice(tables, 2, replace=False):
                 random_change(spark, rng, lake / str(table), foreign=True)
-            if round_ == 5:
-                write_deltalake(str(lake / "ids"), _ids([12]), mode="append")
+        if kind == "random, and the key":
+            write_deltalake(str(lake / "ids"), _ids([12]), mode="append")
+        # "nothing": no run, and discovery keeps every result without work
         process(pipeline, *COMPONENTS)
         caplog.clear()
         for step in STEPS:
@@ -124,11 +124,13 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
     # the first discovery computes every table, later ones only the changed ones, none when nothing changed
     assert changed_counts[0][0] == changed_counts[0][1]
     assert all(changed < total for total, changed in changed_counts[1:]), changed_counts
-    assert changed_counts[4][1] == 0, changed_counts
+    nothing = rounds.index("nothing")
+    assert changed_counts[nothing][1] == 0, changed_counts
     # the estimates likewise: all columns first, a few of them after a batch, nothing when nothing changed
     assert estimated_counts[0] is not None and estimated_counts[0][1] == "all", estimated_counts
-    assert all(0 < int(changed) < total for total, changed in estimated_counts[1:4]), estimated_counts
-    assert estimated_counts[4] is None, estimated_counts
+    after_batches = [counts for i, counts in enumerate(estimated_counts[1:], 1) if i != nothing]
+    assert all(0 < int(changed) < total for total, changed in after_batches), estimated_counts
+    assert estimated_counts[nothing] is None, estimated_counts
     # FK candidates found, and after a batch only some of them scored again
     assert all(found > 0 for found, _ in fk_counts), fk_counts
     assert any(scored < fk_counts[0][1] for _, scored in fk_counts[1:]), fk_counts
