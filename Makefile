@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 SETUP_DONE := $(VENV)/.setup-done
 
-.PHONY: setup demo test test-fast lint airflow clean
+.PHONY: setup demo test test-fast browser s3-server lint airflow clean
 
 setup: $(SETUP_DONE)
 
@@ -22,10 +22,21 @@ $(SETUP_DONE): requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra
 demo: setup
 	$(BIN)/lakemeta demo
 
-test: setup
-	bash infra/install-browser.sh
-	bash infra/install-s3-server.sh
+# The venv, the browser and the S3 server are set up side by side: pip and apt wait on downloads while the
+# S3 server's Go build uses the cores.
+test:
+	$(MAKE) --no-print-directory -j3 setup browser s3-server
 	bash infra/run-tests.sh
+
+# The tests that need no JVM and no Airflow: a minute, for the edit-test loop.
+test-fast: setup
+	NUMBA_CACHE_DIR=$${NUMBA_CACHE_DIR:-$$PWD/.cache/numba} $(BIN)/python -m pytest -q -m "not spark and not airflow"
+
+browser:
+	bash infra/install-browser.sh
+
+s3-server:
+	bash infra/install-s3-server.sh
 
 lint: setup
 	$(BIN)/ruff check lib jobs dags tests bench

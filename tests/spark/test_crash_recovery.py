@@ -3,19 +3,15 @@ an uninterrupted run leaves, and a planned batch whose rows disappeared is plann
 
 Stopping the run: ``lakemeta.crash_points.on_reach`` raises at the chosen point, which leaves the files as a
 SIGKILL there would (nothing below the point writes in a ``finally`` or a handler); the retry is a new
-``Pipeline`` that knows only what is on disk. Two stops are real SIGKILLs of a process with its own
-Spark driver: a ``lakemeta run`` after a state MERGE, and the publish between two views. SIGKILLs under
-Airflow (a task's driver, a task's own process) are in tests/dags/test_airflow_running.py.
+``Pipeline`` that knows only what is on disk. Real SIGKILLs of processes with their own Spark driver are
+tested where they meet the most: a publish killed between two views, in object storage
+(tests/spark/test_object_storage.py), and under Airflow a task's driver killed after a state MERGE and a
+task's own process killed while its driver works (tests/dags/test_airflow_running.py).
 """
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -53,8 +49,6 @@ _RUN_DEPENDENT = {"updated_at", "started_at", "finished_at", "published_at", "au
 # it done over the next run's state, which the uninterrupted catalog discovered run by run. That a retry
 # records a discovery's changes once is tested in tests/spark/test_relationships.py.
 _COMPARED = sorted(set(all_schemas()) - {"published", "discovery_runs", "relationship_changes"})
-# The crash point where a real driver process is SIGKILLed (a separate JVM costs half a minute, so once).
-_SIGKILLED = ("after merge state/hll_counters", 1)
 # A table whose folder name has a space and a non-ASCII letter, and whose columns need quoting.
 _AWKWARD = "sales 2024 ü"
 
@@ -90,15 +84,6 @@ def catalog_rows(catalog: Path | Location, names: list[str] = _COMPARED) -> dict
     return rows
 
 
-def sigkilled_cli_run(lake: Path, catalog: Path, label: str) -> None:
-    """``lakemeta run`` in a process of its own (its own Spark driver), which must die of the SIGKILL it
-    sends itself at the crash point ``label``."""
-    command = [sys.executable, "-m", "lakemeta.cli", "run", "--lake", str(lake), "--catalog", str(catalog)]
-    environment = {**os.environ, crash_points.ENVIRONMENT_VARIABLE: label, "LAKEMETA_DRIVER_MEMORY": "1g"}
-    died = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=900)
-    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
-
-
 def full_run(spark, lake: Path | Location, catalog: Path | Location) -> Audit:
     """What ``lakemeta run`` does, but for publishing: plan, update, commit, discover, audit."""
     pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
@@ -130,53 +115,6 @@ def vacuum(path: Path) -> None:
     for file in path.rglob("*.parquet"):
         if "_delta_log" not in file.parts and file.relative_to(path).as_posix() not in latest:
             file.unlink()
-
-
-# The publish job (jobs/publish_catalog.py) in a process of its own with a metastore, as Airflow's publish
-# task runs it; then every view of the database ``lakemeta`` as JSON, name -> the view's SQL.
-PUBLISH_AND_LIST_VIEWS = """
-import json, sys
-from pyspark.sql import SparkSession
-from lakemeta.steps import publish_catalog
-publish_catalog(sys.argv[1:])
-spark = SparkSession.getActiveSession()
-views = [row.viewName for row in spark.sql("SHOW VIEWS IN lakemeta").collect()]
-print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[0] for name in views}))
-"""
-
-
-def publish_killed_and_retried(lake: Path | Location, catalog: Path | Location, audit: Audit) -> None:
-    """Publish ``audit`` in a process SIGKILLed halfway through the views (the first half then point at
-    the audited versions, the rest at none), publish it again, and check that the result is what an
-    uninterrupted publish leaves: every audited table a view pinned to its audited version, and the
-    publication recorded once."""
-    names = sorted(audit.versions)
-    killed_at = f"after view lakemeta.{names[len(names) // 2]}"
-    command = [sys.executable, "-c", PUBLISH_AND_LIST_VIEWS]
-    command += ["--lake", str(lake), "--catalog", str(catalog), "--audit", str(audit.path)]
-    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
-    died = subprocess.run(
-        command,
-        env={**environment, crash_points.ENVIRONMENT_VARIABLE: killed_at},
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
-    assert f"crash point {killed_at!r} reached" in died.stderr
-    published = Location.parse(catalog) / "published"
-    assert not published.delta_table().to_pyarrow_table().num_rows
-
-    retried = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
-    assert retried.returncode == 0, retried.stderr[-3000:]
-    views = json.loads(retried.stdout.strip().splitlines()[-1])
-    assert sorted(views) == names
-    for name, text in views.items():
-        assert text.rstrip().endswith(f"/{name}` VERSION AS OF {audit.versions[name]}"), (name, text)
-    records = published.delta_table().to_pyarrow_table().sort_by("table_name")
-    assert records.select(["table_name", "version", "audit"]).to_pylist() == [
-        {"table_name": name, "version": audit.versions[name], "audit": str(audit.path)} for name in names
-    ]
 
 
 def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted_run(
@@ -223,10 +161,6 @@ def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted
             if (label, reaches.count(label)) == target:
                 raise Killed(label)
 
-        if target == _SIGKILLED:
-            sigkilled_cli_run(lake, catalog, target[0])
-            killed_at.append(target)
-            continue
         monkeypatch.setattr(crash_points, "on_reach", kill_at)
         try:
             full_run(spark, lake, catalog)
@@ -237,36 +171,19 @@ def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted
             # exactly the versions it planned, and the next run the rest.
             spark.sql(f"INSERT INTO delta.`{lake / 'a'}` VALUES (40, 'moved', 4.0)")
     monkeypatch.setattr(crash_points, "on_reach", lambda label: None)
-    audit = full_run(spark, lake, catalog)
+    full_run(spark, lake, catalog)
     full_run(spark, lake, reference)
-    # And the last step of `lakemeta run`, which needs a metastore: a publish killed and run again.
-    publish_killed_and_retried(lake, catalog, audit)
 
     # Fewer than the points: a label reached several times (the record of each discovery step) is counted
     # from the start of each retry, which skips the steps already recorded, so its later reaches are not met.
     assert len(killed_at) >= 15, (points, killed_at)
-    assert ("after append runs", 1) in killed_at and _SIGKILLED in killed_at
+    assert ("after append runs", 1) in killed_at
     ours, theirs = catalog_rows(catalog), catalog_rows(reference)
     assert ours == theirs
     assert [row[:2] for row in ours["runs"]] == [(1, "succeeded"), (2, "succeeded"), (3, "succeeded")]
     assert {row[0] for row in ours["tables"]} == {"a", "foreign", "late", _AWKWARD}
     awkward_columns = {row[1] for row in ours["columns"] if row[0] == _AWKWARD}
     assert awkward_columns == {"id", "a`b", "x.y", "naïve"}
-    no_table_changed_answers_without_a_jvm(lake, catalog, tmp_path / "no-java")
-
-
-def no_table_changed_answers_without_a_jvm(lake: Path, catalog: Path, missing_java: Path) -> None:
-    """`lakemeta run` over a lake unchanged since its catalog was published answers from the logs: with no
-    Java to start, only an answer that needs no JVM can succeed. Other settings are work to do, and Spark
-    is started for it (and here cannot be)."""
-    command = [sys.executable, "-m", "lakemeta.cli", "run", "--lake", str(lake), "--catalog", str(catalog)]
-    no_java = {**os.environ, "JAVA_HOME": str(missing_java)}
-    again = subprocess.run(command, env=no_java, capture_output=True, text=True, timeout=120)
-    assert again.returncode == 0, again.stderr[-3000:]
-    assert again.stdout.strip() == "no table changed; every result is current and published"
-    stricter_command = [*command[:3], "--set", "fks.inclusion_threshold=0.95", *command[3:]]
-    stricter = subprocess.run(stricter_command, env=no_java, capture_output=True, text=True, timeout=120)
-    assert stricter.returncode != 0 and "no-java" in stricter.stderr
 
 
 def test_a_planned_batch_whose_rows_vanished_is_planned_again(spark, tmp_path: Path) -> None:

@@ -1,12 +1,15 @@
 """A lake and a catalog in object storage (the S3 server of tests/s3_server.py), reached as S3 is: a run
-killed during a state MERGE and a publish killed between two views, each run again, leave the catalog a
-local run of the same lake leaves; batches another engine (delta-rs) wrote to the bucket come from the
-change feed and from a snapshot diff; bad locations are refused with an error naming the URI, never the
-secret, and nothing written. The DAGs on an s3:// lake: tests/dags/test_airflow_running.py."""
+killed during a state MERGE and a publish killed between two views (a real SIGKILL), each run again, leave
+the catalog a local run of the same lake leaves, and ``lakemeta run`` then answers from the logs alone;
+batches another engine (delta-rs) wrote to the bucket come from the change feed and from a snapshot diff;
+bad locations are refused with an error naming the URI, never the secret, and nothing written. The DAGs on
+an s3:// lake: tests/dags/test_airflow_running.py."""
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,14 +22,76 @@ from deltalake import write_deltalake
 from lakemeta import crash_points
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
+from lakemeta.quality.gate import Audit
 from lakemeta.storage import Location, StorageError
 
 from .lake_changes import arrow_rows, create_foreign_table, create_spark_table, process, random_rows
-from .test_crash_recovery import Killed, catalog_rows, full_run, publish_killed_and_retried
+from .test_crash_recovery import Killed, catalog_rows, full_run
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 KILLED_AT = "after merge state/hll_counters"
+
+
+# The publish job (jobs/publish_catalog.py) in a process of its own with a metastore, as Airflow's publish
+# task runs it; then every view of the database ``lakemeta`` as JSON, name -> the view's SQL.
+PUBLISH_AND_LIST_VIEWS = """
+import json, sys
+from pyspark.sql import SparkSession
+from lakemeta.steps import publish_catalog
+publish_catalog(sys.argv[1:])
+spark = SparkSession.getActiveSession()
+views = [row.viewName for row in spark.sql("SHOW VIEWS IN lakemeta").collect()]
+print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[0] for name in views}))
+"""
+
+
+def publish_killed_and_retried(lake: Path | Location, catalog: Path | Location, audit: Audit) -> None:
+    """Publish ``audit`` in a process SIGKILLed halfway through the views (the first half then point at
+    the audited versions, the rest at none), publish it again, and check that the result is what an
+    uninterrupted publish leaves: every audited table a view pinned to its audited version, and the
+    publication recorded once."""
+    names = sorted(audit.versions)
+    killed_at = f"after view lakemeta.{names[len(names) // 2]}"
+    command = [sys.executable, "-c", PUBLISH_AND_LIST_VIEWS]
+    command += ["--lake", str(lake), "--catalog", str(catalog), "--audit", str(audit.path)]
+    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
+    died = subprocess.run(
+        command,
+        env={**environment, crash_points.ENVIRONMENT_VARIABLE: killed_at},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
+    assert f"crash point {killed_at!r} reached" in died.stderr
+    published = Location.parse(catalog) / "published"
+    assert not published.delta_table().to_pyarrow_table().num_rows
+
+    retried = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+    assert retried.returncode == 0, retried.stderr[-3000:]
+    views = json.loads(retried.stdout.strip().splitlines()[-1])
+    assert sorted(views) == names
+    for name, text in views.items():
+        assert text.rstrip().endswith(f"/{name}` VERSION AS OF {audit.versions[name]}"), (name, text)
+    records = published.delta_table().to_pyarrow_table().sort_by("table_name")
+    assert records.select(["table_name", "version", "audit"]).to_pylist() == [
+        {"table_name": name, "version": audit.versions[name], "audit": str(audit.path)} for name in names
+    ]
+
+
+def no_table_changed_answers_without_a_jvm(lake: Location, catalog: Location, missing_java: Path) -> None:
+    """`lakemeta run` over a lake unchanged since its catalog was published answers from the logs: with no
+    Java to start, only an answer that needs no JVM can succeed. Other settings are work to do, and Spark
+    is started for it (and here cannot be)."""
+    command = [sys.executable, "-m", "lakemeta.cli", "run", "--lake", str(lake), "--catalog", str(catalog)]
+    no_java = {**os.environ, "JAVA_HOME": str(missing_java)}
+    again = subprocess.run(command, env=no_java, capture_output=True, text=True, timeout=120)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert again.stdout.strip() == "no table changed; every result is current and published"
+    stricter_command = [*command[:3], "--set", "fks.inclusion_threshold=0.95", *command[3:]]
+    stricter = subprocess.run(stricter_command, env=no_java, capture_output=True, text=True, timeout=120)
+    assert stricter.returncode != 0 and "no-java" in stricter.stderr
 
 
 def test_a_run_on_s3_killed_mid_merge_and_mid_publish_equals_a_local_run(
@@ -56,6 +121,7 @@ def test_a_run_on_s3_killed_mid_merge_and_mid_publish_equals_a_local_run(
     assert catalog_rows(catalog) == catalog_rows(tmp_path / "catalog")
     assert sorted(audit.versions.items()) == sorted(reference.versions.items())
     publish_killed_and_retried(lake, catalog, audit)
+    no_table_changed_answers_without_a_jvm(lake, catalog, tmp_path / "no-java")
 
     # Another engine (delta-rs) writes a batch to both lakes: an append to the table with the change feed,
     # a delete from the one without.
