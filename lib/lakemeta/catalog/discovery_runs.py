@@ -46,14 +46,22 @@ def stale_steps(root: Location, steps: Sequence[str], settings: str) -> list[str
     return [step for step in steps if newest.get(step) != (run, settings)]
 
 
+def committed_batches(catalog: Catalog, after_run: int | None, up_to_run: int | None = None) -> pa.Table:
+    """The rows of ``state/batches`` committed in the runs after ``after_run`` (from the first when None)
+    up to ``up_to_run`` (the newest when None), ordered by run."""
+    batches = catalog.read_small("state/batches")
+    committed = pc.fill_null(batches["committed"], False)
+    if after_run is not None:
+        committed = pc.and_(committed, pc.greater(batches["run_id"], after_run))
+    if up_to_run is not None:
+        committed = pc.and_(committed, pc.less_equal(batches["run_id"], up_to_run))
+    return batches.filter(committed).sort_by("run_id")
+
+
 def tables_changed_after(catalog: Catalog, run: int | None) -> set[str]:
     """Tables with a committed batch (changed, rebuilt, new or dropped) in a run after ``run`` (every
     committed batch's table when ``run`` is None)."""
-    batches = catalog.read_small("state/batches").select(["run_id", "table_name", "committed"])
-    committed = batches.filter(pc.fill_null(batches["committed"], False))
-    if run is not None:
-        committed = committed.filter(pc.greater(committed["run_id"], run))
-    return set(committed["table_name"].to_pylist())
+    return set(committed_batches(catalog, run)["table_name"].to_pylist())
 
 
 def changed_since(catalog: Catalog, results: Sequence[str], settings: str) -> set[str] | None:

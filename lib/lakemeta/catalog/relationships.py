@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.catalog.discovery_runs import newest_committed_run
+from lakemeta.catalog.discovery_runs import committed_batches, newest_committed_run
 from lakemeta.catalog.store import Catalog, Txn
 
 CHANGES = "relationship_changes"
@@ -146,13 +146,8 @@ def _batches_between(catalog: Catalog, after_run: int | None, run: int | None) -
     ``run 7: incremental 3→5``, ``run 1: full 4`` or ``run 9: drop``."""
     if run is None:
         return {}
-    batches = catalog.read_small("state/batches").to_pylist()
     touched: dict[str, list[str]] = {}
-    for batch in sorted(batches, key=lambda row: row["run_id"]):
-        if not batch["committed"] or batch["run_id"] > run:
-            continue
-        if after_run is not None and batch["run_id"] <= after_run:
-            continue
+    for batch in committed_batches(catalog, after_run, run).to_pylist():
         if batch["kind"] == "drop":
             what = "drop"
         elif batch["from_version"] is None:

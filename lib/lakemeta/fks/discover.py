@@ -39,9 +39,7 @@ them, so the result equals a run from scratch. The exact key checks of tables wi
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import json
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -55,7 +53,7 @@ from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import arrow_schema
-from lakemeta.config import Config, FkConfig, SketchConfig
+from lakemeta.config import Config, FkConfig, SketchConfig, settings_of
 from lakemeta.fks.choice import choose
 from lakemeta.fks.columns import ColumnCache
 from lakemeta.fks.keys import Key, find_keys
@@ -332,13 +330,6 @@ def with_key_signals(scored: pa.Table, keys: list[Key], types: ColumnTypes) -> p
     )
 
 
-def fk_settings(config: Config) -> str:
-    """The settings the candidates' outcomes depend on (the ``fks`` and ``sketches`` sections), as they
-    are recorded with them."""
-    sections = {"fks": dataclasses.asdict(config.fks), "sketches": dataclasses.asdict(config.sketches)}
-    return json.dumps(sections, sort_keys=True, default=str)
-
-
 Outcome = tuple[str, tuple[str, ...], str, str, tuple[str, ...], float | None, float | None]
 
 
@@ -410,7 +401,8 @@ def discover_fk_candidates(
     the overlaps, which relate candidates across tables, run over all of them. A table above
     ``scan.max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``)."""
     fks, sketches, max_task_rows = config.fks, config.sketches, config.scan.max_task_rows
-    changed = changed_since(catalog, [SCORED_STATE], fk_settings(config)) if incremental else None
+    settings = settings_of(fks=fks, sketches=sketches)  # what an outcome depends on
+    changed = changed_since(catalog, [SCORED_STATE], settings) if incremental else None
     types = ColumnTypes(catalog.read_small("columns"))
     estimates = catalog.read_small("inclusion_estimates")
     index = CandidateIndex(estimates, types, fks.inclusion_threshold)
@@ -483,7 +475,10 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     (``SCORED_STATE``, its commit recording the run and settings it reflects), ``table_overlaps``, and
     ``fk_candidates`` replaced (each accepted FK's first run kept and the changes recorded:
     ``lakemeta.catalog.relationships``); returns the accepted count."""
-    reflects = {"run": newest_committed_run(catalog.root), "settings": fk_settings(config)}
+    reflects = {
+        "run": newest_committed_run(catalog.root),
+        "settings": settings_of(fks=config.fks, sketches=config.sketches),
+    }
     run = discover_fk_candidates(catalog, lake, config)
     catalog.replace_small(SCORED_STATE, run.outcomes, reflects=reflects)
     catalog.replace_small(

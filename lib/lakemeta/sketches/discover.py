@@ -42,9 +42,7 @@ discovery from scratch (``tests/spark/sketches/test_discover.py``).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import json
 import logging
 import re
 from dataclasses import dataclass
@@ -58,7 +56,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
-from lakemeta.config import Config, SketchConfig
+from lakemeta.config import Config, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import column_sketches, register_matrix
 from lakemeta.sketches.tiles import ColumnFacts, assign_blocks, estimate_tile
@@ -238,11 +236,6 @@ def _blocks(filled: np.ndarray, changed: np.ndarray, config: SketchConfig) -> tu
     return block, n_changed_blocks
 
 
-def sketch_settings(config: SketchConfig) -> str:
-    """The settings the estimates depend on, as they are recorded with them."""
-    return json.dumps(dataclasses.asdict(config), sort_keys=True)
-
-
 def estimate_inclusions(
     catalog: Catalog, config: SketchConfig, incremental: bool = True
 ) -> tuple[pa.Table, PairCounts, set[str] | None]:
@@ -265,7 +258,7 @@ def estimate_inclusions(
     every pair was estimated)."""
     spark = catalog.spark
     counts = PairCounts()
-    changed_tables = changed_since(catalog, [TARGET], sketch_settings(config)) if incremental else None
+    changed_tables = changed_since(catalog, [TARGET], settings_of(sketches=config)) if incremental else None
     if changed_tables == set():
         return catalog.read_small(TARGET).select(_COLUMNS), counts, changed_tables
     spark.sparkContext.setJobDescription("HLL sketches of every column, for the inclusion estimates")
@@ -374,7 +367,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> PairCounts:
     again only the pairs with a column of a table changed since the last discovery. The rows replace the
     table's content in one commit, which records the run and settings they reflect; with no table changed
     nothing is written."""
-    reflects = {"run": newest_committed_run(catalog.root), "settings": sketch_settings(config.sketches)}
+    reflects = {"run": newest_committed_run(catalog.root), "settings": settings_of(sketches=config.sketches)}
     result, counts, changed = estimate_inclusions(catalog, config.sketches)
     if changed != set():
         catalog.replace_small(TARGET, result, reflects=reflects)
