@@ -19,6 +19,11 @@ pipeline's scan first and timed apart: it is the incremental state every run mai
   attribute sets of its values; a column without values is included in every other one. One warm-up run
   of each, then Many, SINDY, SINDY, Many (the order alternated); the mean of each. Both must report the
   same IND set. Filters off: the full IND set.
+- Validation on the driver against the paper's: a candidate between two columns of at most
+  ``inds.driver_validation_values`` distinct values checked on their kept value hashes in numba
+  (``inds.containment``), against every candidate through Spark's anti-join (Alg. 7 distributed, the
+  baseline: ``driver_validation_values=0``); a warm-up of each, then ours, the baseline, the baseline,
+  ours; the validation stage's mean time of each and their ratio; the same INDs or the run fails.
 - Candidates proposed versus valid INDs for several Bloom settings (m, k, p) - the false-positive cost -
   and indexed versus plain bit-vectors (§4.5), from the same state.
 - Memory: bytes on disk per column of ``state/ind_columns`` (Many's kept inputs) and of
@@ -224,6 +229,7 @@ def compare(catalog: Catalog, label: str) -> dict:
         "sindy_s": sindy_times,
         "sindy_over_many": sindy_s / many_s,
         "candidates": run.n_candidates,
+        "validated_on_driver": run.n_validated_on_driver,
         "inds": len(found),
         "same_inds": found == baseline,
     }
@@ -235,6 +241,44 @@ def compare(catalog: Catalog, label: str) -> dict:
     )
     if found != baseline:
         raise SystemExit(f"{label}: Many and SINDY disagree ({len(found ^ baseline)} pairs differ)")
+    return figures
+
+
+def driver_validation(catalog: Catalog, label: str) -> dict:
+    """Many with small columns' candidates validated on the driver against every candidate validated by
+    Spark (the paper's Alg. 7, distributed): stage times, order alternated after a warm-up; same INDs."""
+    baseline = dataclasses.replace(DEFAULT, driver_validation_values=0)
+    timed_many(catalog, DEFAULT)
+    timed_many(catalog, baseline)
+    runs: dict[str, list[tuple[ManyRun, float]]] = {"driver": [], "spark": []}
+    for name, config in (("driver", DEFAULT), ("spark", baseline), ("spark", baseline), ("driver", DEFAULT)):
+        runs[name].append(timed_many(catalog, config))
+    ours, theirs = runs["driver"][0][0], runs["spark"][0][0]
+    same = many_pairs(ours.result) == many_pairs(theirs.result)
+    validation = {
+        name: float(np.mean([r.stage_seconds["validation"] for r, _ in pairs]))
+        for name, pairs in runs.items()
+    }
+    figures = {
+        "corpus": label,
+        "candidates": ours.n_candidates,
+        "validated_on_driver": ours.n_validated_on_driver,
+        "inds": len(ours.result),
+        "driver_s": [seconds for _, seconds in runs["driver"]],
+        "spark_s": [seconds for _, seconds in runs["spark"]],
+        "validation_driver_s": validation["driver"],
+        "validation_spark_s": validation["spark"],
+        "validation_spark_over_driver": validation["spark"] / validation["driver"],
+        "same_inds": same,
+    }
+    print(
+        f"{label}: {ours.n_validated_on_driver} of {ours.n_candidates} candidates validated on the driver; "
+        f"validation {validation['driver']:.2f} s against {validation['spark']:.2f} s all by Spark "
+        f"({validation['spark'] / validation['driver']:.1f}x); same INDs: {same}",
+        flush=True,
+    )
+    if not same:
+        raise SystemExit(f"{label}: the driver's and Spark's validations disagree")
     return figures
 
 
@@ -357,6 +401,7 @@ def main() -> None:
     record("incremental", incremental(pipeline, lake, tables))
     record("memory", memory(pipeline))
     record("many_versus_sindy", [compare(pipeline.catalog, f"generated {len(tables)}")])
+    record("driver_validation", [driver_validation(pipeline.catalog, f"generated {len(tables)}")])
     record("bloom_settings", bloom_settings(pipeline.catalog))
     record("indexed_versus_plain", indexed_versus_plain(pipeline.catalog))
     if WEB_TABLES.is_dir():
@@ -365,6 +410,10 @@ def main() -> None:
         record(
             "many_versus_sindy",
             [*results["many_versus_sindy"], compare(web_pipeline.catalog, "shared web tables")],
+        )
+        record(
+            "driver_validation",
+            [*results["driver_validation"], driver_validation(web_pipeline.catalog, "shared web tables")],
         )
     pipeline.catalog.spark.stop()
     record("load_average_after", os.getloadavg())

@@ -113,6 +113,11 @@ class IndConfig:
     tau: float = 0.2
     # Null representations of the null filter; None: Table 2's.
     null_values: tuple[str, ...] | None = None
+    # Beyond the paper (lakemeta.inds.containment): a column of at most this many distinct values keeps
+    # their hashes in state/ind_columns (8 bytes each), and a candidate between two such columns is
+    # validated on the driver, without a Spark job; 0 validates every candidate with Spark. At 128 a
+    # signature of m = 650, k = 6 is past half full: larger columns are where Spark's join pays.
+    driver_validation_values: int = 128
 
     def __post_init__(self) -> None:
         if self.strategy not in ("dep2refs", "ref2deps"):
@@ -216,9 +221,7 @@ class Config:
         computed again (``lakemeta.catalog.discovery_runs``). Locations, scheduling, ingest and the scan's
         task sizes do not change a result."""
         sections = ("sketches", "agree_sets", "joinsearch", "inds", "fks")
-        return json.dumps(
-            {name: dataclasses.asdict(getattr(self, name)) for name in sections}, sort_keys=True
-        )
+        return settings_of(**{name: getattr(self, name) for name in sections})
 
     def require_paths(self) -> tuple[Location, Location]:
         """The lake and catalog roots, or a clear error naming how to set them."""
@@ -228,6 +231,14 @@ class Config:
                 "or name them in the file given by LAKEMETA_CONFIG"
             )
         return self.lake, self.catalog
+
+
+def settings_of(**sections: object) -> str:
+    """Configuration sections (dataclasses, by name) as canonical JSON: how a result records the settings
+    it was computed with, so that equal settings compare equal as text."""
+    return json.dumps(
+        {name: dataclasses.asdict(section) for name, section in sections.items()}, sort_keys=True, default=str
+    )
 
 
 _ENV_KEYS = {"lake": "LAKEMETA_LAKE", "catalog": "LAKEMETA_CATALOG", "spark_master": "LAKEMETA_SPARK_MASTER"}

@@ -89,7 +89,7 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
         write_deltalake(str(lake / f"t{i}"), arrow_rows(random_rows(rng, int(rng.integers(3, 9)))))
     # a key the random tables' ids reference: FK candidates, of which a batch changes some
     write_deltalake(str(lake / "ids"), _ids(range(12)))
-    inds = IndConfig(filters="none")
+    inds = IndConfig(filters="none", driver_validation_values=4)  # both validations, driver's and Spark's
     pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, sketches=SKETCHES))
     changed_counts, estimated_counts, fk_counts = [], [], []
     caplog.set_level(logging.INFO, logger="lakemeta")

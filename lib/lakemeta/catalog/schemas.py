@@ -27,6 +27,29 @@ def _schema(*fields: tuple[str, object]) -> StructType:
 
 STRINGS = ArrayType(StringType())
 
+# An FK candidate (fk_candidates, and the outcomes kept in state/fk_scored): its columns, phase 1's estimate
+# and bound, the EMD it ranks by, how the key was found (agree_sets: a minimal UCC; checked: exactly,
+# without agree-sets; declared), and the signals the choice reads (lakemeta.fks.signals).
+FK_PAIR = (
+    ("fk_table", StringType()),
+    ("fk_columns", STRINGS),
+    ("pk_table", StringType()),
+    ("pk_columns", STRINGS),
+)
+FK_SCORE = (("inclusion_estimate", DoubleType()), ("inclusion_error", DoubleType()), ("emd", DoubleType()))
+FK_KEY_SOURCE = ("pk_source", StringType())
+FK_SIGNALS = (
+    ("inclusion", DoubleType()),
+    ("coverage", DoubleType()),
+    ("fk_distinct", LongType()),
+    ("pk_distinct", LongType()),
+    ("span_start", DoubleType()),
+    ("span_end", DoubleType()),
+    ("pk_is_integer", BooleanType()),
+    ("pk_is_range", BooleanType()),
+    ("fk_step", LongType()),
+)
+
 # A dependent column and the column it is (estimated to be) included in.
 COLUMN_PAIR = (
     ("dep_table", StringType()),
@@ -77,28 +100,14 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("status", StringType()),
     ),
     "fk_candidates": _schema(
-        ("fk_table", StringType()),
-        ("fk_columns", STRINGS),
-        ("pk_table", StringType()),
-        ("pk_columns", STRINGS),
-        ("inclusion_estimate", DoubleType()),
-        ("inclusion_error", DoubleType()),
-        ("emd", DoubleType()),
+        *FK_PAIR,
+        *FK_SCORE,
         ("rank", IntegerType()),
         ("accepted", BooleanType()),
         ("name_match", BooleanType()),
-        # How the key was found: agree_sets (a minimal UCC), checked (exactly, without agree-sets), declared.
-        ("pk_source", StringType()),
-        # The signals the choice reads (lakemeta.fks.signals) and what it made of them (lakemeta.fks.choice).
-        ("inclusion", DoubleType()),
-        ("coverage", DoubleType()),
-        ("fk_distinct", LongType()),
-        ("pk_distinct", LongType()),
-        ("span_start", DoubleType()),
-        ("span_end", DoubleType()),
-        ("pk_is_integer", BooleanType()),
-        ("pk_is_range", BooleanType()),
-        ("fk_step", LongType()),
+        FK_KEY_SOURCE,
+        *FK_SIGNALS,
+        # Signals of the candidate among the others, and what the choice made of them (lakemeta.fks.choice).
         ("fk_is_key", BooleanType()),
         ("pk_ordinal", IntegerType()),
         ("same_folder", BooleanType()),
@@ -198,7 +207,8 @@ BOOKKEEPING_SCHEMAS: dict[str, StructType] = {
 # What discovery keeps between runs so that it recomputes only what changed: derived from the state, with
 # the run and settings it reflects in its newest commit, and dropped with the state on a rebuild.
 DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
-    # Many's inputs per column (lakemeta.inds.columns): Bloom signature and filter statistics.
+    # Many's inputs per column (lakemeta.inds.columns): Bloom signature and filter statistics, and the
+    # sorted value hashes of a column small enough to be validated on the driver (lakemeta.inds.containment).
     "state/ind_columns": _schema(
         ("table_name", StringType()),
         ("column_name", StringType()),
@@ -207,27 +217,15 @@ DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
         ("n_values", LongType()),
         ("n_distinct", LongType()),
         ("all_integer", BooleanType()),
+        ("value_hashes", BinaryType()),
     ),
     # The FK step's outcome for every candidate it proposed (lakemeta.fks.discover): pruned (passed false)
     # or scored with its signals; a candidate whose two tables did not change keeps its outcome.
     "state/fk_scored": _schema(
-        ("fk_table", StringType()),
-        ("fk_columns", STRINGS),
-        ("pk_table", StringType()),
-        ("pk_columns", STRINGS),
-        ("pk_source", StringType()),
-        ("inclusion_estimate", DoubleType()),
-        ("inclusion_error", DoubleType()),
-        ("emd", DoubleType()),
-        ("inclusion", DoubleType()),
-        ("coverage", DoubleType()),
-        ("fk_distinct", LongType()),
-        ("pk_distinct", LongType()),
-        ("span_start", DoubleType()),
-        ("span_end", DoubleType()),
-        ("pk_is_integer", BooleanType()),
-        ("pk_is_range", BooleanType()),
-        ("fk_step", LongType()),
+        *FK_PAIR,
+        FK_KEY_SOURCE,
+        *FK_SCORE,
+        *FK_SIGNALS,
         ("proposed_estimate", DoubleType()),  # phase 1's estimate and bound it was proposed with
         ("proposed_error", DoubleType()),
         ("passed", BooleanType()),

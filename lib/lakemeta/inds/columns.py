@@ -5,7 +5,9 @@ distinct canonical values, which are the hashes ``bloom.signature_from_strings``
 positions from, so the signature is the one the values give; its number of distinct non-null values
 (|dependentSet| / |referencedSet| of Alg. 11); and the statistics of the filters (§3.2): rows holding a
 value, distinct such values (a configured null representation is recognised by its hash) and whether every
-such value is an integer literal (the state marks each value).
+such value is an integer literal (the state marks each value); and, for a column of at most
+``inds.driver_validation_values`` distinct values, those values' hashes, sorted, with which a candidate
+between two such columns is validated on the driver (``inds.containment``).
 
 The inputs are computed in the executors, each task summarising the value rows it holds per column (the
 signature of its part of the column, its counts), and the parts are combined on the driver (signatures
@@ -28,12 +30,15 @@ from lakemeta.arrays import run_starts
 from lakemeta.catalog import Catalog
 from lakemeta.hashing import hash_strings
 from lakemeta.inds.bloom import BloomParams, signatures_from_hashes
+from lakemeta.inds.config import ManyConfig
+from lakemeta.inds.containment import hash_set_rows, hash_sets
 from lakemeta.inds.filters import ColumnStats
 from lakemeta.values.state import ColumnValues
 
 INPUTS = "state/ind_columns"
 _PARTS_SCHEMA = (
-    "column_id long, signature binary, set_size long, n_values long, n_distinct long, n_not_integer long"
+    "column_id long, signature binary, set_size long, n_values long, n_distinct long, n_not_integer long, "
+    "value_hashes binary"
 )
 
 
@@ -46,6 +51,7 @@ class ColumnInputs:
     signatures: np.ndarray  # uint64 [n_columns, words]
     set_sizes: np.ndarray  # int64: distinct non-null values
     stats: ColumnStats  # for the filters of Alg. 10
+    value_hashes: pa.BinaryArray  # sorted hashes of a column small enough to check on the driver, or null
 
     def to_arrow(self) -> pa.Table:
         """The rows of ``state/ind_columns``."""
@@ -58,6 +64,7 @@ class ColumnInputs:
                 "n_values": pa.array(self.stats.n_values, pa.int64()),
                 "n_distinct": pa.array(self.stats.n_distinct, pa.int64()),
                 "all_integer": pa.array(self.stats.all_integer, pa.bool_()),
+                "value_hashes": self.value_hashes,
             }
         )
 
@@ -75,6 +82,8 @@ class ColumnInputs:
                 rows["n_distinct"].to_numpy(),
                 rows["all_integer"].to_numpy(zero_copy_only=False).astype(bool),
             ),
+            # rows written before the hashes were kept have none: their candidates are validated by Spark
+            rows["value_hashes"].combine_chunks() if rows.num_rows else pa.array([], pa.binary()),
         )
 
 
@@ -102,7 +111,7 @@ def _word_rows(values: pa.ChunkedArray | pa.BinaryArray, n_words: int) -> np.nda
 
 
 def _column_parts(
-    params: BloomParams, null_hashes: np.ndarray
+    params: BloomParams, null_hashes: np.ndarray, kept_values: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Per record batch of value rows (column_id, hash, count, integer): one row per column present, with
     the signature of the batch's values of the column and their counts."""
@@ -112,40 +121,46 @@ def _column_parts(
             if not batch.num_rows:
                 continue
             ids = batch["column_id"].to_numpy()
-            order = np.argsort(ids, kind="stable")
-            ids = ids[order]
-            hashes = batch["hash"].to_numpy().view(np.uint64)[order]
+            hashes = batch["hash"].to_numpy().view(np.uint64)
+            order = np.lexsort((hashes, ids))  # by column, each column's hashes sorted
+            ids, hashes = ids[order], hashes[order]
             counts = batch["count"].to_numpy()[order]
             # a value written before the state marked integers counts as not one
             integer = pc.fill_null(batch["integer"], False).to_numpy(zero_copy_only=False)[order]
             starts = np.flatnonzero(run_starts(ids))
-            signatures = signatures_from_hashes(hashes, np.append(starts, len(ids)), params)
+            bounds = np.append(starts, len(ids))
+            signatures = signatures_from_hashes(hashes, bounds, params)
             valued = ~np.isin(hashes, null_hashes)
             yield pa.RecordBatch.from_arrays(
                 [
                     pa.array(ids[starts]),
                     _binary_rows(signatures),
-                    pa.array(np.diff(np.append(starts, len(ids)))),
+                    pa.array(np.diff(bounds)),
                     pa.array(np.add.reduceat(np.where(valued, counts, 0), starts)),
                     pa.array(np.add.reduceat(valued.astype(np.int64), starts)),
                     pa.array(np.add.reduceat((valued & ~integer).astype(np.int64), starts)),
+                    hash_set_rows(hashes, bounds, np.diff(bounds) <= kept_values),
                 ],
-                names=["column_id", "signature", "set_size", "n_values", "n_distinct", "n_not_integer"],
+                names=[
+                    "column_id",
+                    "signature",
+                    "set_size",
+                    "n_values",
+                    "n_distinct",
+                    "n_not_integer",
+                    "value_hashes",
+                ],
             )
 
     return run
 
 
 def compute_inputs(
-    catalog: Catalog,
-    table_names: Sequence[str],
-    column_names: Sequence[str],
-    params: BloomParams,
-    null_values: Sequence[str],
+    catalog: Catalog, table_names: Sequence[str], column_names: Sequence[str], config: ManyConfig
 ) -> ColumnInputs:
     """Many's inputs of the given columns, in their order, from their value sets; a column without a
     value has an empty signature and zero counts."""
-    n = len(column_names)
+    n, params, kept_values = len(column_names), config.params, config.driver_validation_values
     if not n:
         return ColumnInputs(
             [],
@@ -153,6 +168,7 @@ def compute_inputs(
             np.zeros((0, params.n_words), np.uint64),
             np.zeros(0, np.int64),
             ColumnStats(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)),
+            pa.array([], pa.binary()),
         )
     spark = catalog.spark
     asked = spark.createDataFrame(
@@ -164,18 +180,19 @@ def compute_inputs(
             }
         )
     )
-    null_hashes, valid = hash_strings(pa.array(list(null_values), pa.string()))
+    null_hashes, valid = hash_strings(pa.array(list(config.filters.null_values), pa.string()))
     spark.sparkContext.setJobDescription(f"Many: signatures of {n} columns from their value sets")
     parts = (
         catalog.read(ColumnValues.state_table())
         .join(F.broadcast(asked), ["table_name", "column_name"])
         .select("column_id", "hash", "count", "integer")
-        .mapInArrow(_column_parts(params, np.sort(null_hashes[valid])), _PARTS_SCHEMA)
+        .mapInArrow(_column_parts(params, np.sort(null_hashes[valid]), kept_values), _PARTS_SCHEMA)
         .toArrow()
         .sort_by("column_id")
     )
     signatures = np.zeros((n, params.n_words), np.uint64)
     set_sizes, n_values, n_distinct, n_not_integer = (np.zeros(n, np.int64) for _ in range(4))
+    value_ids, values = np.zeros(0, np.int64), np.zeros(0, np.uint64)
     if len(parts):
         ids = parts["column_id"].to_numpy()
         starts = np.flatnonzero(run_starts(ids))
@@ -189,11 +206,19 @@ def compute_inputs(
             (n_not_integer, "n_not_integer"),
         ):
             total[at] = np.add.reduceat(parts[name].to_numpy(), starts)
+        # a small column's hashes from its parts (each part of a small column is small, so kept); the
+        # parts hold disjoint values, each part's sorted: the union is their concatenation, sorted
+        offsets, values, _ = hash_sets(parts["value_hashes"])
+        value_ids = np.repeat(ids, np.diff(offsets))
+        order = np.lexsort((values, value_ids))
+        value_ids, values = value_ids[order], values[order]
     all_integer = (n_distinct > 0) & (n_not_integer == 0)
+    bounds = np.searchsorted(value_ids, np.arange(n + 1))
     return ColumnInputs(
         list(table_names),
         list(column_names),
         signatures,
         set_sizes,
         ColumnStats(n_values, n_distinct, all_integer),
+        hash_set_rows(values, bounds, set_sizes <= kept_values),
     )

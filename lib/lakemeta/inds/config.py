@@ -20,6 +20,7 @@ class ManyConfig:
     strategy: Strategy = "dep2refs"
     indexed: bool = True
     filters: FilterConfig = field(default_factory=FilterConfig)
+    driver_validation_values: int = IndConfig.driver_validation_values  # lakemeta.inds.containment
 
 
 def many_config(config: IndConfig) -> ManyConfig:
@@ -28,4 +29,10 @@ def many_config(config: IndConfig) -> ManyConfig:
     filters = dataclasses.replace(profiles[config.filters], tau=config.tau)
     if config.null_values is not None:
         filters = dataclasses.replace(filters, null_values=config.null_values)
-    return ManyConfig(BloomParams(config.m, config.k, config.p), config.strategy, config.indexed, filters)
+    return ManyConfig(
+        BloomParams(config.m, config.k, config.p),
+        config.strategy,
+        config.indexed,
+        filters,
+        config.driver_validation_values,
+    )

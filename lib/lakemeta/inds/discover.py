@@ -10,9 +10,10 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
 2. The signature matrix (Alg. 3) is built on the driver from the signatures (small by construction:
    p·m bits per column) and broadcast; the IND-Proposer (Alg. 4-6 with the indexed bit-vectors of §4.5)
    runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the filters of Alg. 10.
-3. The IND-Validator (Alg. 7) checks every candidate exactly and distributed: the dependent column's
-   value hashes joined with the candidate, anti-joined with the referenced column's; a candidate with no
-   value left over is valid. Then the coverage filter of Alg. 11.
+3. The IND-Validator (Alg. 7) checks every candidate exactly: between two small columns on the driver,
+   on their kept value hashes (``inds.containment``); otherwise distributed, the dependent column's value
+   hashes joined with the candidate and anti-joined with the referenced column's, a candidate with no
+   value left over being valid. Then the coverage filter of Alg. 11.
 
 What a batch changes. An IND's validity, its distinct counts and its filters depend on its two columns'
 value sets only. So a discovery after some batches reuses the last result and the kept inputs, both
@@ -33,8 +34,6 @@ from the tables instead would cost a read of every table per run, which this ste
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import logging
 import time
 from dataclasses import dataclass
@@ -49,9 +48,10 @@ from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import is_in
-from lakemeta.config import Config
+from lakemeta.config import Config, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config
+from lakemeta.inds.containment import contained, hash_sets
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_range
@@ -78,6 +78,7 @@ class ManyRun:
     changed_tables: set[str] | None  # the tables whose inputs were computed again; None: every table's
     n_tables: int
     n_candidates: int
+    n_validated_on_driver: int  # candidates between two small columns (``inds.containment``)
     n_valid: int
     stage_seconds: dict[str, float]
 
@@ -102,11 +103,6 @@ def lake_columns(catalog: Catalog) -> tuple[list[str], list[str]]:
     rows = columns.select(["table_name", "column_name", "data_type"]).to_pylist()
     kept = [row for row in rows if is_plain_type_name(row["data_type"]) and row["data_type"] != "binary"]
     return [row["table_name"] for row in kept], [row["column_name"] for row in kept]
-
-
-def many_settings(config: ManyConfig) -> str:
-    """The settings a result and the kept inputs depend on, as they are recorded with them."""
-    return json.dumps(dataclasses.asdict(config), sort_keys=True)
 
 
 def _kept_inputs(
@@ -141,15 +137,11 @@ def _inputs(
 ) -> ColumnInputs:
     """Every column's inputs in the given order: kept ones for unchanged tables, computed for the others."""
     if kept is None or changed is None:
-        return compute_inputs(catalog, table_names, column_names, config.params, config.filters.null_values)
+        return compute_inputs(catalog, table_names, column_names, config)
     is_changed = np.array([table in changed for table in table_names], dtype=bool)
     at = np.flatnonzero(is_changed)
     fresh = compute_inputs(
-        catalog,
-        [table_names[i] for i in at],
-        [column_names[i] for i in at],
-        config.params,
-        config.filters.null_values,
+        catalog, [table_names[i] for i in at], [column_names[i] for i in at], config
     ).to_arrow()
     stored_keys = zip(kept["table_name"].to_pylist(), kept["column_name"].to_pylist(), strict=True)
     position = {key: i for i, key in enumerate(stored_keys)}
@@ -200,9 +192,21 @@ def _propose(
     return np.unique(candidates, axis=0) if changed is not None else candidates
 
 
-def _validate(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) -> np.ndarray:
-    """Step 3, Alg. 7 distributed: whether each candidate's dependent values all occur in its referenced
-    column (the dependent value hashes anti-joined with the referenced ones; none left over means valid)."""
+def _validate(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) -> tuple[np.ndarray, int]:
+    """Step 3, Alg. 7: whether each candidate's dependent values all occur in its referenced column; and
+    how many candidates the driver checked. A candidate between two columns whose value hashes are kept
+    is checked on the driver (``containment.contained``), the others distributed."""
+    offsets, hashes, kept = hash_sets(inputs.value_hashes)
+    on_driver = kept[candidates[:, 0]] & kept[candidates[:, 1]]
+    valid = np.zeros(len(candidates), dtype=bool)
+    valid[on_driver] = contained(candidates[on_driver, 0], candidates[on_driver, 1], offsets, hashes)
+    valid[~on_driver] = _validate_distributed(catalog, inputs, candidates[~on_driver])
+    return valid, int(on_driver.sum())
+
+
+def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) -> np.ndarray:
+    """Alg. 7 distributed: the dependent value hashes anti-joined with the referenced ones; none left over
+    means valid."""
     if not len(candidates):
         return np.zeros(0, dtype=bool)
     spark = catalog.spark
@@ -261,7 +265,7 @@ def discover_inclusion_dependencies(
     started = time.perf_counter()
     table_names, column_names = lake_columns(catalog)
     reusable = (
-        _kept_inputs(catalog, many_settings(config), table_names, column_names) if incremental else None
+        _kept_inputs(catalog, settings_of(inds=config), table_names, column_names) if incremental else None
     )
     kept, changed_tables = reusable if reusable is not None else (None, None)
     inputs = _inputs(catalog, config, table_names, column_names, kept, changed_tables)
@@ -282,7 +286,7 @@ def discover_inclusion_dependencies(
         f"Many: validation of {int(possible.sum())} candidates ({len(candidates)} proposed)"
     )
     valid = np.zeros(len(candidates), dtype=bool)
-    valid[possible] = _validate(catalog, inputs, candidates[possible])
+    valid[possible], n_on_driver = _validate(catalog, inputs, candidates[possible])
     stage_seconds["validation"] = time.perf_counter() - started - sum(stage_seconds.values())
     deps, refs = candidates[valid, 0], candidates[valid, 1]
     if config.filters.low_coverage:
@@ -305,6 +309,7 @@ def discover_inclusion_dependencies(
         changed_tables,
         len(set(table_names)),
         len(candidates),
+        n_on_driver,
         int(valid.sum()),
         stage_seconds,
     )
@@ -316,7 +321,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     kept and the changes recorded: ``lakemeta.catalog.relationships``), computed again only for the
     columns of tables changed since the last discovery. Returns the number of INDs kept."""
     many = many_config(config.inds)
-    reflects = {"run": newest_committed_run(catalog.root), "settings": many_settings(many)}
+    reflects = {"run": newest_committed_run(catalog.root), "settings": settings_of(inds=many)}
     run = discover_inclusion_dependencies(catalog, many)
     if run.changed_tables is None:
         # the inputs first: a result is reused only where the kept inputs were computed with its settings
@@ -330,7 +335,8 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     # reflect still holds (no batch after the run they name)
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables (%d changed), %d columns, "
-        "%d candidates, %d valid, %d kept (signatures %.1f s, candidates %.1f s, validation %.1f s)",
+        "%d candidates (%d checked on the driver), %d valid, %d kept "
+        "(signatures %.1f s, candidates %.1f s, validation %.1f s)",
         config.inds.m,
         config.inds.k,
         config.inds.p,
@@ -339,6 +345,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
         run.n_changed_tables,
         len(run.inputs.column_names),
         run.n_candidates,
+        run.n_validated_on_driver,
         run.n_valid,
         len(run.result),
         *run.stage_seconds.values(),

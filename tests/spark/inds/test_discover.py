@@ -4,6 +4,7 @@ parameters and the candidate strategy never change the result (no false negative
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -94,7 +95,7 @@ def discovered(pipeline: Pipeline) -> set[tuple[str, str, str, str, int, int]]:
 
 @pytest.mark.parametrize("seed, max_task_rows", [(5, 1_000_000), (5, 3)])
 def test_inclusion_dependencies_equal_brute_force(
-    spark, tmp_path: Path, seed: int, max_task_rows: int
+    spark, tmp_path: Path, seed: int, max_task_rows: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     # with a budget of 3 rows a task, the tables of more rows are read in groups of their data files
     rng = np.random.default_rng(seed)
@@ -108,15 +109,27 @@ def test_inclusion_dependencies_equal_brute_force(
     process(pipeline, "column_profile", "column_values")  # the columns and value sets Many reads
     settings = [
         IndConfig(filters="none"),
-        IndConfig(filters="none", m=8, k=2, p=1, strategy="ref2deps", indexed=False),  # many false positives
-        IndConfig(filters="none", m=64, k=3, p=3),
+        # many false positives; columns of up to 3 values validated on the driver, the others by Spark
+        IndConfig(
+            filters="none", m=8, k=2, p=1, strategy="ref2deps", indexed=False, driver_validation_values=3
+        ),
+        IndConfig(filters="none", m=64, k=3, p=3, driver_validation_values=0),  # every candidate by Spark
         IndConfig(),  # the null filter
         IndConfig(filters="web"),
     ]
+    caplog.set_level(logging.INFO, logger="lakemeta")
     for inds in settings:
         configured = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, **budget))
+        caplog.clear()
         configured.discover("inclusion_dependencies")
         assert discovered(configured) == brute_force(lake, names, inds.filters), inds
+        checked = re.search(r"(\d+) candidates \((\d+) checked on the driver\)", caplog.text)
+        assert checked, caplog.text
+        candidates, on_driver = int(checked[1]), int(checked[2])
+        if inds.driver_validation_values == 0:
+            assert on_driver == 0
+        elif inds.driver_validation_values == 3:
+            assert 0 < on_driver < candidates, (on_driver, candidates)  # both validations took part
     everything = brute_force(lake, names, "none")
     assert any(x[0] != x[2] for x in everything)  # across tables
     assert any(x[4] == 0 for x in everything)  # an empty column is included in every other one
