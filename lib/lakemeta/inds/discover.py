@@ -159,6 +159,8 @@ def _propose(
     """Step 2: candidates (dep, ref) from the broadcast matrix, one task per column range (Alg. 8-10);
     with ``changed`` (a column mask) only the pairs with a changed column on either side."""
     n_columns = len(inputs.column_names)
+    if changed is not None and not changed.any():
+        return np.zeros((0, 2), np.int64)  # nothing changed: every pair's answer is kept
     matrix = SignatureMatrix.from_signatures(inputs.signatures, config.params)
     filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
     if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
