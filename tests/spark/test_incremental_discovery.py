@@ -1,10 +1,12 @@
 """Incremental discovery equals discovery from scratch after every run of random batches (inserts, deletes
 and updates with duplicates and nulls, emptied tables, a new table, a dropped table, an added column, a
 run with nothing changed, other settings): ``inclusion_dependencies`` (and brute force),
-``inclusion_estimates`` and ``fk_candidates``, each computed again only for the changed tables."""
+``inclusion_estimates`` and ``fk_candidates`` (with the exact key checks of tables without agree-sets),
+each computed again only for the changed tables."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import re
 from pathlib import Path
@@ -14,7 +16,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 
-from lakemeta.config import Config, IndConfig, SketchConfig
+from lakemeta.config import AgreeSetConfig, Config, IndConfig, SketchConfig
 from lakemeta.fks.discover import RESULTS as FK_RESULTS
 from lakemeta.fks.discover import SCORED_STATE, discover_fk_candidates
 from lakemeta.inds.columns import INPUTS
@@ -32,6 +34,8 @@ COMPONENTS = ("column_profile", "hll_counters", "column_values", "agree_sets")
 STEPS = ("inclusion_estimates", "inclusion_dependencies", "fk_candidates")
 # a block per column or two: the changed columns' tiles are few of many
 SKETCHES = SketchConfig(tile_bytes=20_000)
+# Tables above 8 rows keep no agree-sets: their keys are checked exactly, and the checks kept (fks.keys).
+AGREE_SETS = AgreeSetConfig(max_rows=8)
 
 
 def _result_pairs(table: pa.Table) -> set[tuple]:
@@ -90,8 +94,11 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
     # a key the random tables' ids reference: FK candidates, of which a batch changes some
     write_deltalake(str(lake / "ids"), _ids(range(12)))
     inds = IndConfig(filters="none", driver_validation_values=4)  # both validations, driver's and Spark's
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, sketches=SKETCHES))
-    changed_counts, estimated_counts, fk_counts = [], [], []
+    config = Config(
+        lake=lake, catalog=tmp_path / "catalog", inds=inds, sketches=SKETCHES, agree_sets=AGREE_SETS
+    )
+    pipeline = Pipeline(spark, config)
+    changed_counts, estimated_counts, fk_counts, key_reads = [], [], [], []
     caplog.set_level(logging.INFO, logger="lakemeta")
     widened = "t1"  # gains a column; the random changes write the narrower rows
     rounds = ["random", "new table", "dropped table, added column", "nothing", "random, and the key"]
@@ -121,6 +128,8 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
         _check_estimates(pipeline, SKETCHES)
         scored = re.search(r"reaching theta=[\d.]+ \((\d+) scored", caplog.text)
         fk_counts.append((_check_fks(pipeline), int(scored[1])))
+        checked = re.search(r"FK keys: (\d+) tables checked, (\d+) of them read", caplog.text)
+        key_reads.append((int(checked[1]), int(checked[2])))
     # the first discovery computes every table, later ones only the changed ones, none when nothing changed
     assert changed_counts[0][0] == changed_counts[0][1]
     assert all(changed < total for total, changed in changed_counts[1:]), changed_counts
@@ -134,12 +143,15 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
     # FK candidates found, and after a batch only some of them scored again
     assert all(found > 0 for found, _ in fk_counts), fk_counts
     assert any(scored < fk_counts[0][1] for _, scored in fk_counts[1:]), fk_counts
+    # keys checked exactly (of "ids"): read the first time, then not until the last round changes "ids"
+    assert key_reads[0][0] == key_reads[0][1] > 0, key_reads
+    assert all(read == 0 for _, read in key_reads[1:-1]) and key_reads[-1][1] > 0, key_reads
     # other settings: everything computed again, as from scratch
     web, stricter = (
         IndConfig(filters="web"),
         SketchConfig(inclusion_floor=0.8, tile_bytes=SKETCHES.tile_bytes),
     )
-    other = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=web, sketches=stricter))
+    other = Pipeline(spark, dataclasses.replace(config, inds=web, sketches=stricter))
     for step in STEPS:
         other.discover(step)
     _check(pipeline, lake, web)

@@ -230,6 +230,15 @@ DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
         ("proposed_error", DoubleType()),
         ("passed", BooleanType()),
     ),
+    # The exact key checks of tables without agree-sets (lakemeta.fks.keys): the table's version, the
+    # columns and combinations asked, the keys found; a check asked again with the same inputs is reused.
+    "state/fk_key_checks": _schema(
+        ("table_name", StringType()),
+        ("version", LongType()),
+        ("singles", STRINGS),
+        ("combinations", ArrayType(STRINGS)),
+        ("keys", ArrayType(STRINGS)),
+    ),
 }
 
 

@@ -56,7 +56,7 @@ from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, FkConfig, SketchConfig, settings_of
 from lakemeta.fks.choice import choose
 from lakemeta.fks.columns import ColumnCache
-from lakemeta.fks.keys import Key, find_keys
+from lakemeta.fks.keys import KEY_CHECKS, Key, find_keys
 from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.randomness import KeyGrid
 from lakemeta.fks.signals import ColumnTypes, common_divisor, integer_key, span, step
@@ -385,6 +385,7 @@ class FkRun:
     ranked: pa.Table
     overlaps: pa.Table
     outcomes: pa.Table
+    key_checks: pa.Table  # the exact key checks asked (``keys.KEY_CHECKS``)
     changed_tables: set[str] | None
     n_keys: int
     n_several: int
@@ -407,7 +408,10 @@ def discover_fk_candidates(
     estimates = catalog.read_small("inclusion_estimates")
     index = CandidateIndex(estimates, types, fks.inclusion_threshold)
 
-    keys = find_keys(catalog, lake, fks, sketches.precision, index.referenced, max_task_rows)
+    kept_checks = catalog.read_small(KEY_CHECKS) if incremental else None
+    keys, key_checks = find_keys(
+        catalog, lake, fks, sketches.precision, index.referenced, max_task_rows, kept_checks
+    )
     proposed = {key: found for key in keys if (found := index.candidates(key))}
     stored = _kept_outcomes(catalog, changed)
     reused, to_score = [], {}
@@ -461,6 +465,7 @@ def discover_fk_candidates(
         ranked,
         overlaps,
         outcomes,
+        key_checks,
         changed,
         len(keys),
         sum(len(key.columns) > 1 for key in keys),
@@ -480,6 +485,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
         "settings": settings_of(fks=config.fks, sketches=config.sketches),
     }
     run = discover_fk_candidates(catalog, lake, config)
+    catalog.replace_small(KEY_CHECKS, run.key_checks)
     catalog.replace_small(SCORED_STATE, run.outcomes, reflects=reflects)
     catalog.replace_small(
         OVERLAPS, run.overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))

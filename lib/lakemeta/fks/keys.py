@@ -28,6 +28,12 @@
   column of a few values in almost any large column (five market segments in a unique comment column of
   TPC-H partsupp at scale 0.01, which would hide (ps_partkey, ps_suppkey)).
 * Keys declared in the configuration (``fks.declared_keys``) are added, whatever their size.
+
+What a batch changes. A table's checked keys are a function of its snapshot (its committed version) and
+of the columns and combinations asked, nothing else. Each check is kept in ``state/fk_key_checks`` with
+those inputs and its keys, and a later run reuses the keys of every check asked again with the same
+inputs: only a table with a new version, or asked about other columns (other estimates, other tables'
+candidates, other settings), is read again.
 """
 
 from __future__ import annotations
@@ -63,6 +69,17 @@ _CHECK_SCHEMA = (
 )
 _FOUND_DDL = "table_name string, columns array<string>"
 _FOUND = pa.schema([("table_name", pa.string()), ("columns", pa.list_(pa.string()))])
+KEY_CHECKS = "state/fk_key_checks"
+_STRINGS = pa.list_(pa.string())
+_KEY_CHECKS = pa.schema(
+    [
+        ("table_name", pa.string()),
+        ("version", pa.int64()),
+        ("singles", _STRINGS),
+        ("combinations", pa.list_(_STRINGS)),
+        ("keys", pa.list_(_STRINGS)),
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -153,6 +170,12 @@ def _unique_keys(max_rows: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator
     return run
 
 
+def _check_identity(row: dict) -> tuple:
+    """What a check's answer depends on: the table, its version, the columns and combinations asked."""
+    combinations = tuple(tuple(combination) for combination in row["combinations"])
+    return row["table_name"], row["version"], tuple(row["singles"]), combinations
+
+
 def _checked_keys(
     catalog: Catalog,
     lake: Location,
@@ -160,9 +183,11 @@ def _checked_keys(
     precision: int,
     referenced: Callable[[Key], bool],
     max_rows: int,
-) -> set[Key]:
-    """Exactly checked keys of the tables without agree-set state (module docstring); a task holds at most
-    ``max_rows`` rows of values."""
+    kept_checks: pa.Table | None,
+) -> tuple[set[Key], pa.Table]:
+    """Exactly checked keys of the tables without agree-set state (module docstring), and the checks
+    asked (the rows of ``KEY_CHECKS``); those of ``kept_checks`` asked again are not read again. A task
+    holds at most ``max_rows`` rows of values."""
     tracked = tracked_tables(catalog)
     tables = {
         row["table_name"]: row
@@ -193,15 +218,38 @@ def _checked_keys(
             path, version = str(table_path(lake, name)), tables[name]["last_version"]
             row = (name, path, version, n_rows, singles, combinations)
             rows.append((n_rows * work, row))
-    if not rows:
-        return set()
-    spark = catalog.spark
-    spark.sparkContext.setJobDescription(
-        f"FK keys: uniqueness of {sum(len(row[4]) for _, row in rows)} columns and "
-        f"{sum(len(row[5]) for _, row in rows)} column combinations in {len(rows)} tables"
-    )
-    found = balanced_frame(spark, rows, _CHECK_SCHEMA).mapInArrow(_unique_keys(max_rows), _FOUND_DDL)
-    return {Key(row["table_name"], tuple(row["columns"]), "checked") for row in found.toArrow().to_pylist()}
+    asked = [
+        {"table_name": name, "version": version, "singles": singles, "combinations": combinations}
+        for _, (name, _, version, _, singles, combinations) in rows
+    ]
+    known = {
+        _check_identity(check): check["keys"]
+        for check in ([] if kept_checks is None else kept_checks.to_pylist())
+    }
+    to_read = [
+        (weight, row)
+        for (weight, row), check in zip(rows, asked, strict=True)
+        if _check_identity(check) not in known
+    ]
+    found: dict[str, list[list[str]]] = {}
+    if to_read:
+        spark = catalog.spark
+        spark.sparkContext.setJobDescription(
+            f"FK keys: uniqueness of {sum(len(row[4]) for _, row in to_read)} columns and "
+            f"{sum(len(row[5]) for _, row in to_read)} column combinations in {len(to_read)} tables"
+        )
+        frame = balanced_frame(spark, to_read, _CHECK_SCHEMA).mapInArrow(_unique_keys(max_rows), _FOUND_DDL)
+        for key in frame.toArrow().to_pylist():
+            found.setdefault(key["table_name"], []).append(key["columns"])
+    log.info("FK keys: %d tables checked, %d of them read (the others unchanged)", len(asked), len(to_read))
+    checks = [
+        {**check, "keys": sorted(known.get(_check_identity(check), found.get(check["table_name"], [])))}
+        for check in asked
+    ]
+    keys = {
+        Key(check["table_name"], tuple(columns), "checked") for check in checks for columns in check["keys"]
+    }
+    return keys, pa.Table.from_pylist(checks, schema=_KEY_CHECKS)
 
 
 def find_keys(
@@ -211,8 +259,10 @@ def find_keys(
     precision: int,
     referenced: Callable[[Key], bool],
     max_rows: int,
-) -> list[Key]:
-    """The key candidates of the lake's committed tables, sorted by table and columns: every null-free
+    kept_checks: pa.Table | None = None,
+) -> tuple[list[Key], pa.Table]:
+    """The key candidates of the lake's committed tables, sorted by table and columns, and the exact
+    checks asked (``KEY_CHECKS``' rows; those in ``kept_checks`` are not read again): every null-free
     minimal unique column combination of the agree-sets (they cost nothing; whether a column is a key
     is a signal of the choice, ``signals``), the checked and the declared keys. ``referenced`` tells
     whether another table would hold FK candidates of a column combination (phase 2 of Zhang §4), which
@@ -231,7 +281,7 @@ def find_keys(
         and all(nulls.get((row["table_name"], column)) == 0 for column in row["columns"])
         and (row["columns"] or row["table_name"] in first_column)
     }
-    checked = _checked_keys(catalog, lake, config, precision, referenced, max_rows)
+    checked, checks = _checked_keys(catalog, lake, config, precision, referenced, max_rows, kept_checks)
     declared = {
         Key(table, tuple(columns), "declared")
         for table, listed in config.declared_keys.items()
@@ -247,4 +297,4 @@ def find_keys(
     )
     # A key found several ways keeps the first: agree-sets, then checked, then declared.
     found = keys | checked | declared
-    return sorted(found, key=lambda key: (key.table, key.columns))
+    return sorted(found, key=lambda key: (key.table, key.columns)), checks

@@ -79,7 +79,7 @@ def test_checked_keys_equal_brute_force_and_the_agree_set_keys(
     config = Config(lake=lake, catalog=tmp_path / "catalog", agree_sets=AgreeSetConfig(max_rows=max_rows))
     pipeline = Pipeline(spark, config)
     process(pipeline, "column_profile", "hll_counters", "column_values", "agree_sets")
-    found = find_keys(
+    found, checks = find_keys(
         pipeline.catalog, lake, config.fks, config.sketches.precision, referenced, max_task_rows
     )
     expected = set().union(
@@ -89,3 +89,9 @@ def test_checked_keys_equal_brute_force_and_the_agree_set_keys(
     assert not any(key.table == "t_g" and len(key.columns) > 1 for key in expected)
     assert any(key.table == "t_id" and len(key.columns) > 1 for key in expected)
     assert set(found) == expected
+    # The same checks asked again are answered from the kept ones: no table is read (there is none here).
+    precision = config.sketches.precision
+    again, _ = find_keys(
+        pipeline.catalog, tmp_path / "no lake", config.fks, precision, referenced, max_task_rows, checks
+    )
+    assert len(checks) and again == found
