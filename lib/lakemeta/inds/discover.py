@@ -23,7 +23,7 @@ columns added or dropped): that table's inputs; the candidates with such a colum
 (dep2refs over the changed columns) or as referenced side (ref2deps over them), which together are
 exactly the pairs it takes part in; their validation. INDs between unchanged columns are kept as they
 are. Other settings, a rebuild (which drops the kept inputs) or a first run compute everything. Either
-way the result is the one a discovery from scratch gives (tests/spark/inds/test_incremental.py).
+way the result is the one a discovery from scratch gives (tests/spark/test_incremental_discovery.py).
 
 Beyond the paper, exactness with hashes. Values are compared by their 64-bit hash: an IND that does not
 hold is reported only if each dependent value outside the referenced column shares its hash with one
