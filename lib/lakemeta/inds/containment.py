@@ -6,10 +6,12 @@ The IND-Validator of Many (Alg. 7) reads both columns' values. For a column with
 merge of two sorted arrays in numba, with no Spark job; the others go to the distributed anti-join
 (``inds.discover``). Both compare the same 64-bit hashes, so both give the same answer.
 
-Why beyond the paper: Many's signatures (m = 650 bits, §5.2) fill up once a column holds a few hundred
-values, and then propose nearly every smaller column into it; on web tables most candidates are false and
-most columns small (90,439 candidates for 2,412 INDs on the shared web tables). A join per such candidate
-costs a Spark job's scheduling for a merge of a few dozen values.
+Why beyond the paper: in a lake of many small tables most candidates are between small columns, and
+Spark's join costs a job's scheduling and a shuffle for merges of a few dozen values each. On the
+20,000-table corpus of ``bench/many_inds.py`` every candidate is such a pair: validation takes 0.02 s
+against 1.34 s through Spark. On the shared web tables it changes little (2,325 of 90,439 candidates):
+there the false candidates have a referenced column of hundreds of values, whose signature (m = 650,
+§5.2) is full, and those still go to Spark.
 """
 
 from __future__ import annotations
