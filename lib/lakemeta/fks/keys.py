@@ -222,6 +222,7 @@ def _checked_keys(
         {"table_name": name, "version": version, "singles": singles, "combinations": combinations}
         for _, (name, _, version, _, singles, combinations) in rows
     ]
+    # one row per table checked, a few keys each: small by construction
     known = {
         _check_identity(check): check["keys"]
         for check in ([] if kept_checks is None else kept_checks.to_pylist())
@@ -239,7 +240,7 @@ def _checked_keys(
             f"{sum(len(row[5]) for _, row in to_read)} column combinations in {len(to_read)} tables"
         )
         frame = balanced_frame(spark, to_read, _CHECK_SCHEMA).mapInArrow(_unique_keys(max_rows), _FOUND_DDL)
-        for key in frame.toArrow().to_pylist():
+        for key in frame.toArrow().to_pylist():  # the keys found, a few per table
             found.setdefault(key["table_name"], []).append(key["columns"])
     log.info("FK keys: %d tables checked, %d of them read (the others unchanged)", len(asked), len(to_read))
     checks = [

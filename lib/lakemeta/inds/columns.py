@@ -26,12 +26,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 
-from lakemeta.arrays import run_starts
+from lakemeta.arrays import binary_rows, run_starts, uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.hashing import hash_strings
 from lakemeta.inds.bloom import BloomParams, signatures_from_hashes
 from lakemeta.inds.config import ManyConfig
-from lakemeta.inds.containment import hash_set_rows, hash_sets
 from lakemeta.inds.filters import ColumnStats
 from lakemeta.values.state import ColumnValues
 
@@ -59,7 +58,7 @@ class ColumnInputs:
             {
                 "table_name": pa.array(self.table_names, pa.string()),
                 "column_name": pa.array(self.column_names, pa.string()),
-                "signature": _binary_rows(self.signatures),
+                "signature": _signature_rows(self.signatures),
                 "set_size": pa.array(self.set_sizes, pa.int64()),
                 "n_values": pa.array(self.stats.n_values, pa.int64()),
                 "n_distinct": pa.array(self.stats.n_distinct, pa.int64()),
@@ -87,27 +86,18 @@ class ColumnInputs:
         )
 
 
-def _binary_rows(signatures: np.ndarray) -> pa.BinaryArray:
-    """Each row of a signature matrix as one binary value, built on its bytes without a copy per row."""
-    n, words = signatures.shape
-    offsets = np.arange(n + 1, dtype=np.int32) * (8 * words)
-    data = np.ascontiguousarray(signatures, dtype="<u8")
-    return pa.BinaryArray.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
 def _word_rows(values: pa.ChunkedArray | pa.BinaryArray, n_words: int) -> np.ndarray:
     """Binary signatures of ``n_words`` words each back into a matrix (uint64 [n, n_words])."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.binary())
-    lengths = pc.binary_length(values).to_numpy(zero_copy_only=False)
-    if len(values) and (values.null_count or np.any(lengths != 8 * n_words)):
+    offsets, words, stored = uint64_rows(values)
+    if not stored.all() or np.any(np.diff(offsets) != n_words):
         raise ValueError(f"expected signatures of {n_words} words")
-    offsets = np.frombuffer(values.buffers()[1], np.int32, len(values) + 1, values.offset * 4)
-    data = values.buffers()[2]
-    if data is None:
-        return np.zeros((len(values), n_words), np.uint64)
-    raw = np.frombuffer(data, np.uint8)[offsets[0] : offsets[-1]]
-    return raw.view("<u8").astype(np.uint64).reshape(len(values), n_words)
+    return words.reshape(len(stored), n_words)
+
+
+def _signature_rows(signatures: np.ndarray) -> pa.BinaryArray:
+    """Each row of a signature matrix as one binary value."""
+    n, words = signatures.shape
+    return binary_rows(signatures.ravel(), np.arange(n + 1) * words, np.ones(n, bool))
 
 
 def _column_parts(
@@ -134,12 +124,12 @@ def _column_parts(
             yield pa.RecordBatch.from_arrays(
                 [
                     pa.array(ids[starts]),
-                    _binary_rows(signatures),
+                    _signature_rows(signatures),
                     pa.array(np.diff(bounds)),
                     pa.array(np.add.reduceat(np.where(valued, counts, 0), starts)),
                     pa.array(np.add.reduceat(valued.astype(np.int64), starts)),
                     pa.array(np.add.reduceat((valued & ~integer).astype(np.int64), starts)),
-                    hash_set_rows(hashes, bounds, np.diff(bounds) <= kept_values),
+                    binary_rows(hashes, bounds, np.diff(bounds) <= kept_values),
                 ],
                 names=[
                     "column_id",
@@ -208,7 +198,7 @@ def compute_inputs(
             total[at] = np.add.reduceat(parts[name].to_numpy(), starts)
         # a small column's hashes from its parts (each part of a small column is small, so kept); the
         # parts hold disjoint values, each part's sorted: the union is their concatenation, sorted
-        offsets, values, _ = hash_sets(parts["value_hashes"])
+        offsets, values, _ = uint64_rows(parts["value_hashes"])
         value_ids = np.repeat(ids, np.diff(offsets))
         order = np.lexsort((values, value_ids))
         value_ids, values = value_ids[order], values[order]
@@ -220,5 +210,5 @@ def compute_inputs(
         signatures,
         set_sizes,
         ColumnStats(n_values, n_distinct, all_integer),
-        hash_set_rows(values, bounds, set_sizes <= kept_values),
+        binary_rows(values, bounds, set_sizes <= kept_values),
     )

@@ -18,38 +18,6 @@ from __future__ import annotations
 
 import numba
 import numpy as np
-import pyarrow as pa
-
-
-def hash_sets(values: pa.BinaryArray | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Binary rows of sorted little-endian uint64 hashes as (offsets, hashes, stored): column i's hashes
-    are ``hashes[offsets[i]:offsets[i + 1]]``; ``stored`` is False where the row is null (not kept)."""
-    if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.binary())
-    n = len(values)
-    stored = values.is_valid().to_numpy(zero_copy_only=False).astype(bool)
-    byte_offsets = np.frombuffer(values.buffers()[1], np.int32, n + 1, values.offset * 4).astype(np.int64)
-    data = values.buffers()[2]
-    raw = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8)
-    hashes = raw[byte_offsets[0] : byte_offsets[-1]].view("<u8").astype(np.uint64)
-    return (byte_offsets - byte_offsets[0]) // 8, hashes, stored
-
-
-def hash_set_rows(hashes: np.ndarray, bounds: np.ndarray, kept: np.ndarray) -> pa.BinaryArray:
-    """Binary rows, the inverse of :func:`hash_sets`: row i holds ``hashes[bounds[i]:bounds[i + 1]]``
-    (sorted) where ``kept[i]``, and is null elsewhere. Built on the hashes' bytes, with no loop per row."""
-    sizes = np.where(kept, np.diff(bounds), 0)
-    offsets = np.zeros(len(kept) + 1, np.int32)
-    np.cumsum(sizes * 8, out=offsets[1:])
-    in_kept = np.repeat(kept, np.diff(bounds))
-    data = np.ascontiguousarray(hashes[in_kept], dtype="<u8")
-    validity = pa.array(kept, pa.bool_()).buffers()[1]
-    return pa.BinaryArray.from_buffers(
-        pa.binary(),
-        len(kept),
-        [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
-        null_count=int(len(kept) - kept.sum()),
-    )
 
 
 @numba.njit(cache=True, nogil=True)

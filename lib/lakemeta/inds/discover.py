@@ -44,6 +44,7 @@ import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import SparkSession
 
+from lakemeta.arrays import uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
 from lakemeta.catalog.relationships import replace_relationships
@@ -51,7 +52,7 @@ from lakemeta.catalog.store import is_in
 from lakemeta.config import Config, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config
-from lakemeta.inds.containment import contained, hash_sets
+from lakemeta.inds.containment import contained
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_range
@@ -185,7 +186,8 @@ def _propose(
         ]
 
     try:
-        # The candidate list, small by construction next to the values it is checked against.
+        # The candidate pairs (two integers each), small by construction next to the values they are
+        # checked against: the matrix's tasks return them, the driver validates or joins them.
         parts = context.parallelize(ranges, len(ranges)).flatMap(propose).collect()
     finally:
         shared.unpersist()
@@ -198,7 +200,7 @@ def _validate(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) ->
     """Step 3, Alg. 7: whether each candidate's dependent values all occur in its referenced column; and
     how many candidates the driver checked. A candidate between two columns whose value hashes are kept
     is checked on the driver (``containment.contained``), the others distributed."""
-    offsets, hashes, kept = hash_sets(inputs.value_hashes)
+    offsets, hashes, kept = uint64_rows(inputs.value_hashes)
     on_driver = kept[candidates[:, 0]] & kept[candidates[:, 1]]
     valid = np.zeros(len(candidates), dtype=bool)
     valid[on_driver] = contained(candidates[on_driver, 0], candidates[on_driver, 1], offsets, hashes)

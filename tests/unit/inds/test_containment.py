@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from lakemeta.inds.containment import contained, hash_set_rows, hash_sets
+from lakemeta.arrays import binary_rows, uint64_rows
+from lakemeta.inds.containment import contained
 
 
 def random_sets(rng: np.random.Generator, n: int) -> list[np.ndarray]:
@@ -19,8 +20,8 @@ def test_contained_equals_set_inclusion_for_every_pair() -> None:
     rng = np.random.default_rng(3)
     sets = random_sets(rng, 40)
     bounds = np.cumsum([0, *(len(s) for s in sets)])
-    rows = hash_set_rows(np.concatenate(sets), bounds, np.ones(len(sets), bool))
-    offsets, hashes, kept = hash_sets(rows)
+    rows = binary_rows(np.concatenate(sets), bounds, np.ones(len(sets), bool))
+    offsets, hashes, kept = uint64_rows(rows)
     assert kept.all()
     deps, refs = (pair.ravel() for pair in np.meshgrid(np.arange(40), np.arange(40)))
     expected = [set(sets[d].tolist()) <= set(sets[r].tolist()) for d, r in zip(deps, refs, strict=True)]
@@ -33,11 +34,11 @@ def test_hash_rows_round_trip_with_nulls_and_slices() -> None:
     sets = random_sets(rng, 9)
     kept = np.array([True, False, True, True, False, True, True, True, False])
     bounds = np.cumsum([0, *(len(s) for s in sets)])
-    rows = hash_set_rows(np.concatenate(sets), bounds, kept)
+    rows = binary_rows(np.concatenate(sets), bounds, kept)
     assert rows.null_count == 3
     for start in (0, 2):
         part = rows.slice(start)
-        offsets, hashes, stored = hash_sets(pa.chunked_array([part]))
+        offsets, hashes, stored = uint64_rows(pa.chunked_array([part]))
         assert stored.tolist() == kept[start:].tolist()
         for i, is_kept in enumerate(kept[start:]):
             got = hashes[offsets[i] : offsets[i + 1]]
