@@ -24,6 +24,9 @@ pipeline's scan first and timed apart: it is the incremental state every run mai
   (``inds.containment``), against every candidate through Spark's anti-join (Alg. 7 distributed, the
   baseline: ``driver_validation_values=0``); a warm-up of each, then ours, the baseline, the baseline,
   ours; the validation stage's mean time of each and their ratio; the same INDs or the run fails.
+- Signatures sized to their columns against the paper's one m (``inds.sized``; baseline
+  ``max_doublings=0``): the candidates left to validate, Many's time, signature bytes per column; a warm-up
+  of each, then ours, the baseline, the baseline, ours; the same INDs or the run fails.
 - Candidates proposed versus valid INDs for several Bloom settings (m, k, p) - the false-positive cost -
   and indexed versus plain bit-vectors (§4.5), from the same state.
 - Memory: bytes on disk per column of ``state/ind_columns`` (Many's kept inputs) and of
@@ -163,7 +166,8 @@ def sindy(catalog: Catalog) -> tuple[set[Pair], float]:
     """SINDY's INDs over the value sets and its wall time."""
     started = time.perf_counter()
     spark = catalog.spark
-    table_names, column_names = lake_columns(catalog)
+    columns = lake_columns(catalog)
+    table_names, column_names = columns.table_names, columns.column_names
     ids = spark.createDataFrame(
         pa.table(
             {
@@ -282,6 +286,52 @@ def driver_validation(catalog: Catalog, label: str) -> dict:
     return figures
 
 
+def sized_signatures(catalog: Catalog, label: str) -> dict:
+    """Signatures sized to their columns (``inds.sized``) against the paper's one m for all: candidates left
+    to validate, stage times (order alternated after a warm-up), signature bytes per column; same INDs."""
+    baseline = dataclasses.replace(DEFAULT, max_doublings=0)
+    timed_many(catalog, DEFAULT)
+    timed_many(catalog, baseline)
+    runs: dict[str, list[tuple[ManyRun, float]]] = {"sized": [], "paper": []}
+    for name, config in (("sized", DEFAULT), ("paper", baseline), ("paper", baseline), ("sized", DEFAULT)):
+        runs[name].append(timed_many(catalog, config))
+    ours, theirs = runs["sized"][0][0], runs["paper"][0][0]
+    same = many_pairs(ours.result) == many_pairs(theirs.result)
+
+    def mean(name: str, stage: str | None = None) -> float:
+        return float(np.mean([r.stage_seconds[stage] if stage else s for r, s in runs[name]]))
+
+    figures = {
+        "corpus": label,
+        "proposed": ours.n_candidates,
+        "validated_sized": ours.n_checked,
+        "validated_paper": theirs.n_checked,
+        "inds": len(ours.result),
+        "sized_s": mean("sized"),
+        "paper_s": mean("paper"),
+        "candidates_stage_sized_s": mean("sized", "candidates"),
+        "candidates_stage_paper_s": mean("paper", "candidates"),
+        "validation_sized_s": mean("sized", "validation"),
+        "validation_paper_s": mean("paper", "validation"),
+        "paper_over_sized": mean("paper") / mean("sized"),
+        "signature_bytes_per_column_sized": 8 * len(ours.inputs.signature_words) / len(ours.inputs.levels),
+        "signature_bytes_per_column_paper": 8
+        * len(theirs.inputs.signature_words)
+        / len(theirs.inputs.levels),
+        "columns_per_level": np.bincount(ours.inputs.levels).tolist(),
+        "same_inds": same,
+    }
+    print(
+        f"{label}: {ours.n_candidates} proposed; {ours.n_checked} left to validate with sized signatures, "
+        f"{theirs.n_checked} with the paper's ({len(ours.result)} INDs); Many {figures['sized_s']:.2f} s "
+        f"against {figures['paper_s']:.2f} s; same INDs: {same}",
+        flush=True,
+    )
+    if not same:
+        raise SystemExit(f"{label}: sized and the paper's signatures disagree")
+    return figures
+
+
 def incremental(pipeline: Pipeline, lake: Path, tables: list[str]) -> dict:
     """First discovery, a batch of ``CHANGED_TABLES`` changed tables, nothing changed: times and shares."""
     first_s = timed_step(pipeline)
@@ -320,7 +370,7 @@ def incremental(pipeline: Pipeline, lake: Path, tables: list[str]) -> dict:
 
 def memory(pipeline: Pipeline) -> dict:
     """Bytes on disk per column of Many's kept inputs and of the value sets (Parquet and the Delta log)."""
-    n_columns = len(lake_columns(pipeline.catalog)[1])
+    n_columns = len(lake_columns(pipeline.catalog).column_names)
 
     def size(name: str) -> int:
         folder = Path(pipeline.catalog.location(name).uri.removeprefix("file://"))
@@ -402,6 +452,7 @@ def main() -> None:
     record("memory", memory(pipeline))
     record("many_versus_sindy", [compare(pipeline.catalog, f"generated {len(tables)}")])
     record("driver_validation", [driver_validation(pipeline.catalog, f"generated {len(tables)}")])
+    record("sized_signatures", [sized_signatures(pipeline.catalog, f"generated {len(tables)}")])
     record("bloom_settings", bloom_settings(pipeline.catalog))
     record("indexed_versus_plain", indexed_versus_plain(pipeline.catalog))
     if WEB_TABLES.is_dir():
@@ -414,6 +465,10 @@ def main() -> None:
         record(
             "driver_validation",
             [*results["driver_validation"], driver_validation(web_pipeline.catalog, "shared web tables")],
+        )
+        record(
+            "sized_signatures",
+            [*results["sized_signatures"], sized_signatures(web_pipeline.catalog, "shared web tables")],
         )
     pipeline.catalog.spark.stop()
     record("load_average_after", os.getloadavg())

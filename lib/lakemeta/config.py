@@ -118,6 +118,10 @@ class IndConfig:
     # validated on the driver, without a Spark job; 0 validates every candidate with Spark. At 128 a
     # signature of m = 650, k = 6 is past half full: larger columns are where Spark's join pays.
     driver_validation_values: int = 128
+    # Beyond the paper (lakemeta.inds.sized): a column's signature doubles m up to this many times so that
+    # a large column's does not fill up (k optimal for its size); candidates are checked again at the
+    # finer level. 0 keeps the paper's one m for every column. At 5 a signature is at most 5.2 KiB.
+    max_doublings: int = 5
 
     def __post_init__(self) -> None:
         if self.strategy not in ("dep2refs", "ref2deps"):
@@ -126,6 +130,8 @@ class IndConfig:
             raise ValueError(f"inds.filters must be relational, web or none, got {self.filters!r}")
         if self.null_values is not None:
             object.__setattr__(self, "null_values", tuple(str(v) for v in self.null_values))
+        if not 0 <= self.max_doublings <= 20:
+            raise ValueError(f"inds.max_doublings must be between 0 and 20, got {self.max_doublings}")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,10 +55,17 @@ class BloomParams:
 
 @numba.njit(cache=True, nogil=True)
 def _set_bloom_bits(
-    hashes: np.ndarray, col_offsets: np.ndarray, m: int, k: int, p: int, out: np.ndarray
+    hashes: np.ndarray,
+    col_offsets: np.ndarray,
+    pass_bits: np.ndarray,
+    k: int,
+    p: int,
+    word_offsets: np.ndarray,
+    out: np.ndarray,
 ) -> None:
-    um = np.uint64(m)
     for c in range(col_offsets.shape[0] - 1):
+        um = np.uint64(pass_bits[c])
+        first = np.uint64(word_offsets[c] * 64)
         for v in range(col_offsets[c], col_offsets[c + 1]):
             h = hashes[v]
             h1 = h & _LOW32
@@ -66,18 +73,37 @@ def _set_bloom_bits(
             for j in range(p):
                 for i in range(k):
                     t = np.uint64(j * k + i)
-                    bit = np.uint64(j * m) + (h1 + t * h2) % um
-                    out[c, bit >> np.uint64(6)] |= np.uint64(1) << (bit & np.uint64(63))
+                    bit = first + np.uint64(j) * um + (h1 + t * h2) % um
+                    out[bit >> np.uint64(6)] |= np.uint64(1) << (bit & np.uint64(63))
+
+
+def words_at(params: BloomParams, levels: np.ndarray) -> np.ndarray:
+    """Words of a signature whose m is doubled ``levels`` times: ceil(p·m·2^level / 64) each."""
+    return (params.p * (params.m << np.asarray(levels, np.int64)) + 63) // 64
+
+
+def sized_signatures(
+    hashes: np.ndarray, col_offsets: np.ndarray, levels: np.ndarray, params: BloomParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """Signatures of many columns, column c's with m doubled ``levels[c]`` times (``inds.sized``), as
+    (word_offsets, words): column c's words are ``words[word_offsets[c]:word_offsets[c + 1]]``. At level 0
+    a signature is the paper's (``signatures_from_hashes``)."""
+    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
+    col_offsets = np.ascontiguousarray(col_offsets, dtype=np.int64)
+    levels = np.ascontiguousarray(levels, dtype=np.int64)
+    word_offsets = np.zeros(len(levels) + 1, np.int64)
+    np.cumsum(words_at(params, levels), out=word_offsets[1:])
+    words = np.zeros(word_offsets[-1], dtype=np.uint64)
+    _set_bloom_bits(hashes, col_offsets, params.m << levels, params.k, params.p, word_offsets, words)
+    return word_offsets, words
 
 
 def signatures_from_hashes(hashes: np.ndarray, col_offsets: np.ndarray, params: BloomParams) -> np.ndarray:
     """Signatures of many columns at once (Alg. 3 with the §4.3 pass loop): column c owns the hashes
     ``hashes[col_offsets[c]:col_offsets[c + 1]]``. Returns uint64 [n_columns, params.n_words]."""
-    hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
-    col_offsets = np.ascontiguousarray(col_offsets, dtype=np.int64)
-    out = np.zeros((col_offsets.shape[0] - 1, params.n_words), dtype=np.uint64)
-    _set_bloom_bits(hashes, col_offsets, params.m, params.k, params.p, out)
-    return out
+    n_columns = len(col_offsets) - 1
+    _, words = sized_signatures(hashes, col_offsets, np.zeros(n_columns, np.int64), params)
+    return words.reshape(n_columns, params.n_words)
 
 
 def signature_from_hashes(hashes: np.ndarray, params: BloomParams) -> np.ndarray:

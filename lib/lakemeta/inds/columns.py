@@ -1,8 +1,9 @@
 """Many's inputs per column, taken from the value sets (``state/column_values``) instead of the tables.
 
-For each column: its Bloom signature (Alg. 3 with the passes of §4.3), built from the 64-bit hashes of its
-distinct canonical values, which are the hashes ``bloom.signature_from_strings`` derives the k·p bit
-positions from, so the signature is the one the values give; its number of distinct non-null values
+For each column: its Bloom signature (Alg. 3 with the passes of §4.3), with m doubled for a large column
+(``inds.sized``), built from the 64-bit hashes of its distinct canonical values, which are the hashes
+``bloom.signature_from_strings`` derives the k·p bit positions from, so the signature is the one the values
+give; its number of distinct non-null values
 (|dependentSet| / |referencedSet| of Alg. 11); and the statistics of the filters (§3.2): rows holding a
 value, distinct such values (a configured null representation is recognised by its hash) and whether every
 such value is an integer literal (the state marks each value); and, for a column of at most
@@ -29,16 +30,23 @@ import pyspark.sql.functions as F
 from lakemeta.arrays import binary_rows, run_starts, uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.hashing import hash_strings
-from lakemeta.inds.bloom import BloomParams, signatures_from_hashes
+from lakemeta.inds.bloom import BloomParams, sized_signatures, words_at
 from lakemeta.inds.config import ManyConfig
 from lakemeta.inds.filters import ColumnStats
+from lakemeta.inds.sized import fold_to_base, levels_for, levels_of
 from lakemeta.values.state import ColumnValues
 
 INPUTS = "state/ind_columns"
-_PARTS_SCHEMA = (
-    "column_id long, signature binary, set_size long, n_values long, n_distinct long, n_not_integer long, "
-    "value_hashes binary"
-)
+_PARTS_COLUMNS = {
+    "column_id": "long",
+    "signature": "binary",
+    "set_size": "long",
+    "n_values": "long",
+    "n_distinct": "long",
+    "n_not_integer": "long",
+    "value_hashes": "binary",
+}
+_PARTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in _PARTS_COLUMNS.items())
 
 
 @dataclass(frozen=True)
@@ -47,7 +55,10 @@ class ColumnInputs:
 
     table_names: list[str]
     column_names: list[str]
-    signatures: np.ndarray  # uint64 [n_columns, words]
+    # column c's signature at its level (``inds.sized``): words[signature_offsets[c]:signature_offsets[c + 1]]
+    signature_offsets: np.ndarray
+    signature_words: np.ndarray
+    levels: np.ndarray
     set_sizes: np.ndarray  # int64: distinct non-null values
     stats: ColumnStats  # for the filters of Alg. 10
     value_hashes: pa.BinaryArray  # sorted hashes of a column small enough to check on the driver, or null
@@ -58,7 +69,9 @@ class ColumnInputs:
             {
                 "table_name": pa.array(self.table_names, pa.string()),
                 "column_name": pa.array(self.column_names, pa.string()),
-                "signature": _signature_rows(self.signatures),
+                "signature": binary_rows(
+                    self.signature_words, self.signature_offsets, np.ones(len(self.levels), bool)
+                ),
                 "set_size": pa.array(self.set_sizes, pa.int64()),
                 "n_values": pa.array(self.stats.n_values, pa.int64()),
                 "n_distinct": pa.array(self.stats.n_distinct, pa.int64()),
@@ -70,11 +83,15 @@ class ColumnInputs:
     @classmethod
     def from_arrow(cls, rows: pa.Table, params: BloomParams) -> ColumnInputs:
         """Inputs from rows of ``state/ind_columns``, in their order."""
-        signatures = _word_rows(rows["signature"], params.n_words)
+        offsets, words, stored = uint64_rows(rows["signature"])
+        if not stored.all():
+            raise ValueError(f"{INPUTS} holds a column without a signature")
         return cls(
             rows["table_name"].to_pylist(),
             rows["column_name"].to_pylist(),
-            signatures,
+            offsets,
+            words,
+            levels_of(np.diff(offsets), params),
             rows["set_size"].to_numpy(),
             ColumnStats(
                 rows["n_values"].to_numpy(),
@@ -85,26 +102,16 @@ class ColumnInputs:
             rows["value_hashes"].combine_chunks() if rows.num_rows else pa.array([], pa.binary()),
         )
 
-
-def _word_rows(values: pa.ChunkedArray | pa.BinaryArray, n_words: int) -> np.ndarray:
-    """Binary signatures of ``n_words`` words each back into a matrix (uint64 [n, n_words])."""
-    offsets, words, stored = uint64_rows(values)
-    if not stored.all() or np.any(np.diff(offsets) != n_words):
-        raise ValueError(f"expected signatures of {n_words} words")
-    return words.reshape(len(stored), n_words)
-
-
-def _signature_rows(signatures: np.ndarray) -> pa.BinaryArray:
-    """Each row of a signature matrix as one binary value."""
-    n, words = signatures.shape
-    return binary_rows(signatures.ravel(), np.arange(n + 1) * words, np.ones(n, bool))
+    def base_signatures(self, params: BloomParams) -> np.ndarray:
+        """The paper's signatures (level 0) of the columns, for the matrix: uint64 [n_columns, words]."""
+        return fold_to_base(self.signature_offsets, self.signature_words, self.levels, params)
 
 
 def _column_parts(
     params: BloomParams, null_hashes: np.ndarray, kept_values: int
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """Per record batch of value rows (column_id, hash, count, integer): one row per column present, with
-    the signature of the batch's values of the column and their counts."""
+    """Per record batch of value rows (column_id, level, hash, count, integer): one row per column present,
+    with the signature of the batch's values of the column at the column's level, and their counts."""
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -119,47 +126,37 @@ def _column_parts(
             integer = pc.fill_null(batch["integer"], False).to_numpy(zero_copy_only=False)[order]
             starts = np.flatnonzero(run_starts(ids))
             bounds = np.append(starts, len(ids))
-            signatures = signatures_from_hashes(hashes, bounds, params)
+            levels = batch["level"].to_numpy()[order][starts]
+            word_offsets, words = sized_signatures(hashes, bounds, levels, params)
             valued = ~np.isin(hashes, null_hashes)
             yield pa.RecordBatch.from_arrays(
                 [
                     pa.array(ids[starts]),
-                    _signature_rows(signatures),
+                    binary_rows(words, word_offsets, np.ones(len(starts), bool)),
                     pa.array(np.diff(bounds)),
                     pa.array(np.add.reduceat(np.where(valued, counts, 0), starts)),
                     pa.array(np.add.reduceat(valued.astype(np.int64), starts)),
                     pa.array(np.add.reduceat((valued & ~integer).astype(np.int64), starts)),
                     binary_rows(hashes, bounds, np.diff(bounds) <= kept_values),
                 ],
-                names=[
-                    "column_id",
-                    "signature",
-                    "set_size",
-                    "n_values",
-                    "n_distinct",
-                    "n_not_integer",
-                    "value_hashes",
-                ],
+                names=list(_PARTS_COLUMNS),
             )
 
     return run
 
 
 def compute_inputs(
-    catalog: Catalog, table_names: Sequence[str], column_names: Sequence[str], config: ManyConfig
+    catalog: Catalog,
+    table_names: Sequence[str],
+    column_names: Sequence[str],
+    set_sizes: np.ndarray,
+    config: ManyConfig,
 ) -> ColumnInputs:
     """Many's inputs of the given columns, in their order, from their value sets; a column without a
-    value has an empty signature and zero counts."""
+    value has an empty signature and zero counts. ``set_sizes`` are the columns' distinct counts as the
+    catalog's ``columns`` records them, which choose each signature's level (``inds.sized``)."""
     n, params, kept_values = len(column_names), config.params, config.driver_validation_values
-    if not n:
-        return ColumnInputs(
-            [],
-            [],
-            np.zeros((0, params.n_words), np.uint64),
-            np.zeros(0, np.int64),
-            ColumnStats(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, bool)),
-            pa.array([], pa.binary()),
-        )
+    levels = levels_for(set_sizes, params, config.max_doublings)
     spark = catalog.spark
     asked = spark.createDataFrame(
         pa.table(
@@ -167,30 +164,42 @@ def compute_inputs(
                 "table_name": pa.array(list(table_names), pa.string()),
                 "column_name": pa.array(list(column_names), pa.string()),
                 "column_id": pa.array(np.arange(n, dtype=np.int64)),
+                "level": pa.array(levels, pa.int64()),
             }
         )
     )
     null_hashes, valid = hash_strings(pa.array(list(config.filters.null_values), pa.string()))
     spark.sparkContext.setJobDescription(f"Many: signatures of {n} columns from their value sets")
     parts = (
-        catalog.read(ColumnValues.state_table())
-        .join(F.broadcast(asked), ["table_name", "column_name"])
-        .select("column_id", "hash", "count", "integer")
-        .mapInArrow(_column_parts(params, np.sort(null_hashes[valid]), kept_values), _PARTS_SCHEMA)
-        .toArrow()
-        .sort_by("column_id")
+        (
+            catalog.read(ColumnValues.state_table())
+            .join(F.broadcast(asked), ["table_name", "column_name"])
+            .select("column_id", "level", "hash", "count", "integer")
+            .mapInArrow(_column_parts(params, np.sort(null_hashes[valid]), kept_values), _PARTS_SCHEMA)
+            .toArrow()
+            .sort_by("column_id")
+        )
+        if n
+        else pa.table({name: [] for name in _PARTS_COLUMNS})
     )
-    signatures = np.zeros((n, params.n_words), np.uint64)
-    set_sizes, n_values, n_distinct, n_not_integer = (np.zeros(n, np.int64) for _ in range(4))
+    signature_offsets = np.zeros(n + 1, np.int64)
+    np.cumsum(words_at(params, levels), out=signature_offsets[1:])
+    signature_words = np.zeros(signature_offsets[-1], np.uint64)
+    counted, n_values, n_distinct, n_not_integer = (np.zeros(n, np.int64) for _ in range(4))
     value_ids, values = np.zeros(0, np.int64), np.zeros(0, np.uint64)
     if len(parts):
         ids = parts["column_id"].to_numpy()
         starts = np.flatnonzero(run_starts(ids))
         at = ids[starts]
-        words = _word_rows(parts["signature"], params.n_words)
-        signatures[at] = np.bitwise_or.reduceat(words, starts, axis=0)  # the signature of a union (§4.1)
+        # the signature of a union is the OR of its parts' (§4.1): each part's words onto its column's
+        part_offsets, part_words, _ = uint64_rows(parts["signature"])
+        lengths = np.diff(part_offsets)
+        if np.any(lengths != np.diff(signature_offsets)[ids]):
+            raise ValueError("a part's signature does not have its column's level")
+        targets = np.repeat(signature_offsets[ids] - part_offsets[:-1], lengths) + np.arange(len(part_words))
+        np.bitwise_or.at(signature_words, targets, part_words)
         for total, name in (
-            (set_sizes, "set_size"),
+            (counted, "set_size"),
             (n_values, "n_values"),
             (n_distinct, "n_distinct"),
             (n_not_integer, "n_not_integer"),
@@ -207,8 +216,10 @@ def compute_inputs(
     return ColumnInputs(
         list(table_names),
         list(column_names),
-        signatures,
-        set_sizes,
+        signature_offsets,
+        signature_words,
+        levels,
+        counted,
         ColumnStats(n_values, n_distinct, all_integer),
-        binary_rows(values, bounds, set_sizes <= kept_values),
+        binary_rows(values, bounds, counted <= kept_values),
     )

@@ -14,13 +14,15 @@ from lakemeta.inds.proposer import Strategy
 
 @dataclass(frozen=True)
 class ManyConfig:
-    """Many's parameters: Bloom m, k, p (§5.2), candidate strategy (§4.1), bit-vector kind (§4.5), filters."""
+    """Many's parameters: Bloom m, k, p (§5.2), candidate strategy (§4.1), bit-vector kind (§4.5), filters;
+    beyond the paper, validation on the driver and signatures sized to their columns."""
 
     params: BloomParams = field(default_factory=BloomParams)
     strategy: Strategy = "dep2refs"
     indexed: bool = True
     filters: FilterConfig = field(default_factory=FilterConfig)
     driver_validation_values: int = IndConfig.driver_validation_values  # lakemeta.inds.containment
+    max_doublings: int = IndConfig.max_doublings  # lakemeta.inds.sized
 
 
 def many_config(config: IndConfig) -> ManyConfig:
@@ -35,4 +37,5 @@ def many_config(config: IndConfig) -> ManyConfig:
         config.indexed,
         filters,
         config.driver_validation_values,
+        config.max_doublings,
     )

@@ -56,6 +56,7 @@ from lakemeta.inds.containment import contained
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_range
+from lakemeta.inds.sized import may_be_contained
 from lakemeta.lake.tables import is_plain_type_name
 from lakemeta.storage import Location
 from lakemeta.values.state import ColumnValues
@@ -78,7 +79,8 @@ class ManyRun:
     inputs: ColumnInputs
     changed_tables: set[str] | None  # the tables whose inputs were computed again; None: every table's
     n_tables: int
-    n_candidates: int
+    n_candidates: int  # proposed by the matrix (Alg. 4-6)
+    n_checked: int  # left for the validator by the size rule and the sized signatures
     n_validated_on_driver: int  # candidates between two small columns (``inds.containment``)
     n_valid: int
     stage_seconds: dict[str, float]
@@ -97,13 +99,30 @@ class ManyRun:
         return rows.filter(pc.is_in(rows["table_name"], pa.array(sorted(self.changed_tables), pa.string())))
 
 
-def lake_columns(catalog: Catalog) -> tuple[list[str], list[str]]:
-    """The columns taking part, as (table names, column names) in table and ordinal order: every column
-    of plain, non-binary values of the listed tables."""
+@dataclass(frozen=True)
+class LakeColumns:
+    """The columns taking part, in table and ordinal order, with their exact distinct counts."""
+
+    table_names: list[str]
+    column_names: list[str]
+    n_distinct: np.ndarray  # int64, 0 for a column without a value
+
+    def take(self, at: np.ndarray) -> LakeColumns:
+        return LakeColumns(
+            [self.table_names[i] for i in at], [self.column_names[i] for i in at], self.n_distinct[at]
+        )
+
+
+def lake_columns(catalog: Catalog) -> LakeColumns:
+    """Every column of plain, non-binary values of the listed tables, from the catalog's ``columns``."""
     columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
-    rows = columns.select(["table_name", "column_name", "data_type"]).to_pylist()
+    rows = columns.select(["table_name", "column_name", "data_type", "n_distinct"]).to_pylist()
     kept = [row for row in rows if is_plain_type_name(row["data_type"]) and row["data_type"] != "binary"]
-    return [row["table_name"] for row in kept], [row["column_name"] for row in kept]
+    return LakeColumns(
+        [row["table_name"] for row in kept],
+        [row["column_name"] for row in kept],
+        np.array([row["n_distinct"] or 0 for row in kept], np.int64),
+    )
 
 
 def _kept_inputs(
@@ -131,22 +150,22 @@ def _kept_inputs(
 def _inputs(
     catalog: Catalog,
     config: ManyConfig,
-    table_names: list[str],
-    column_names: list[str],
+    columns: LakeColumns,
     kept: pa.Table | None,
     changed: set[str] | None,
 ) -> ColumnInputs:
     """Every column's inputs in the given order: kept ones for unchanged tables, computed for the others."""
     if kept is None or changed is None:
-        return compute_inputs(catalog, table_names, column_names, config)
-    is_changed = np.array([table in changed for table in table_names], dtype=bool)
+        return compute_inputs(catalog, columns.table_names, columns.column_names, columns.n_distinct, config)
+    is_changed = np.array([table in changed for table in columns.table_names], dtype=bool)
     at = np.flatnonzero(is_changed)
+    asked = columns.take(at)
     fresh = compute_inputs(
-        catalog, [table_names[i] for i in at], [column_names[i] for i in at], config
+        catalog, asked.table_names, asked.column_names, asked.n_distinct, config
     ).to_arrow()
     stored_keys = zip(kept["table_name"].to_pylist(), kept["column_name"].to_pylist(), strict=True)
     position = {key: i for i, key in enumerate(stored_keys)}
-    keys = zip(table_names, column_names, strict=True)
+    keys = zip(columns.table_names, columns.column_names, strict=True)
     reused = [position[key] for key, moved in zip(keys, is_changed, strict=True) if not moved]
     combined = pa.concat_tables([kept.take(pa.array(reused, pa.int64())), fresh])
     # back into the given order: the unchanged columns first, then the changed ones, each in order
@@ -162,7 +181,7 @@ def _propose(
     n_columns = len(inputs.column_names)
     if changed is not None and not changed.any():
         return np.zeros((0, 2), np.int64)  # nothing changed: every pair's answer is kept
-    matrix = SignatureMatrix.from_signatures(inputs.signatures, config.params)
+    matrix = SignatureMatrix.from_signatures(inputs.base_signatures(config.params), config.params)
     filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
     if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
         # A few changed columns cost less on the driver than the matrix's broadcast and a job of tasks.
@@ -194,6 +213,22 @@ def _propose(
     candidates = np.concatenate([np.zeros((0, 2), np.int64), *parts]).astype(np.int64)
     # a pair of two changed columns is proposed by both strategies
     return np.unique(candidates, axis=0) if changed is not None else candidates
+
+
+def _finer_check(inputs: ColumnInputs, candidates: np.ndarray, config: ManyConfig) -> np.ndarray:
+    """Which candidates the signatures sized to their columns still allow (``inds.sized``)."""
+    hash_offsets, hashes, has_hashes = uint64_rows(inputs.value_hashes)
+    return may_be_contained(
+        candidates[:, 0],
+        candidates[:, 1],
+        inputs.signature_offsets,
+        inputs.signature_words,
+        inputs.levels,
+        hash_offsets,
+        hashes,
+        has_hashes,
+        config.params,
+    )
 
 
 def _validate(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) -> tuple[np.ndarray, int]:
@@ -267,25 +302,30 @@ def discover_inclusion_dependencies(
     inputs and the last result for what did not change, where they were computed with these settings."""
     stage_seconds = {}
     started = time.perf_counter()
-    table_names, column_names = lake_columns(catalog)
+    columns = lake_columns(catalog)
+    table_names = columns.table_names
     reusable = (
-        _kept_inputs(catalog, settings_of(inds=config), table_names, column_names) if incremental else None
+        _kept_inputs(catalog, settings_of(inds=config), table_names, columns.column_names)
+        if incremental
+        else None
     )
     kept, changed_tables = reusable if reusable is not None else (None, None)
-    inputs = _inputs(catalog, config, table_names, column_names, kept, changed_tables)
+    inputs = _inputs(catalog, config, columns, kept, changed_tables)
     changed = None if changed_tables is None else np.array([t in changed_tables for t in table_names], bool)
     stage_seconds["signatures"] = time.perf_counter() - started
     spark = catalog.spark
     spark.sparkContext.setJobDescription(
-        f"Many: candidates among {len(column_names)} columns"
+        f"Many: candidates among {len(table_names)} columns"
         + ("" if changed is None else f" with one of {int(changed.sum())} changed columns")
     )
     candidates = _propose(spark, inputs, config, changed)
-    stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
     # Beyond Alg. 7: a dependent column with more distinct values than its referenced one cannot be
     # included in it. Bloom signatures of large columns fill up and propose both directions of such
-    # pairs; the larger dependent side is the costliest to validate, and it is left out unread.
+    # pairs; the larger dependent side is the costliest to validate, and it is left out unread. Then the
+    # signatures sized to their columns rule out most of the rest before anything is read (``inds.sized``).
     possible = inputs.set_sizes[candidates[:, 0]] <= inputs.set_sizes[candidates[:, 1]]
+    possible[possible] = _finer_check(inputs, candidates[possible], config)
+    stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
     spark.sparkContext.setJobDescription(
         f"Many: validation of {int(possible.sum())} candidates ({len(candidates)} proposed)"
     )
@@ -313,6 +353,7 @@ def discover_inclusion_dependencies(
         changed_tables,
         len(set(table_names)),
         len(candidates),
+        int(possible.sum()),
         n_on_driver,
         int(valid.sum()),
         stage_seconds,
@@ -339,7 +380,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     # reflect still holds (no batch after the run they name)
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables (%d changed), %d columns, "
-        "%d candidates (%d checked on the driver), %d valid, %d kept "
+        "%d candidates, %d validated (%d on the driver), %d valid, %d kept "
         "(signatures %.1f s, candidates %.1f s, validation %.1f s)",
         config.inds.m,
         config.inds.k,
@@ -349,6 +390,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
         run.n_changed_tables,
         len(run.inputs.column_names),
         run.n_candidates,
+        run.n_checked,
         run.n_validated_on_driver,
         run.n_valid,
         len(run.result),

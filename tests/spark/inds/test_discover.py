@@ -109,27 +109,38 @@ def test_inclusion_dependencies_equal_brute_force(
     process(pipeline, "column_profile", "column_values")  # the columns and value sets Many reads
     settings = [
         IndConfig(filters="none"),
-        # many false positives; columns of up to 3 values validated on the driver, the others by Spark
+        # many false positives: m = 2 is full from two values on. Columns of up to 2 values are validated
+        # on the driver, the others by Spark. Signatures sized to each column (m·2^L >= k·n / ln 2, levels 0
+        # to 3 here), then the paper's one m.
         IndConfig(
-            filters="none", m=8, k=2, p=1, strategy="ref2deps", indexed=False, driver_validation_values=3
+            filters="none", m=2, k=2, p=1, strategy="ref2deps", indexed=False, driver_validation_values=2
         ),
+        IndConfig(filters="none", m=2, k=2, p=1, driver_validation_values=2, max_doublings=0),
         IndConfig(filters="none", m=64, k=3, p=3, driver_validation_values=0),  # every candidate by Spark
         IndConfig(),  # the null filter
         IndConfig(filters="web"),
     ]
     caplog.set_level(logging.INFO, logger="lakemeta")
+    checks = {}
     for inds in settings:
         configured = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, **budget))
         caplog.clear()
         configured.discover("inclusion_dependencies")
         assert discovered(configured) == brute_force(lake, names, inds.filters), inds
-        checked = re.search(r"(\d+) candidates \((\d+) checked on the driver\)", caplog.text)
+        checked = re.search(r"(\d+) candidates, (\d+) validated \((\d+) on the driver\)", caplog.text)
         assert checked, caplog.text
-        candidates, on_driver = int(checked[1]), int(checked[2])
+        proposed, validated, on_driver = int(checked[1]), int(checked[2]), int(checked[3])
+        checks[inds] = proposed, validated
         if inds.driver_validation_values == 0:
             assert on_driver == 0
-        elif inds.driver_validation_values == 3:
-            assert 0 < on_driver < candidates, (on_driver, candidates)  # both validations took part
+        elif inds.driver_validation_values == 2:
+            assert 0 < on_driver < validated, (on_driver, validated)  # both validations took part
+    # the same candidates proposed at m = 2; the sized signatures leave fewer of them to validate
+    (sized_proposed, sized_validated), (paper_proposed, paper_validated) = (
+        checks[settings[1]],
+        checks[settings[2]],
+    )
+    assert sized_proposed == paper_proposed and sized_validated < paper_validated, checks
     everything = brute_force(lake, names, "none")
     assert any(x[0] != x[2] for x in everything)  # across tables
     assert any(x[4] == 0 for x in everything)  # an empty column is included in every other one
