@@ -59,6 +59,7 @@ from lakemeta.inds.columns import INPUTS
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.discover import ManyRun, discover_inclusion_dependencies, lake_columns
 from lakemeta.pipeline import Pipeline
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.values.state import ColumnValues
 
 BENCH = Path(__file__).resolve().parent
@@ -177,7 +178,7 @@ def sindy(catalog: Catalog) -> tuple[set[Pair], float]:
             }
         )
     )
-    spark.sparkContext.setJobDescription(f"SINDY over {len(column_names)} columns")
+    describe_jobs(spark, f"SINDY over {len(column_names)} columns")
     cells = (
         catalog.read(ColumnValues.state_table())
         .join(F.broadcast(ids), ["table_name", "column_name"])

@@ -46,6 +46,7 @@ from lakemeta.config import Config
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import TableChange, TablePartial
 from lakemeta.scan import BatchScan
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,5 @@ class StateComponent(ABC):
         if self.name not in scan.covered():
             scan.run([self])
         readable = plan.without(set(scan.failed()))
-        self.catalog.spark.sparkContext.setJobDescription(
-            f"run {plan.run_id}: {self.name} of {len(readable.batches)} tables"
-        )
+        describe_jobs(self.catalog.spark, f"run {plan.run_id}: {self.name} of {len(readable.batches)} tables")
         self.merge(readable, self.delta(readable, scan.partials(self)))

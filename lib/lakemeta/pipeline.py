@@ -28,6 +28,7 @@ from lakemeta.publish import publication_is_current, publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -221,7 +222,7 @@ class Pipeline:
         self, source: str, key_columns: list[str], k: int, hash_bits: int, query_id: str
     ) -> list[JoinableMatch]:
         """The top-k joinable tables for a query table of the lake (MATE §6), stored under ``query_id``."""
-        self.catalog.spark.sparkContext.setJobDescription(f"joinable search {query_id}: {source}")
+        describe_jobs(self.catalog.spark, f"joinable search {query_id}: {source}")
         with self.catalog.using_state(f"joinable search {query_id}"):
             return search_lake(
                 self.catalog, self.lake, source, key_columns, k, hash_bits, query_id, self.config.ingest

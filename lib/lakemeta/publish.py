@@ -21,6 +21,7 @@ from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import read_small
 from lakemeta.crash_points import crash_point
 from lakemeta.quality.gate import AUDITED, Audit, require_success
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def _publish(catalog: Catalog, audit: Audit) -> int:
         raise ValueError(
             "publishing needs a session with a metastore (get_session(extra_conf=metastore_conf()))"
         )
-    spark.sparkContext.setJobDescription(f"publish {len(audit.versions)} catalog tables in {DATABASE}")
+    describe_jobs(spark, f"publish {len(audit.versions)} catalog tables in {DATABASE}")
     spark.sql(f"CREATE DATABASE IF NOT EXISTS `{DATABASE}` COMMENT 'lakemeta metadata catalog'")
     for name, version in sorted(audit.versions.items()):
         spark.sql(

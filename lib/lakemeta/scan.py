@@ -46,7 +46,8 @@ from lakemeta.lake.batches import Batch, BatchUnreadableError, Plan, unreadable_
 from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
 from lakemeta.lake.tables import table_path
-from lakemeta.spark.placement import balanced_frame
+from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.placement import balanced_tasks, tasks_frame
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -218,20 +219,18 @@ class BatchScan:
         # A scan killed before its marker left a folder without one: it is written again, whole.
         folder = self.folder / f"scan-{len(self.results())}"
         names = [component.name for component in components]
-        spark.sparkContext.setJobDescription(
-            f"run {self.plan.run_id}: scan of {len(batches)} tables for {', '.join(names)}"
-        )
+        describe_jobs(spark, f"run {self.plan.run_id}: scan of {len(batches)} tables for {', '.join(names)}")
         descriptors = [part for batch in batches for part in self._parts(batch)]
         read: list[dict] = []
+        placed: list[list[tuple]] = []
         if descriptors:
             arrow_schema = to_arrow_schema(schema, timezone="UTC")
             tasks = functools.partial(
                 _scan_tasks, [(c.name, c.partial()) for c in components], arrow_schema, self.max_task_rows
             )
-            frame = balanced_frame(spark, descriptors, _DESCRIPTOR_SCHEMA, self.max_task_rows)
-            frame.mapInArrow(tasks, schema).write.mode("overwrite").partitionBy(_COMPONENT).parquet(
-                str(folder)
-            )
+            placed = balanced_tasks(spark, descriptors, self.max_task_rows)
+            staged = tasks_frame(spark, placed, _DESCRIPTOR_SCHEMA).mapInArrow(tasks, schema)
+            staged.write.mode("overwrite").partitionBy(_COMPONENT).parquet(str(folder))
             crash_point(f"after write {STAGING} rows")  # no marker yet: a retry writes the folder again
             # Small by construction: a row per descriptor, which the driver holds already.
             read = self._partition(folder, _READ, _READ_SCHEMA).toArrow().to_pylist()
@@ -262,7 +261,7 @@ class BatchScan:
             self.plan.run_id,
             len({row["table_name"] for row in read}) - len(failed),
             sum(row["rows_read"] for row in read if row["error"] is None),
-            frame.rdd.getNumPartitions() if descriptors else 0,
+            len(placed),
             len(names),
             ", ".join(names),
             len(failed),

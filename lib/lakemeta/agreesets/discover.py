@@ -35,6 +35,7 @@ from lakemeta.agreesets.dependencies import approximate_fds, minimal_fds, minima
 from lakemeta.agreesets.multiset import AgreeSetMultiset
 from lakemeta.catalog import Catalog
 from lakemeta.config import AgreeSetConfig, Config
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -148,7 +149,7 @@ def refresh_keys_and_dependencies(
     if not tables and not every_table:
         return
     spark = catalog.spark
-    spark.sparkContext.setJobDescription(f"keys and FDs of {len(tables)} tables")
+    describe_jobs(spark, f"keys and FDs of {len(tables)} tables")
     shapes = {
         name: shape
         for name, shape in table_shapes(catalog, tables).items()

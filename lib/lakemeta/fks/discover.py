@@ -63,6 +63,7 @@ from lakemeta.fks.signals import ColumnTypes, common_divisor, integer_key, span,
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.spark.placement import balanced_frame
 from lakemeta.storage import Location
 from lakemeta.values.hashes import shared_count
@@ -446,7 +447,7 @@ def discover_fk_candidates(
     ]
     n_computed = sum(weight for weight, _ in rows)
     spark = catalog.spark
-    spark.sparkContext.setJobDescription(f"FK candidates: EMD of {n_computed} candidates of {len(rows)} keys")
+    describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates of {len(rows)} keys")
     computed = (
         balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
         .mapInArrow(_candidate_rows(fks, sketches, max_task_rows), _OUTCOMES_SPARK)

@@ -55,6 +55,7 @@ from lakemeta.fks.columns import ColumnCache, RowValues
 from lakemeta.hashing import combine_hashes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.spark.placement import balanced_frame
 from lakemeta.storage import Location
 
@@ -235,9 +236,10 @@ def _checked_keys(
     found: dict[str, list[list[str]]] = {}
     if to_read:
         spark = catalog.spark
-        spark.sparkContext.setJobDescription(
+        describe_jobs(
+            spark,
             f"FK keys: uniqueness of {sum(len(row[4]) for _, row in to_read)} columns and "
-            f"{sum(len(row[5]) for _, row in to_read)} column combinations in {len(to_read)} tables"
+            f"{sum(len(row[5]) for _, row in to_read)} column combinations in {len(to_read)} tables",
         )
         frame = balanced_frame(spark, to_read, _CHECK_SCHEMA).mapInArrow(_unique_keys(max_rows), _FOUND_DDL)
         for key in frame.toArrow().to_pylist():  # the keys found, a few per table

@@ -34,6 +34,7 @@ from lakemeta.inds.bloom import BloomParams, sized_signatures, words_at
 from lakemeta.inds.config import ManyConfig
 from lakemeta.inds.filters import ColumnStats
 from lakemeta.inds.sized import fold_to_base, levels_for, levels_of
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.values.state import ColumnValues
 
 INPUTS = "state/ind_columns"
@@ -169,7 +170,7 @@ def compute_inputs(
         )
     )
     null_hashes, valid = hash_strings(pa.array(list(config.filters.null_values), pa.string()))
-    spark.sparkContext.setJobDescription(f"Many: signatures of {n} columns from their value sets")
+    describe_jobs(spark, f"Many: signatures of {n} columns from their value sets")
     parts = (
         (
             catalog.read(ColumnValues.state_table())

@@ -8,7 +8,7 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
 1. Signature-Generator (Alg. 3 with the passes of §4.3): each column's signature, set size and filter
    statistics from its value set, in the executors (``inds.columns``), kept in ``state/ind_columns``.
 2. The signature matrix (Alg. 3) is built on the driver from the signatures (small by construction:
-   p·m bits per column) and broadcast; the IND-Proposer (Alg. 4-6 with the indexed bit-vectors of §4.5)
+   p·m bits per column) and shipped to the tasks; the IND-Proposer (Alg. 4-6 with the indexed bit-vectors of §4.5)
    runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the filters of Alg. 10.
 3. The IND-Validator (Alg. 7) checks every candidate exactly: between two small columns on the driver,
    on their kept value hashes (``inds.containment``); otherwise distributed, the dependent column's value
@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -58,6 +59,7 @@ from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_range
 from lakemeta.inds.sized import may_be_contained
 from lakemeta.lake.tables import is_plain_type_name
+from lakemeta.spark.jobs import default_parallelism, describe_jobs
 from lakemeta.storage import Location
 from lakemeta.values.state import ColumnValues
 
@@ -176,7 +178,7 @@ def _inputs(
 def _propose(
     spark: SparkSession, inputs: ColumnInputs, config: ManyConfig, changed: np.ndarray | None
 ) -> np.ndarray:
-    """Step 2: candidates (dep, ref) from the broadcast matrix, one task per column range (Alg. 8-10);
+    """Step 2: candidates (dep, ref) from the matrix, one task per column range (Alg. 8-10);
     with ``changed`` (a column mask) only the pairs with a changed column on either side."""
     n_columns = len(inputs.column_names)
     if changed is not None and not changed.any():
@@ -184,7 +186,7 @@ def _propose(
     matrix = SignatureMatrix.from_signatures(inputs.base_signatures(config.params), config.params)
     filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
     if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
-        # A few changed columns cost less on the driver than the matrix's broadcast and a job of tasks.
+        # A few changed columns cost less on the driver than shipping the matrix to a job of tasks.
         found = [
             propose_range(
                 matrix, 0, n_columns, strategy, config.indexed, filtered_cols, filtered_refs, changed
@@ -192,25 +194,26 @@ def _propose(
             for strategy in STRATEGIES
         ]
         return np.unique(np.concatenate([np.zeros((0, 2), np.int64), *found]), axis=0)
-    context = spark.sparkContext
-    shared = context.broadcast((matrix, filtered_cols, filtered_refs, changed))
-    ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * context.defaultParallelism)))
+    ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * default_parallelism(spark))))
     strategies = (config.strategy,) if changed is None else STRATEGIES
 
-    def propose(bounds: tuple[int, int]) -> list[np.ndarray]:
-        matrix, cols, refs, current = shared.value
-        return [
-            propose_range(matrix, bounds[0], bounds[1], strategy, config.indexed, cols, refs, current)
-            for strategy in strategies
-        ]
+    def propose(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for i in batch.column(0).to_pylist():
+                lo, hi = ranges[i]
+                for strategy in strategies:
+                    found = propose_range(
+                        matrix, lo, hi, strategy, config.indexed, filtered_cols, filtered_refs, changed
+                    )
+                    yield pa.RecordBatch.from_arrays(
+                        [pa.array(np.ascontiguousarray(found[:, side])) for side in (0, 1)], ["dep", "ref"]
+                    )
 
-    try:
-        # The candidate pairs (two integers each), small by construction next to the values they are
-        # checked against: the matrix's tasks return them, the driver validates or joins them.
-        parts = context.parallelize(ranges, len(ranges)).flatMap(propose).collect()
-    finally:
-        shared.unpersist()
-    candidates = np.concatenate([np.zeros((0, 2), np.int64), *parts]).astype(np.int64)
+    # One column range per task, the matrix shipped with the function (Spark broadcasts a large one).
+    # The candidate pairs (two integers each) are small by construction next to the values they are
+    # checked against: the tasks return them, the driver validates or joins them.
+    proposed = spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(propose, "dep long, ref long").toArrow()
+    candidates = np.column_stack([proposed["dep"].to_numpy(), proposed["ref"].to_numpy()]).astype(np.int64)
     # a pair of two changed columns is proposed by both strategies
     return np.unique(candidates, axis=0) if changed is not None else candidates
 
@@ -298,7 +301,7 @@ def discover_inclusion_dependencies(
     catalog: Catalog, config: ManyConfig, incremental: bool = True
 ) -> ManyRun:
     """All valid unary INDs among the lake's columns (Alg. 8-11) from the value sets: inputs, candidates
-    from the broadcast matrix, exact validation, the coverage filter. ``incremental``: reuse the kept
+    from the matrix, exact validation, the coverage filter. ``incremental``: reuse the kept
     inputs and the last result for what did not change, where they were computed with these settings."""
     stage_seconds = {}
     started = time.perf_counter()
@@ -314,9 +317,10 @@ def discover_inclusion_dependencies(
     changed = None if changed_tables is None else np.array([t in changed_tables for t in table_names], bool)
     stage_seconds["signatures"] = time.perf_counter() - started
     spark = catalog.spark
-    spark.sparkContext.setJobDescription(
+    describe_jobs(
+        spark,
         f"Many: candidates among {len(table_names)} columns"
-        + ("" if changed is None else f" with one of {int(changed.sum())} changed columns")
+        + ("" if changed is None else f" with one of {int(changed.sum())} changed columns"),
     )
     candidates = _propose(spark, inputs, config, changed)
     # Beyond Alg. 7: a dependent column with more distinct values than its referenced one cannot be
@@ -326,9 +330,7 @@ def discover_inclusion_dependencies(
     possible = inputs.set_sizes[candidates[:, 0]] <= inputs.set_sizes[candidates[:, 1]]
     possible[possible] = _finer_check(inputs, candidates[possible], config)
     stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
-    spark.sparkContext.setJobDescription(
-        f"Many: validation of {int(possible.sum())} candidates ({len(candidates)} proposed)"
-    )
+    describe_jobs(spark, f"Many: validation of {int(possible.sum())} candidates ({len(candidates)} proposed)")
     valid = np.zeros(len(candidates), dtype=bool)
     valid[possible], n_on_driver = _validate(catalog, inputs, candidates[possible])
     stage_seconds["validation"] = time.perf_counter() - started - sum(stage_seconds.values())

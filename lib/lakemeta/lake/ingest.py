@@ -29,6 +29,7 @@ from tqdm import tqdm
 from lakemeta.config import IngestConfig
 from lakemeta.crash_points import crash_point
 from lakemeta.lake.tables import source_column, table_path
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def ingest_one(
     spark: SparkSession, lake: Location, source: SourceFile, options: IngestConfig, mode: str
 ) -> IngestResult:
     destination = table_path(lake, source.table_name)
-    spark.sparkContext.setJobDescription(f"ingest {source.path.name} -> {source.table_name}")
+    describe_jobs(spark, f"ingest {source.path.name} -> {source.table_name}")
     exists = destination.is_delta_table()
     if exists and mode == "error":
         raise IngestError(f"{source.path}: could not write table {source.table_name}: it exists (mode error)")

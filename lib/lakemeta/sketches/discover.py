@@ -60,6 +60,7 @@ from lakemeta.config import Config, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import column_sketches, register_matrix
 from lakemeta.sketches.tiles import ColumnFacts, assign_blocks, estimate_tile
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 from lakemeta.values.inclusion import PAIR, shared_values
 
@@ -261,7 +262,7 @@ def estimate_inclusions(
     changed_tables = changed_since(catalog, [TARGET], settings_of(sketches=config)) if incremental else None
     if changed_tables == set():
         return catalog.read_small(TARGET).select(_COLUMNS), counts, changed_tables
-    spark.sparkContext.setJobDescription("HLL sketches of every column, for the inclusion estimates")
+    describe_jobs(spark, "HLL sketches of every column, for the inclusion estimates")
     sketches = column_sketches(catalog, config.precision).persist()
     try:
         known = sketches.select("table_name", "column_name", "cardinality", "filled").toArrow()
@@ -289,9 +290,10 @@ def estimate_inclusions(
         )
         blocks = sketches.join(F.broadcast(placed), ["table_name", "column_name"])
         n_tiles = n_blocks * n_blocks - (n_blocks - n_changed_blocks) ** 2
-        spark.sparkContext.setJobDescription(
+        describe_jobs(
+            spark,
             f"inclusion estimates of the pairs of {int(changed.sum())} changed columns among {len(known)}, "
-            f"in {n_tiles} tiles"
+            f"in {n_tiles} tiles",
         )
         found = (
             _estimate_tiles(blocks, n_blocks, n_changed_blocks, facts, config)

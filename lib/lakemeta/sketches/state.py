@@ -47,6 +47,7 @@ from lakemeta.profile.state import ColumnProfile
 
 # Qualified: hll.HllCounters (one column's counters, in memory) shares its name with the component below.
 from lakemeta.sketches import hll
+from lakemeta.spark.jobs import describe_jobs
 
 log = logging.getLogger(__name__)
 
@@ -203,7 +204,7 @@ def register_matrix(registers: pa.Array | pa.ChunkedArray, p: int) -> np.ndarray
 def column_cardinalities(catalog: Catalog, p: int) -> pa.Table:
     """Each sketched column's HLL distinct-count estimate (BML §2.2): table_name, column_name,
     cardinality; one row per column, computed in the executors."""
-    catalog.spark.sparkContext.setJobDescription("HLL distinct-count estimates of every column")
+    describe_jobs(catalog.spark, "HLL distinct-count estimates of every column")
     return column_sketches(catalog, p).select("table_name", "column_name", "cardinality").toArrow()
 
 

@@ -18,6 +18,7 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 
 from lakemeta.catalog import Catalog
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.values.state import ColumnValues
 
 PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
@@ -47,9 +48,10 @@ def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
         )
     }
     asked = spark.createDataFrame(pa.table({"pair": np.arange(len(pairs)), **sides}))
-    spark.sparkContext.setJobDescription(
+    describe_jobs(
+        spark,
         f"exact inclusion of {len(pairs)} column pairs from the value sets "
-        f"({int(np.minimum(pairs['dep_distinct'], pairs['ref_distinct']).sum())} values probed)"
+        f"({int(np.minimum(pairs['dep_distinct'], pairs['ref_distinct']).sum())} values probed)",
     )
     values = catalog.read(ColumnValues.state_table()).select("table_name", "column_name", "hash")
 

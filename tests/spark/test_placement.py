@@ -1,0 +1,36 @@
+"""Rows placed in tasks by weight: each task's rows land in its own partition, none is lost or repeated;
+and the jobs' description reaches the Spark UI's property, without an RDD anywhere."""
+
+from __future__ import annotations
+
+import pyspark.sql.functions as F
+import pytest
+
+from lakemeta.spark.jobs import default_parallelism, describe_jobs
+from lakemeta.spark.placement import balanced_tasks, tasks_frame
+
+pytestmark = pytest.mark.spark
+
+SCHEMA = "table_name string, files array<string>, rows long"
+
+
+def test_each_task_holds_its_rows_in_a_partition_of_its_own(spark) -> None:
+    weighted = [
+        (weight, (f"t{weight}", [f"f{weight}.parquet"] * (weight % 3), weight)) for weight in range(1, 12)
+    ]
+    assert default_parallelism(spark) == 2  # local[2]
+    tasks = balanced_tasks(spark, weighted, max_task_weight=10)
+    assert len(tasks) == 7  # more than 2 x 2 tasks: 66 rows' weight at most 10 a task on average
+    loads = sorted(sum(row[2] for row in task) for task in tasks)
+    assert loads[-1] <= 11 and loads[0] >= 8, loads  # heaviest first onto the least loaded task
+    placed = tasks_frame(spark, tasks, SCHEMA).withColumn("task", F.spark_partition_id()).toArrow()
+    by_task: dict[int, list] = {}
+    for row in placed.to_pylist():
+        by_task.setdefault(row.pop("task"), []).append(tuple(row.values()))
+    assert by_task == {i: task for i, task in enumerate(tasks)}
+    assert tasks_frame(spark, [], SCHEMA).count() == 0
+
+
+def test_describe_jobs_sets_the_description_of_the_jobs_that_follow(spark) -> None:
+    describe_jobs(spark, "placement: a described job")
+    assert spark.sparkContext.getLocalProperty("spark.job.description") == "placement: a described job"
