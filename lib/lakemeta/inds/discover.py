@@ -8,8 +8,9 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
 1. Signature-Generator (Alg. 3 with the passes of §4.3): each column's signature, set size and filter
    statistics from its value set, in the executors (``inds.columns``), kept in ``state/ind_columns``.
 2. The signature matrix (Alg. 3) is built on the driver from the signatures (small by construction:
-   p·m bits per column) and shipped to the tasks; the IND-Proposer (Alg. 4-6 with the indexed bit-vectors of §4.5)
-   runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the filters of Alg. 10.
+   p·m bits per column) and shipped to the tasks; the IND-Proposer (Alg. 4-6 with the indexed
+   bit-vectors of §4.5) runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the
+   filters of Alg. 10.
 3. The IND-Validator (Alg. 7) checks every candidate exactly: between two small columns on the driver,
    on their kept value hashes (``inds.containment``); otherwise distributed, the dependent column's value
    hashes joined with the candidate and anti-joined with the referenced column's, a candidate with no
