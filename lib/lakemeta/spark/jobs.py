@@ -36,5 +36,6 @@ def default_parallelism(spark: SparkSession) -> int:
     under classic Spark; over Connect, the partitions of a range Spark splits by default."""
     if not is_connect(spark):
         return spark.sparkContext.defaultParallelism
-    partitions = spark.range(0, 1 << 16).select(F.max(F.spark_partition_id()).alias("last")).first()
-    return int(partitions["last"]) + 1
+    # the partition id projected first: an aggregate may not take a non-deterministic argument
+    ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("partition"))
+    return int(ids.agg(F.max("partition").alias("last")).first()["last"]) + 1
