@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,8 +19,7 @@ from pathlib import Path
 import deltalake
 import pyarrow as pa
 import pyspark.sql.functions as F
-from delta.tables import DeltaTable
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -52,6 +52,16 @@ def is_in(column: str, values: Sequence[str]) -> str:
     """A delta-rs predicate: ``column`` is one of ``values`` (string literals, single quotes doubled)."""
     listed = ", ".join("'{}'".format(value.replace("'", "''")) for value in values)
     return f"{column} IN ({listed})"
+
+
+def sql_string(value: str) -> str:
+    """A Spark SQL string literal of ``value`` (backslash escapes, Spark's default)."""
+    return "'{}'".format(value.replace("\\", "\\\\").replace("'", "\\'"))
+
+
+def is_in_sql(column: str, values: Sequence[str]) -> str:
+    """A Spark SQL predicate: ``column`` is one of ``values``; false when there are none."""
+    return f"{column} IN ({', '.join(map(sql_string, values))})" if values else "false"
 
 
 def arrow_schema(name: str) -> pa.Schema:
@@ -132,8 +142,20 @@ class Catalog:
     def read(self, name: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.path(name))
 
-    def delta_table(self, name: str) -> DeltaTable:
-        return DeltaTable.forPath(self.spark, self.path(name))
+    def merge_into(self, name: str, source: DataFrame, on: str, clauses: Sequence[str]) -> Row:
+        """``MERGE INTO`` table ``name`` (alias ``t``) from ``source`` (alias ``s``) with the ``WHEN``
+        ``clauses``; its metrics (``num_inserted_rows``...). In SQL rather than through delta-spark's
+        ``DeltaTable``, whose Python API a Spark Connect session lacks; the source is a temporary view of
+        the session, dropped afterwards."""
+        view = f"lakemeta_merge_source_{uuid.uuid4().hex}"
+        source.createOrReplaceTempView(view)
+        target = self.path(name).replace("`", "``")
+        try:
+            return self.spark.sql(
+                f"MERGE INTO delta.`{target}` AS t USING {view} AS s ON {on} {' '.join(clauses)}"
+            ).first()
+        finally:
+            self.spark.catalog.dropTempView(view)
 
     @contextlib.contextmanager
     def lock(self, purpose: str) -> Iterator[None]:
@@ -292,33 +314,34 @@ class Catalog:
             return False
         replaced = list(replaced_tables)
 
-        def is_replaced(column: str) -> Column:
-            return F.col(column).isin(replaced) if replaced else F.lit(False)
+        def is_replaced(column: str) -> str:
+            return is_in_sql(column, replaced)
 
         on = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
-        added = {c: F.col(f"t.`{c}`") + F.col(f"s.`{c}`") for c in counts}
-        described = {c: F.col(f"s.`{c}`") for c in replace_columns}
+        added = {c: f"t.`{c}` + s.`{c}`" for c in counts}
+        described = {c: f"s.`{c}`" for c in replace_columns}
+
+        def update(values: Mapping[str, str]) -> str:
+            return "UPDATE SET " + ", ".join(f"t.`{c}` = {value}" for c, value in values.items())
+
+        clauses = [
+            f"WHEN MATCHED AND {is_replaced('s.table_name')} THEN "
+            + update({**{c: f"s.`{c}`" for c in counts}, **described})
+        ]
+        if drop_zero:
+            all_zero = " AND ".join(f"({value}) = 0" for value in added.values())
+            clauses.append(f"WHEN MATCHED AND {all_zero} THEN DELETE")
+        clauses += [f"WHEN MATCHED THEN {update({**added, **described})}", "WHEN NOT MATCHED THEN INSERT *"]
+        if replaced:
+            clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {is_replaced('t.table_name')} THEN DELETE")
         # The check and the MERGE (which reads its source twice: to find the files it touches, then to
         # write) would each recompute the delta from the batch; computed once, it is kept for all three.
         delta = delta.persist()
         try:
-            merge = self.delta_table(name).alias("t").merge(delta.alias("s"), on)
-            merge = merge.whenMatchedUpdate(
-                condition=is_replaced("s.table_name"),
-                set={**{c: F.col(f"s.`{c}`") for c in counts}, **described},
-            )
             if drop_zero:
                 self._check_no_negative(name, delta, keys, counts, replaced)
-                all_zero = F.lit(True)
-                for column in added.values():
-                    all_zero = all_zero & (column == 0)
-                merge = merge.whenMatchedDelete(condition=all_zero)
-            merge = merge.whenMatchedUpdate(set={**added, **described})
-            merge = merge.whenNotMatchedInsertAll()
-            if replaced:
-                merge = merge.whenNotMatchedBySourceDelete(condition=is_replaced("t.table_name"))
             with self.transaction(txn), self.committing("merge", name):
-                merge.execute()
+                self.merge_into(name, delta, on, clauses)
         finally:
             delta.unpersist()
         return True

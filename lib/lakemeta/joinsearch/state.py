@@ -83,6 +83,7 @@ from pyspark.sql.types import (
 )
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.store import is_in_sql
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import JoinSearchConfig
 from lakemeta.hashing import ColumnHashes
@@ -193,24 +194,21 @@ class PostingLists(StateComponent):
         _record_hasher(self.catalog, table, delta.hasher, holds_items)
         if not holds_items:
             return self._append(plan, delta)
-        replaced = list(delta.replaced_tables)
-        merge = (
-            self.catalog.delta_table(STATE)
-            .alias("t")
-            .merge(
-                delta.rows.alias("s"),
-                "t.table_name = s.table_name AND t.row_id = s.row_id "
-                f"AND (s.{_DELETE} OR t.column_name = s.column_name)",
-            )
-            .whenMatchedDelete(condition=f"s.{_DELETE}")
-            .whenNotMatchedInsert(
-                condition=f"NOT s.{_DELETE}", values={c: f"s.`{c}`" for c in SCHEMA.fieldNames()}
-            )
+        columns = SCHEMA.fieldNames()
+        clauses = [
+            f"WHEN MATCHED AND s.{_DELETE} THEN DELETE",
+            f"WHEN NOT MATCHED AND NOT s.{_DELETE} THEN INSERT ({', '.join(f'`{c}`' for c in columns)}) "
+            f"VALUES ({', '.join(f's.`{c}`' for c in columns)})",
+        ]
+        if delta.replaced_tables:
+            replaced = is_in_sql("t.table_name", delta.replaced_tables)
+            clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {replaced} THEN DELETE")
+        on = (
+            "t.table_name = s.table_name AND t.row_id = s.row_id "
+            f"AND (s.{_DELETE} OR t.column_name = s.column_name)"
         )
-        if replaced:
-            merge = merge.whenNotMatchedBySourceDelete(condition=F.col("t.table_name").isin(replaced))
         with self.catalog.transaction(self.txn(plan)), self.catalog.committing("merge", STATE):
-            metrics = merge.execute().first()
+            metrics = self.catalog.merge_into(STATE, delta.rows, on, clauses)
         log.info(
             "run %d: posting lists: %d items inserted, %d removed",
             plan.run_id,
