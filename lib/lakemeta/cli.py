@@ -29,6 +29,10 @@ log = logging.getLogger("lakemeta")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lakemeta", description="Metadata of a data lake, kept current.")
     parser.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
+    parser.add_argument(
+        "--remote",
+        help="run on this Spark Connect server (sc://localhost:15002; `lakemeta connect-server` starts one)",
+    )
     add_settings_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -81,6 +85,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the latest version written, even if not yet audited and published (default: the published one)",
     )
 
+    server = commands.add_parser(
+        "connect-server", help="serve Spark Connect for the DAGs and --remote (runs until stopped)"
+    )
+    add_location_arguments(server)
+    server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    server.add_argument("--port", type=int, default=15002, help="port to listen on (default 15002)")
+
     demo = commands.add_parser("demo", help="build a demo lake, run the pipeline, change it, run again")
     demo.add_argument(
         "--workdir", type=Path, default=Path("demo-output"), help="where the lake and catalog go"
@@ -94,6 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     overrides = parse_settings(args.settings)
     overrides.update({key: getattr(args, key, None) for key in ("lake", "catalog")})
     overrides["spark_master"] = args.master
+    overrides["spark_remote"] = args.remote
     if args.command == "ingest":
         ingest_options = {k: getattr(args, k) for k in ("separator", "header", "quote", "escape", "encoding")}
         overrides["ingest"] = ingest_options
@@ -112,7 +124,9 @@ def _ingest(args: argparse.Namespace, config: Config) -> int:
     if config.lake is None:
         raise ValueError("--lake (or LAKEMETA_LAKE) is required")
     sources = find_sources(args.sources, args.prefix)
-    spark = get_session(config.spark_master, "lakemeta ingest", locations=[config.lake])
+    spark = get_session(
+        config.spark_master, "lakemeta ingest", locations=[config.lake], remote=config.spark_remote
+    )
     results = ingest(spark, config.lake, sources, config.ingest, args.mode)
     rows = sum(r.rows for r in results)
     quarantined = sum(r.quarantined for r in results)
@@ -127,7 +141,12 @@ def _pipeline(config: Config, metastore: bool = False) -> Pipeline:
     lake, catalog = config.require_paths()
     extra_conf = metastore_conf(config.metastore_uri) if metastore else None
     spark = get_session(
-        config.spark_master, "lakemeta", catalog=catalog, extra_conf=extra_conf, locations=[lake]
+        config.spark_master,
+        "lakemeta",
+        catalog=catalog,
+        extra_conf=extra_conf,
+        locations=[lake],
+        remote=config.spark_remote,
     )
     return Pipeline(spark, config)
 
@@ -201,6 +220,13 @@ def _show(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _connect_server(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.spark.connect import serve
+
+    serve(config, args.host, args.port)  # does not return: the process becomes the server
+    return 0
+
+
 def _demo(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.demo import run_demo
 
@@ -214,6 +240,7 @@ COMMANDS = {
     "joinable": _joinable,
     "graph": _graph,
     "show": _show,
+    "connect-server": _connect_server,
     "demo": _demo,
 }
 

@@ -199,6 +199,9 @@ class Config:
     lake: Location | None = None  # a str or Path given is parsed (Location.parse)
     catalog: Location | None = None
     spark_master: str = "local[*]"
+    # A Spark Connect server to run on instead of a Spark of this process (``lakemeta.spark.connect``):
+    # sc://localhost:15002. Its master is the server's.
+    spark_remote: str | None = None
     # The metastore of the Spark SQL database ``lakemeta``: None for Spark's embedded one beside the
     # catalog, or an external Hive metastore's URI (thrift://host:9083).
     metastore_uri: str | None = None
@@ -247,7 +250,12 @@ def settings_of(**sections: object) -> str:
     )
 
 
-_ENV_KEYS = {"lake": "LAKEMETA_LAKE", "catalog": "LAKEMETA_CATALOG", "spark_master": "LAKEMETA_SPARK_MASTER"}
+_ENV_KEYS = {
+    "lake": "LAKEMETA_LAKE",
+    "catalog": "LAKEMETA_CATALOG",
+    "spark_master": "LAKEMETA_SPARK_MASTER",
+    "spark_remote": "LAKEMETA_SPARK_REMOTE",
+}
 
 
 def load_config(

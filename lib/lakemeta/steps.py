@@ -11,6 +11,8 @@ import argparse
 import logging
 from collections.abc import Sequence
 
+from pyspark.sql import SparkSession
+
 from lakemeta.config import add_location_arguments, add_settings_argument, load_config, parse_settings
 from lakemeta.joinsearch.discover import format_matches, parse_key_columns
 from lakemeta.logs import configure_logging
@@ -27,67 +29,73 @@ def _parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
-def _open(name: str, args: argparse.Namespace, metastore: bool = False) -> Pipeline:
+def _open(
+    name: str, args: argparse.Namespace, spark: SparkSession | None, metastore: bool = False
+) -> Pipeline:
+    """The step's pipeline on ``spark`` (a Spark Connect session Airflow opened for the task) or, without
+    one, on a session of this process (under spark-submit, or the configured ``spark_remote``)."""
     configure_logging()
     config = load_config({**parse_settings(args.settings), "lake": args.lake, "catalog": args.catalog})
     lake, catalog = config.require_paths()
     extra_conf = metastore_conf(config.metastore_uri) if metastore else None
-    spark = get_session(
-        config.spark_master,
-        app_name=f"lakemeta {name}",
-        catalog=catalog,
-        extra_conf=extra_conf,
-        locations=[lake],
-    )
+    if spark is None:
+        spark = get_session(
+            config.spark_master,
+            app_name=f"lakemeta {name}",
+            catalog=catalog,
+            extra_conf=extra_conf,
+            locations=[lake],
+            remote=config.spark_remote,
+        )
     logging.getLogger("lakemeta").info("%s: lake %s, catalog %s", name, config.lake, catalog)
     return Pipeline(spark, config)
 
 
-def scan_batches(argv: Sequence[str] | None = None) -> None:
+def scan_batches(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """Read the running run's batches once for every state component (``lakemeta.scan``)."""
     args = _parser("lakemeta step scan_batches: read the run's batches once for every component").parse_args(
         argv
     )
-    pipeline = _open("scan_batches", args)
+    pipeline = _open("scan_batches", args, spark)
     plan = pipeline.running()
     if plan is not None:
         pipeline.scan_batches(plan)
 
 
-def update_state(argv: Sequence[str] | None = None) -> None:
+def update_state(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """Apply the running run's batches to one registered state component. A retry after the run committed
     does nothing: planning anew here would commit batches whose state was never updated."""
     parser = _parser("lakemeta step update_<component>: apply the run's batches to one state component")
     parser.add_argument("component", choices=[entry.name for entry in STATE_COMPONENTS])
     args = parser.parse_args(argv)
-    pipeline = _open(f"update_{args.component}", args)
+    pipeline = _open(f"update_{args.component}", args, spark)
     plan = pipeline.running()
     if plan is not None:
         pipeline.update_state(plan, args.component)
 
 
-def commit_batches(argv: Sequence[str] | None = None) -> None:
+def commit_batches(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """Commit the running run: keys and FDs of its tables, watermarks, ``tables`` and ``columns``."""
     args = _parser("lakemeta step commit_batches: commit the run's batches").parse_args(argv)
-    pipeline = _open("commit_batches", args)
+    pipeline = _open("commit_batches", args, spark)
     pipeline.commit_batches(pipeline.running())
 
 
-def discover(argv: Sequence[str] | None = None) -> None:
+def discover(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """Run one registered discovery step over the committed state and tables."""
     parser = _parser("lakemeta discovery step")
     parser.add_argument("step", choices=[step.name for step in DISCOVERY_STEPS])
     args = parser.parse_args(argv)
-    _open(args.step, args).discover(args.step)
+    _open(args.step, args, spark).discover(args.step)
 
 
-def rebuild_state(argv: Sequence[str] | None = None) -> None:
+def rebuild_state(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """Drop all state and recompute it from the lake's current snapshots."""
     args = _parser("lakemeta step rebuild_state: drop the state and recompute it").parse_args(argv)
-    _open("rebuild_state", args).rebuild()
+    _open("rebuild_state", args, spark).rebuild()
 
 
-def joinable_search(argv: Sequence[str] | None = None) -> None:
+def joinable_search(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """The joinable-table search of a manually triggered DAG run (MATE §6), stored under ``--query-id``."""
     parser = _parser("lakemeta joinable-table search")
     parser.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
@@ -96,15 +104,15 @@ def joinable_search(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--hash-bits", type=int, required=True, choices=[128, 256, 512])
     parser.add_argument("--query-id", required=True)
     args = parser.parse_args(argv)
-    pipeline = _open("joinable search", args)
+    pipeline = _open("joinable search", args, spark)
     keys = parse_key_columns(args.key)
     matches = pipeline.search_joinable(args.query, keys, args.k, args.hash_bits, args.query_id)
     logging.getLogger("lakemeta").info("joinable search %s:\n%s", args.query_id, format_matches(matches))
 
 
-def publish_catalog(argv: Sequence[str] | None = None) -> None:
+def publish_catalog(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """Publish the catalog versions that the audit ``--audit`` (the quality gate's results) passed."""
     parser = _parser("lakemeta publish")
     parser.add_argument("--audit", required=True, help="the quality gate's results (JSON): a path or URI")
     args = parser.parse_args(argv)
-    _open("publish", args, metastore=True).publish(Audit.load(args.audit))
+    _open("publish", args, spark, metastore=True).publish(Audit.load(args.audit))

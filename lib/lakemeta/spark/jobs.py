@@ -25,7 +25,7 @@ def describe_jobs(spark: SparkSession, description: str) -> None:
     if not is_connect(spark):
         spark.sparkContext.setJobDescription(description)
         return
-    for tag in spark.getTags():
+    for tag in list(spark.getTags()):
         if tag.startswith(_TAG_PREFIX):
             spark.removeTag(tag)
     spark.addTag(_TAG_PREFIX + re.sub(r"[^\w.:/=+-]+", "-", description)[:120].strip("-"))

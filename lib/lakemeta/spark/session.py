@@ -125,12 +125,17 @@ def get_session(
     catalog: Location | Path | None = None,
     extra_conf: dict[str, str] | None = None,
     locations: Iterable[Location | None] = (),
+    remote: str | None = None,
 ) -> SparkSession:
     """A Spark session with Delta, for ``master`` (``local[*]``, ``local-cluster[...]`` or ``spark://...``),
     able to read and write the catalog and ``locations`` (the lake).
 
     Under spark-submit the master and jars come from the command line and this returns that session.
+    With ``remote`` (``sc://localhost:15002``), a new session of that Spark Connect server
+    (``lakemeta.spark.connect``), which was started with all of this already.
     """
+    if remote:
+        return SparkSession.builder.remote(remote).appName(app_name).create()
     prepare_environment()
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():

@@ -1,0 +1,97 @@
+"""The Spark Connect server that the DAGs' tasks, and ``lakemeta --remote``, run their steps on.
+
+One long-running Spark driver serves every step: a task pays no JVM start, no Delta or numba warm-up and
+no new Spark application; each task gets its own Connect session, which ends with the task (a task killed
+mid-step leaves the server serving). The server holds what is fixed for a deployment: Delta's jars and
+SQL extension, the storage settings of the lake and catalog, the metastore of the database ``lakemeta``
+(the embedded one beside the catalog admits one JVM: the server's), and the master, ``local[*]`` or a
+standalone cluster's ``spark://host:7077`` whose application it then is.
+
+Authentication is Spark's: a bearer token in ``SPARK_CONNECT_AUTHENTICATE_TOKEN``, read by the server and by
+pyspark's client alike, never on a command line. The server binds 127.0.0.1 unless told otherwise, and
+refuses to bind any other address without a token. Spark Connect speaks plain gRPC: across hosts, put TLS
+in front of it (infra/production/README.md).
+
+Started by ``lakemeta connect-server`` (infra/airflow/start.sh, infra/production's systemd unit, the tests).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+
+from lakemeta.config import Config
+from lakemeta.spark.session import delta_jars, metastore_conf, spark_conf, spark_environment
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 15002
+TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+# The Airflow connection (type spark_connect) the DAGs' Spark tasks run through.
+AIRFLOW_CONNECTION = "lakemeta_connect"
+# The server's own line once it listens (SparkConnectServer's log).
+STARTED = "Spark Connect server started at"
+
+
+def server_command(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[str]:
+    """spark-submit of the Connect server for ``config``'s lake, catalog, metastore and master."""
+    lake, catalog = config.require_paths()
+    conf = {
+        **spark_conf(catalog, [lake]),
+        **metastore_conf(config.metastore_uri),
+        "spark.connect.grpc.binding.address": host,
+        "spark.connect.grpc.binding.port": str(port),
+    }
+    command = [
+        str(Path(sys.executable).with_name("spark-submit")),
+        "--class", SERVER_CLASS,
+        "--name", "lakemeta-connect",
+        "--master", config.spark_master,
+        "--driver-memory", os.environ.get("LAKEMETA_DRIVER_MEMORY", "4g"),
+        "--jars", ",".join(delta_jars()),
+    ]  # fmt: skip
+    for key, value in conf.items():
+        command += ["--conf", f"{key}={value}"]
+    return command
+
+
+def check_binding(host: str) -> None:
+    """Refuse to serve beyond the loopback interface without a token: anyone reaching the port could run
+    code as the server's user."""
+    loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    if not loopback and not os.environ.get(TOKEN_VARIABLE):
+        raise ValueError(
+            f"the Connect server would listen on {host} without authentication: set {TOKEN_VARIABLE} "
+            "(a long random token) or bind 127.0.0.1"
+        )
+
+
+def serve(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> None:
+    """Become the Connect server (exec): its process is the one a supervisor (systemd, start.sh) watches."""
+    check_binding(host)
+    command = server_command(config, host, port)
+    os.execve(command[0], command, {**os.environ, **spark_environment()})
+
+
+def remote_url(host: str = "localhost", port: int = DEFAULT_PORT) -> str:
+    """The client's URL of a server (the token comes from ``SPARK_CONNECT_AUTHENTICATE_TOKEN``). A token is
+    sent only over a secure channel; pyspark treats the host ``localhost`` as one (gRPC's local
+    credentials), so a server on this host is named ``localhost``, not 127.0.0.1."""
+    return f"sc://{host}:{port}"
+
+
+def wait_until_serving(host: str, port: int, timeout: float = 120) -> None:
+    """Return once the server accepts connections on ``host:port``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=2):
+                return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no Spark Connect server on {host}:{port} after {timeout} s") from None
+            time.sleep(0.5)
