@@ -144,7 +144,7 @@ def ingest_one(
     next_version = destination.delta_table().version() + 1 if exists else 0
     quarantined = _quarantine(spark, lake, source, bad, next_version) if bad is not None else 0
     crash_point(f"after quarantine of {source.table_name}")
-    writer = frame.write.format("delta").mode("errorifexists" if mode == "error" else mode)
+    writer = frame.write.format("delta").mode(mode)
     for key, value in TABLE_PROPERTIES.items():
         writer = writer.option(key, value)
     try:
