@@ -17,7 +17,7 @@ from airflow.sdk import Param, dag, task
 
 from lakemeta.config import load_config
 from lakemeta.registry import DISCOVERY_STEPS
-from lakemeta.spark.submit import DEFAULT_ARGS, PUBLISH_ARGS, spark_step, state_asset
+from lakemeta.spark.dag_tasks import DEFAULT_ARGS, PUBLISH_ARGS, spark_step, state_asset
 from lakemeta.tasks import quality_gate
 
 CONFIG = load_config()
@@ -138,12 +138,12 @@ def lakemeta_discovery() -> None:
         for param, setting in SETTINGS.items()
         for argument in ("--set", f"{setting}={{{{ params.{param} }}}}")
     ]
-    steps = {s.name: spark_step(s.name, "discover.py", [s.name, *settings]) for s in DISCOVERY_STEPS}
+    steps = {s.name: spark_step(s.name, "discover", [s.name, *settings]) for s in DISCOVERY_STEPS}
     for step in DISCOVERY_STEPS:
         [steps[before] for before in step.after] >> steps[step.name]  # e.g. the FK search reads the keys
     read_by_others = {name for step in DISCOVERY_STEPS for name in step.after}
     gate = task(task_id="quality_gate")(quality_gate)()
-    publish = spark_step("publish", "publish_catalog.py", PUBLISH_ARGS)
+    publish = spark_step("publish", "publish_catalog", PUBLISH_ARGS)
     last = [steps[name] for name in steps if name not in read_by_others]
     last >> gate >> publish  # write, audit, publish
 

@@ -6,9 +6,9 @@ batches once for every state component (`scan_batches`), apply them to every sta
 registry (`lakemeta.registry.STATE_COMPONENTS`, one task `update_<component>` each) in parallel, while the
 batches are audited for schema drift (reported in the log and the results; no JVM), then commit the
 watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`. The Spark
-steps are jobs under jobs/, launched by spark-submit through the `spark_default` connection. The lake
-and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG / LAKEMETA_CONFIG in the task's environment; the
-steps are idempotent, so retries are safe.
+steps run on the Spark Connect server of the `lakemeta_connect` connection (`lakemeta.spark.dag_tasks`),
+no JVM per task. The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG / LAKEMETA_CONFIG in
+the task's environment; the steps are idempotent, so retries are safe.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from airflow.sdk import dag, task
 
 from lakemeta.config import load_config
 from lakemeta.registry import STATE_COMPONENTS
-from lakemeta.spark.submit import DEFAULT_ARGS, spark_step, state_asset
+from lakemeta.spark.dag_tasks import DEFAULT_ARGS, spark_step, state_asset
 from lakemeta.tasks import batch_audit, detect_batches
 
 
@@ -34,10 +34,10 @@ from lakemeta.tasks import batch_audit, detect_batches
 )
 def lakemeta_incremental() -> None:
     detect = task.short_circuit(task_id="detect_batches")(detect_batches)()
-    scan = spark_step("scan_batches", "scan_batches.py")
-    state_updates = [spark_step(entry.task_id, "update_state.py", [entry.name]) for entry in STATE_COMPONENTS]
+    scan = spark_step("scan_batches", "scan_batches")
+    state_updates = [spark_step(entry.task_id, "update_state", [entry.name]) for entry in STATE_COMPONENTS]
     audit = task(task_id="batch_audit")(batch_audit)()
-    commit = spark_step("commit_batches", "commit_batches.py", outlets=[state_asset()])
+    commit = spark_step("commit_batches", "commit_batches", outlets=[state_asset()])
     detect >> scan >> state_updates >> commit
     detect >> audit >> commit  # the audit compares with the catalog before the commit
 

@@ -1,9 +1,10 @@
 """lakemeta_joinable_search: triggered by hand, the top-k lake tables joinable with a query table (MATE §6).
 
-Wiring only: one spark-submit of jobs/joinable_search.py. The trigger form validates the params: the query
-(a lake table's name, or a CSV / Parquet file inside the lake, as a path relative to the lake root), its
-key columns, k and the super-key size (it must be the size the posting lists were built with). The ranked
-tables go to the catalog table `joinable_tables` under the DAG run's id and into the task's log.
+Wiring only: one task running the step `joinable_search` on the Spark Connect server. The trigger form
+validates the params: the query (a lake table's name, or a CSV / Parquet file inside the lake, as a path
+relative to the lake root), its key columns, k and the super-key size (it must be the size the posting
+lists were built with). The ranked tables go to the catalog table `joinable_tables` under the DAG run's
+id and into the task's log.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pendulum
 from airflow.sdk import Param, dag
 
 from lakemeta.config import load_config
-from lakemeta.spark.submit import DEFAULT_ARGS, spark_step
+from lakemeta.spark.dag_tasks import DEFAULT_ARGS, spark_step
 
 SEARCH = load_config().joinsearch
 
@@ -59,7 +60,7 @@ SEARCH = load_config().joinsearch
 def lakemeta_joinable_search() -> None:
     spark_step(
         "joinable_search",
-        "joinable_search.py",
+        "joinable_search",
         [
             "--query",
             "{{ params.query }}",

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag, task
 
-from lakemeta.spark.submit import DEFAULT_ARGS, PUBLISH_ARGS, spark_step
+from lakemeta.spark.dag_tasks import DEFAULT_ARGS, PUBLISH_ARGS, spark_step
 from lakemeta.tasks import quality_gate
 
 
@@ -33,9 +33,9 @@ from lakemeta.tasks import quality_gate
     },
 )
 def lakemeta_rebuild() -> None:
-    rebuild = spark_step("rebuild_state", "rebuild_state.py")
+    rebuild = spark_step("rebuild_state", "rebuild_state")
     gate = task(task_id="quality_gate")(quality_gate)()
-    rebuild >> gate >> spark_step("publish", "publish_catalog.py", PUBLISH_ARGS)
+    rebuild >> gate >> spark_step("publish", "publish_catalog", PUBLISH_ARGS)
 
 
 lakemeta_rebuild()

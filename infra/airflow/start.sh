@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Start Airflow for local use: scheduler, dag-processor, api-server (http://127.0.0.1:8080) and
-# triggerer, with the project's DAGs, sign-in required. Sign in as `admin`; the password is generated on
+# triggerer, with the project's DAGs, sign-in required, and the Spark Connect server their Spark tasks run
+# on (127.0.0.1:15002, token in $AIRFLOW_HOME/connect-token), restarted whenever it stops, as systemd's
+# lakemeta-connect.service is; Airflow's retries carry a task over a restart. Sign in as `admin`; the password is generated on
 # first start into $AIRFLOW_HOME/simple_auth_manager_passwords.json.generated.
 # LAKEMETA_LAKE and LAKEMETA_CATALOG (or LAKEMETA_CONFIG) tell the DAGs which lake to process.
 #
@@ -11,6 +13,18 @@ set -euo pipefail
 source "$(dirname "$0")/env.sh"
 airflow db migrate
 trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
+(
+    trap 'kill $server 2>/dev/null; exit 0' TERM INT
+    while true; do
+        lakemeta connect-server --port "$LAKEMETA_CONNECT_PORT" &
+        server=$!
+        status=0
+        wait $server || status=$?
+        [ "$status" -eq 2 ] && exit 2  # a usage or configuration error: restarting would not help
+        echo "Spark Connect server stopped ($status), restarting" >&2
+        sleep 2
+    done
+) &
 airflow scheduler --skip-serve-logs &
 airflow triggerer --skip-serve-logs &
 airflow dag-processor &

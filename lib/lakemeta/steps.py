@@ -1,4 +1,5 @@
-"""Entry points of the spark-submit jobs under jobs/: parse arguments, open a session, run one step.
+"""The steps as the DAGs' tasks (on a Spark Connect session, ``lakemeta.spark.dag_tasks``) and the
+spark-submit jobs under jobs/ run them: parse arguments, open or take a session, run one step.
 
 A step has one name everywhere: the DAG task, the job and the logs (``scan_batches``,
 ``update_<component>``, ``commit_batches``, a discovery step's name, ``rebuild_state``); state components

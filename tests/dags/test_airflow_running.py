@@ -1,17 +1,18 @@
 """The DAGs under a running Airflow on a Spark standalone cluster, as users meet them: the scheduler starts
-lakemeta_incremental on its schedule (its HLL task's Spark driver SIGKILLed after its commit, and its
-posting-list task's Airflow task process SIGKILLed while its driver works, orphaning the driver; Airflow's
-retries finish both), its commit's asset starts lakemeta_discovery, which fills, audits
-and publishes the catalog that an analyst then queries through Spark SQL; a run triggered over the
+lakemeta_incremental on its schedule (its HLL task's process SIGKILLed after its commit, and the Spark
+Connect server SIGKILLed while the posting-list task runs; the server is restarted, Airflow's retries
+finish the run), its commit's asset starts lakemeta_discovery, which fills, audits and publishes the
+catalog that an analyst then queries through Spark SQL on the Connect server; a run triggered over the
 unchanged lake plans nothing, skips its steps and starts no discovery; someone signs in to the UI in
 headless Chromium and triggers lakemeta_joinable_search through its form; and the catalog the cluster
 built equals the one local mode builds from a copy of the lake on local disk.
 
 The lake and the catalog live in object storage (the S3 server of tests/s3_server.py), reached by every
-process through the standard AWS variables: Airflow's tasks, their Spark drivers and the cluster's
+process through the standard AWS variables: Airflow's tasks, the Connect server and the cluster's
 executors. Airflow runs for real (infra/airflow/start.sh: scheduler with the LocalExecutor, dag-processor,
-api-server, triggerer on SQLite, sign-in required); every task is a real spark-submit of a job, in client
-mode against a master and two workers on 127.0.0.1 (``spark_default`` points there)."""
+api-server, triggerer on SQLite, sign-in required, and the Spark Connect server, restarted when it
+stops); every Spark task runs its step on the Connect server through the `lakemeta_connect` connection,
+and the server is an application of a master and two workers on 127.0.0.1: no task starts a JVM."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ from lakemeta.pipeline import Pipeline
 from lakemeta.reference.s3_server import SECRET_KEY, S3Server
 from lakemeta.registry import all_schemas
 from lakemeta.show import read_catalog_table
+from lakemeta.spark.connect import SERVER_CLASS
 from lakemeta.storage import Location
 
 from .cluster import free_port, standalone_cluster
@@ -55,30 +57,29 @@ pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 CONFIG = """\
 lake: {lake}
 catalog: {catalog}
+spark_master: {master}
 incremental_schedule: "@once"
 sketches:
   inclusion_floor: 0.7
 """
 
-# Each application takes one core of the workers' four, so the incremental run's four updates (and a search
-# beside discovery) run at once, as they do in local mode.
+# The HLL task's process kills itself once its MERGE has committed on the server (lakemeta.crash_points).
 KILLED_AT = "after merge state/hll_counters"
-# The task whose Airflow task process (the task runner that launched spark-submit) is SIGKILLed while its
-# Spark driver works, which orphans the driver, as an out-of-memory kill of the worker's task would.
-ORPHANED = "posting_lists"  # the state component whose task process is killed
-ORPHANED_TASK = f"update_{ORPHANED}"
+# The task during which the Connect server is SIGKILLed (start.sh starts it again).
+SERVER_KILLED_DURING = "update_posting_lists"
+TOKEN = "connect-token-of-the-test"
 
-# Event logs uncompressed, so that the test reads what they hold.
+# The Connect server is the cluster's one application: it takes the workers' four cores. Event logs
+# uncompressed, so that the test reads what they hold.
 SPARK_DEFAULTS = """\
-spark.cores.max 1
 spark.executor.memory 768m
 spark.eventLog.enabled true
 spark.eventLog.dir file://{events}
 spark.eventLog.compress false
 """
 
-# The C1 compiler alone, for Airflow's spark-submits and the cluster's JVMs: each lives about a minute on
-# a tiny lake and spends less of the two cores compiling (a spark-submit here: 47 -> 29 CPU seconds).
+# The C1 compiler alone, for the Connect server and the cluster's JVMs: on a tiny lake they spend less of the
+# two cores compiling (a spark-submit here: 47 -> 29 CPU seconds).
 QUICK_JVM = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1"}
 
 
@@ -92,7 +93,8 @@ class Airflow:
         config = load_config(environ={"LAKEMETA_CONFIG": str(config_file)})
         self.lake, self.catalog = config.require_paths()
         self._token: str | None = None
-        self.task_runner_killer: TaskRunnerKiller | None = None
+        self.server_killer: ServerKiller | None = None
+        self.connect_port = 0
         self.command_lines = CommandLineWatcher(SECRET_KEY)
 
     @property
@@ -189,25 +191,27 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
     (lake / "shop" / "items").write_delta(pa.table({"order_id": [1, 1, 2, 3]}))
     (lake / "shop" / "returns").write_delta(pa.table({"returned_order": [1, 2, 9]}))  # 2/3 in orders
     (lake / "queries" / "q.csv").write_text("key,label\n1,a\n3,c\n4,z\n")  # a query file, not a table
-    (root / "lakemeta.yaml").write_text(CONFIG.format(lake=lake, catalog=catalog))
+    (root / "lakemeta.yaml").write_text(CONFIG.format(lake=lake, catalog=catalog, master=cluster))
     (root / "spark-conf").mkdir()
     (root / "spark-events").mkdir()
     (root / "spark-conf" / "spark-defaults.conf").write_text(
         SPARK_DEFAULTS.format(events=root / "spark-events")
     )
-    port = free_port()
+    port, connect_port = free_port(), free_port()
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__API__PORT": str(port),
         "LAKEMETA_CONFIG": str(root / "lakemeta.yaml"),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": cluster}),
+        "LAKEMETA_CONNECT_PORT": str(connect_port),
+        "SPARK_CONNECT_AUTHENTICATE_TOKEN": TOKEN,
+        "LAKEMETA_DRIVER_MEMORY": "2g",
         "SPARK_CONF_DIR": str(root / "spark-conf"),
         **QUICK_JVM,
         # The DAG files are parsed once: they do not change while the test runs.
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
-        # Every HLL task's Spark driver SIGKILLs itself once its MERGE has committed; Airflow retries the
-        # task, whose retry finds the MERGE committed and finishes (lakemeta.crash_points).
+        # Every HLL task's process SIGKILLs itself once its MERGE has committed; Airflow retries the task,
+        # whose retry finds the MERGE committed and finishes (lakemeta.crash_points).
         crash_points.ENVIRONMENT_VARIABLE: KILLED_AT,
     }
     log_path = root / "airflow.log"
@@ -220,7 +224,9 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         start_new_session=True,  # its own process group: the teardown stops every component
     )
     running = Airflow(f"http://127.0.0.1:{port}", root, root / "lakemeta.yaml")
-    killer = running.task_runner_killer = TaskRunnerKiller("update_state", ORPHANED)
+    running.connect_port = connect_port
+    running.command_lines.group = process.pid
+    killer = running.server_killer = ServerKiller(running, SERVER_KILLED_DURING)
     running.command_lines.start()
     try:
         running.wait(lambda: process.poll() is None and healthy(running.url), "healthy Airflow")
@@ -240,46 +246,54 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         log.close()
 
 
-class TaskRunnerKiller(threading.Thread):
-    """SIGKILLs, once, the Airflow task process whose spark-submit runs ``jobs/<job>.py`` with the first
-    argument ``argument``, as soon as that application's Python driver has started; records the killed task
-    process and the orphaned driver."""
+def connect_servers(port: int) -> list[psutil.Process]:
+    """The JVMs serving Spark Connect on ``port``."""
+    binding = f"spark.connect.grpc.binding.port={port}"
+    return [
+        process
+        for process in psutil.process_iter(["cmdline"])
+        if SERVER_CLASS in (command := process.info["cmdline"] or []) and binding in command
+    ]
 
-    def __init__(self, job: str, argument: str) -> None:
+
+class ServerKiller(threading.Thread):
+    """SIGKILLs the Connect server, once, as soon as task ``task_id`` of a lakemeta_incremental run is
+    running; records the killed server's pid."""
+
+    def __init__(self, airflow: Airflow, task_id: str) -> None:
         super().__init__(daemon=True)
-        self.application = str(REPO / "jobs" / f"{job}.py")
-        self.argument = argument
+        self.airflow, self.task_id = airflow, task_id
         self.stopped = threading.Event()
-        self.killed: psutil.Process | None = None
-        self.killed_command: list[str] = []
-        self.orphaned_driver: psutil.Process | None = None
+        self.killed_pid: int | None = None
 
     def run(self) -> None:
-        while not self.stopped.wait(0.5) and self.killed is None:
-            for submit in psutil.process_iter(["cmdline"]):
-                command = submit.info["cmdline"] or []
-                if "org.apache.spark.deploy.SparkSubmit" not in command or self.application not in command:
+        while not self.stopped.wait(0.5) and self.killed_pid is None:
+            with contextlib.suppress(OSError, KeyError):
+                if not self._task_running():
                     continue
-                if command[command.index(self.application) + 1 :][:1] != [self.argument]:
-                    continue
-                with contextlib.suppress(psutil.Error):
-                    drivers = [c for c in submit.children() if "python" in c.name()]
-                    if drivers:
-                        task_process = submit.parent()
-                        self.killed_command = task_process.cmdline()
-                        task_process.kill()
-                        self.killed, self.orphaned_driver = task_process, drivers[0]
+                for server in connect_servers(self.airflow.connect_port):
+                    server.kill()
+                    self.killed_pid = server.pid
+
+    def _task_running(self) -> bool:
+        for run in self.airflow.runs("lakemeta_incremental"):
+            run_path = f"/api/v2/dags/lakemeta_incremental/dagRuns/{run['dag_run_id']}"
+            if self.airflow.request("GET", f"{run_path}/taskInstances/{self.task_id}")["state"] == "running":
+                return True
+        return False
 
 
 class CommandLineWatcher(threading.Thread):
     """Reads every process's command line twice a second, as ``ps`` shows them to any user of the host;
-    keeps those holding ``secret`` and counts the spark-submits seen (so that a pass means it looked)."""
+    keeps those holding ``secret`` and the command lines of the Spark JVMs seen in process group ``group``
+    (Airflow's; so that a pass means it looked)."""
 
     def __init__(self, secret: str) -> None:
         super().__init__(daemon=True)
         self.secret = secret
         self.stopped = threading.Event()
-        self.spark_submits: set[int] = set()
+        self.spark_jvms: dict[int, list[str]] = {}
+        self.group: int | None = None
         self.holding_the_secret: list[list[str]] = []
 
     def run(self) -> None:
@@ -287,7 +301,9 @@ class CommandLineWatcher(threading.Thread):
             for process in psutil.process_iter(["pid", "cmdline"]):
                 command = process.info["cmdline"] or []
                 if "org.apache.spark.deploy.SparkSubmit" in command:
-                    self.spark_submits.add(process.info["pid"])
+                    with contextlib.suppress(OSError):
+                        if os.getpgid(process.info["pid"]) == self.group:
+                            self.spark_jvms[process.info["pid"]] = command
                 if any(self.secret in part for part in command):
                     self.holding_the_secret.append(command)
 
@@ -321,27 +337,22 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     # The batch audit ran before the commit: every table was new, so there was nothing to drift from.
     audit = json.loads((airflow.catalog / "_quality" / "batches-run-1.json").read_text())
     assert audit["success"] and audit["suites"] == {} and len(audit["versions"]) == 4
-    # The HLL task's first attempt was killed after its commit (SIGKILL of its driver); the second finished.
+    # The HLL task's first attempt was killed after its commit (SIGKILL of its own process, the server's
+    # client); a retry finished. (A second retry may follow: the server was killed during the run too.)
     task = "update_hll_counters"
     instance = airflow.request(
         "GET",
         f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{task}",
     )
-    assert (instance["state"], instance["try_number"]) == ("success", 2)
+    assert instance["state"] == "success" and instance["try_number"] >= 2, instance
     first_attempt = next((airflow.home / "logs").rglob(f"task_id={task}/attempt=1.log")).read_text()
     assert f"crash point '{KILLED_AT}' reached" in first_attempt
-    # The posting-list task's first attempt lost its Airflow task process while its driver ran on, orphaned;
-    # Airflow saw the task process die and retried the task, whose retry found the work done or did it.
-    killer = airflow.task_runner_killer
-    assert killer is not None and killer.killed is not None and killer.orphaned_driver is not None
-    assert "airflow" in " ".join(killer.killed_command), killer.killed_command
-    instance = airflow.request(
-        "GET",
-        f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{ORPHANED_TASK}",
-    )
-    assert instance["state"] == "success" and instance["try_number"] >= 2, instance
-    first_attempt = next((airflow.home / "logs").rglob(f"task_id={ORPHANED_TASK}/attempt=1.log")).read_text()
-    assert "Process terminated by signal" in first_attempt, first_attempt[-3000:]
+    # The Connect server was SIGKILLed while the posting-list task ran; start.sh started another, and the
+    # run succeeded (the state it left is compared with local mode's below).
+    killer = airflow.server_killer
+    assert killer is not None and killer.killed_pid is not None
+    restarted = [server.pid for server in connect_servers(airflow.connect_port)]
+    assert restarted and killer.killed_pid not in restarted
     # Sign-in is required: the API refuses a call without a token, and a wrong password gets none.
     for method, path, body in (
         ("GET", "/api/v2/dags", None),
@@ -418,8 +429,8 @@ def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(
 
 SQL_QUERY = """
 import sys
-from lakemeta.spark import get_session, metastore_conf
-spark = get_session("local[1]", "analyst", catalog=sys.argv[1], extra_conf=metastore_conf())
+from lakemeta.spark import get_session
+spark = get_session(app_name="analyst", remote=sys.argv[1])
 rows = spark.sql("SELECT fk_table, pk_table, accepted FROM lakemeta.fk_candidates ORDER BY rank").collect()
 print([tuple(row) for row in rows])
 """
@@ -462,9 +473,11 @@ def test_the_commit_starts_discovery_which_fills_audits_and_publishes_the_catalo
         for r in fks.itertuples()
     ] == [("shop/items", ["order_id"], "shop/orders", ["id"], 0.0, True)]
 
-    # Published: a new Spark session on the catalog's metastore reads the FKs through SQL.
+    # Published: an analyst's session of the Connect server (whose metastore holds the database lakemeta)
+    # reads the FKs through SQL, with the server's token.
     analyst = subprocess.run(
-        [str(REPO / ".venv" / "bin" / "python"), "-c", SQL_QUERY, str(catalog)],
+        [str(REPO / ".venv" / "bin" / "python"), "-c", SQL_QUERY, f"sc://localhost:{airflow.connect_port}"],
+        env={**os.environ, "SPARK_CONNECT_AUTHENTICATE_TOKEN": TOKEN},
         capture_output=True,
         text=True,
         timeout=300,
@@ -533,7 +546,10 @@ def test_the_secret_is_in_no_command_line_log_event_log_database_or_catalog(
     Airflow task log or its database, a Spark event log, a driver's or an executor's output, or the
     catalog."""
     airflow.succeeded_run("lakemeta_discovery")
-    assert len(airflow.command_lines.spark_submits) >= 10, "the watcher saw the tasks' spark-submits"
+    # The watcher saw the Connect servers (the first and its restart), and no other Spark JVM: no task
+    # started one.
+    jvms = airflow.command_lines.spark_jvms
+    assert len(jvms) >= 2 and all(SERVER_CLASS in command for command in jvms.values()), jvms
     assert airflow.command_lines.holding_the_secret == []
     files = [p for folder in (airflow.root, cluster_folder) for p in folder.rglob("*") if p.is_file()]
     assert (airflow.home / "airflow.db") in files

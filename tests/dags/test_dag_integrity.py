@@ -35,8 +35,21 @@ def upstream(dag) -> dict[str, list[str]]:
     return {task.task_id: sorted(task.upstream_task_ids) for task in dag.tasks}
 
 
-def test_every_task_but_planning_and_the_audits_is_a_retried_spark_submit_of_a_job(dagbag):
-    from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+def step_of(task) -> str:
+    """The step of ``lakemeta.steps`` a Spark task runs."""
+    return task.op_args[0]
+
+
+def arguments_of(task) -> list[str]:
+    """The arguments (templates) a Spark task hands its step."""
+    return task.op_args[1]
+
+
+def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect_server(dagbag):
+    from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
+
+    from lakemeta import steps
+    from lakemeta.spark.dag_tasks import run_step
 
     for dag_id in DAG_IDS:
         for task in dagbag.dags[dag_id].tasks:
@@ -45,11 +58,10 @@ def test_every_task_but_planning_and_the_audits_is_a_retried_spark_submit_of_a_j
             if task.task_id in ("detect_batches", "quality_gate", "batch_audit"):
                 assert task.python_callable.__module__ == "lakemeta.tasks"
                 continue
-            assert isinstance(task, SparkSubmitOperator)
-            assert task._conn_id == "spark_default"
-            assert Path(task.application).parent == REPO / "jobs" and Path(task.application).exists()
-            assert task.conf["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
-            assert task.env_vars["SPARK_LOCAL_IP"] == "127.0.0.1"
+            assert isinstance(task, PySparkOperator) and task.python_callable is run_step
+            assert task.conn_id == "lakemeta_connect"
+            assert callable(getattr(steps, step_of(task)))  # the same step a job under jobs/ runs
+            assert (REPO / "jobs" / f"{step_of(task)}.py").exists()
 
 
 def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on(dagbag):
@@ -67,8 +79,8 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
     ]
     for entry in STATE_COMPONENTS:  # one job for every component, which it names
         task = dag.get_task(entry.task_id)
-        assert Path(task.application) == REPO / "jobs" / "update_state.py"
-        assert task.application_args == [entry.name]
+        assert step_of(task) == "update_state"
+        assert arguments_of(task) == [entry.name]
     assert upstream(dag) == {
         "detect_batches": [],
         "scan_batches": ["detect_batches"],
@@ -98,7 +110,7 @@ def test_a_registered_state_component_gets_its_task(dagbag, monkeypatch: pytest.
     entry = registry.ComponentEntry("row_counts", "tests.spark.test_registry:RowCounts")
     monkeypatch.setattr(registry, "STATE_COMPONENTS", (*registry.STATE_COMPONENTS, entry))
     dag = DagBag(dag_folder=str(REPO / "dags" / "lakemeta_incremental.py")).dags["lakemeta_incremental"]
-    assert dag.get_task("update_row_counts").application_args == ["row_counts"]
+    assert arguments_of(dag.get_task("update_row_counts")) == ["row_counts"]
     assert upstream(dag)["update_row_counts"] == ["scan_batches"]
     assert "update_row_counts" in dag.get_task("commit_batches").upstream_task_ids
 
@@ -112,8 +124,8 @@ def test_discovery_dag_wiring_and_params(dagbag):
     assert dag.max_active_runs == 1
     for step in DISCOVERY_STEPS:  # the registry's steps, each after the steps it reads
         task = dag.get_task(step.name)
-        assert Path(task.application) == REPO / "jobs" / "discover.py"
-        assert task.application_args[0] == step.name
+        assert step_of(task) == "discover"
+        assert arguments_of(task)[0] == step.name
         assert set(step.after) <= task.upstream_task_ids
     assert upstream(dag) == {
         "keys_and_dependencies": [],
@@ -123,7 +135,7 @@ def test_discovery_dag_wiring_and_params(dagbag):
         "quality_gate": ["fk_candidates", "inclusion_dependencies"],
         "publish": ["quality_gate"],
     }
-    assert "{{ ti.xcom_pull(task_ids='quality_gate') }}" in dag.get_task("publish").application_args
+    assert "{{ ti.xcom_pull(task_ids='quality_gate') }}" in arguments_of(dag.get_task("publish"))
     defaults = triggered(dag.params, {})
     assert defaults == {
         "inclusion_floor": 0.5,
@@ -162,7 +174,7 @@ def test_discovery_dag_wiring_and_params(dagbag):
         "fk_candidates",
     ):
         task = dag.get_task(task_id)
-        args = task.render_template(task.application_args, {"params": chosen})
+        args = task.render_template(arguments_of(task), {"params": chosen})
         settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
         config = load_config(parse_settings(settings), environ={})
         assert (config.sketches.inclusion_floor, config.inds.filters, config.fks.require_name_match) == (
@@ -202,8 +214,8 @@ def test_joinable_search_dag_validates_its_params(dagbag):
     dag = dagbag.dags["lakemeta_joinable_search"]
     assert dag.schedule is None or dag.timetable.summary == "None"
     (task,) = dag.tasks
-    assert Path(task.application) == REPO / "jobs" / "joinable_search.py"
-    assert "{{ run_id }}" in task.application_args
+    assert step_of(task) == "joinable_search"
+    assert "{{ run_id }}" in arguments_of(task)
     good = {"query": "shop/orders", "key_columns": ["id", "note"], "k": 5, "hash_bits": 128}
     assert triggered(dag.params, good) == good
     for query in ("queries/q.csv", "sales 2024 ü", "a..b/c.csv"):

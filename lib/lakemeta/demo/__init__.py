@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pyspark.sql.functions as F
+from pyspark.sql import SparkSession
 
 from lakemeta.config import Config, IngestConfig
 from lakemeta.demo.dag_runs import airflow_environment, run_dag
@@ -25,6 +26,7 @@ from lakemeta.lake.tables import table_path
 from lakemeta.pipeline import Pipeline
 from lakemeta.show import format_table, read_catalog_table
 from lakemeta.spark import get_session
+from lakemeta.spark.connect import running_server
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -79,13 +81,29 @@ def run_demo(workdir: Path, config: Config) -> int:
     expected = generate_tpch(sources / "tpch")
     write_web_tables(sources / "web", WEB_TABLES)
 
-    spark = get_session(config.spark_master, "lakemeta demo", catalog=workdir / "demo-session")
+    config = dataclasses.replace(config, lake=lake, catalog=catalog)
+    env = airflow_environment(lake, catalog)
+    server_log = workdir / "connect-server.log"
+    print(f"    the Spark Connect server of the DAGs' tasks and of this demo starts (its log: {server_log})")
+    with running_server(config, int(env["LAKEMETA_CONNECT_PORT"]), server_log, env) as url:
+        spark = get_session(app_name="lakemeta demo", remote=url)
+        return _on_the_server(spark, workdir, config, sources, expected, env)
+
+
+def _on_the_server(
+    spark: SparkSession,
+    workdir: Path,
+    config: Config,
+    sources: Path,
+    expected: dict[str, int],
+    env: dict[str, str],
+) -> int:
+    lake, catalog = config.require_paths()
     print("2/5 ingesting them into the lake", lake)
     lake.local_path().mkdir(parents=True)
     ingest(spark, lake, find_sources([sources / "tpch", sources / "web"]), IngestConfig())
 
-    pipeline = Pipeline(spark, dataclasses.replace(config, lake=lake, catalog=catalog))
-    env = airflow_environment(lake, catalog)
+    pipeline = Pipeline(spark, config)
     print("3/5 first runs of lakemeta_incremental and lakemeta_discovery: every table is new")
     timings = _run_dags(env, "first")
     print("4/5 applying deletes, updates and inserts to four web tables, then running both again")

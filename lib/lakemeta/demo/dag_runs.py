@@ -1,11 +1,13 @@
 """The demo's DAG runs: `airflow dags test` of the project's DAGs on the demo lake, with the Airflow
-environment of infra/airflow/env.sh (SQLite under .airflow/, the `spark_default` connection), so the runs
-also show in the UI that `make airflow` starts afterwards."""
+environment of infra/airflow/env.sh (SQLite under .airflow/, the `lakemeta_connect` connection to the
+demo's Spark Connect server on a free port), so the runs also show in the UI that `make airflow` starts
+afterwards."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -26,9 +28,23 @@ def _airflow(arguments: str, env: dict[str, str]) -> subprocess.CompletedProcess
 
 
 def airflow_environment(lake: Location, catalog: Location) -> dict[str, str]:
-    """The environment of the demo's DAG runs, with the metadata database migrated."""
-    env = {**os.environ, "LAKEMETA_LAKE": str(lake), "LAKEMETA_CATALOG": str(catalog)}
-    env.pop("LAKEMETA_CONFIG", None)  # the demo runs with the defaults
+    """The environment of the demo's DAG runs (env.sh's, the Connect server's port and token among it), with
+    the metadata database migrated."""
+    with socket.socket() as probe:  # a port of its own: `make airflow` may be serving 15002
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {
+        **os.environ,
+        "LAKEMETA_LAKE": str(lake),
+        "LAKEMETA_CATALOG": str(catalog),
+        "LAKEMETA_CONNECT_PORT": str(port),
+    }
+    for name in ("LAKEMETA_CONFIG", "AIRFLOW_CONN_LAKEMETA_CONNECT"):  # the demo's defaults and server
+        env.pop(name, None)
+    exported = subprocess.run(
+        ["bash", "-c", f"source {ENV_SCRIPT} && env -0"], env=env, capture_output=True, check=True
+    ).stdout.decode()
+    env = dict(line.split("=", 1) for line in exported.split("\0") if "=" in line)
     migrate = _airflow("db migrate", env)
     if migrate.returncode != 0:
         raise DagRunError(f"airflow db migrate failed:\n{migrate.stderr[-3000:]}")

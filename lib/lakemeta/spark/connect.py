@@ -17,11 +17,15 @@ Started by ``lakemeta connect-server`` (infra/airflow/start.sh, infra/production
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
+import signal
 import socket
+import subprocess
 import sys
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from lakemeta.config import Config
@@ -77,17 +81,23 @@ def serve(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) ->
     os.execve(command[0], command, {**os.environ, **spark_environment()})
 
 
-def remote_url(host: str = "localhost", port: int = DEFAULT_PORT) -> str:
-    """The client's URL of a server (the token comes from ``SPARK_CONNECT_AUTHENTICATE_TOKEN``). A token is
-    sent only over a secure channel; pyspark treats the host ``localhost`` as one (gRPC's local
-    credentials), so a server on this host is named ``localhost``, not 127.0.0.1."""
-    return f"sc://{host}:{port}"
+def remote_url(host: str = "localhost", port: int = DEFAULT_PORT, token: str | None = None) -> str:
+    """The client's URL of a server, with ``token`` or without (pyspark's client then takes
+    ``SPARK_CONNECT_AUTHENTICATE_TOKEN``). A token is sent only over a secure channel; pyspark treats the
+    host ``localhost`` as one (gRPC's local credentials), so a server on this host is named ``localhost``,
+    not 127.0.0.1."""
+    return f"sc://{host}:{port}" + (f"/;token={token}" if token else "")
 
 
-def wait_until_serving(host: str, port: int, timeout: float = 120) -> None:
-    """Return once the server accepts connections on ``host:port``."""
+def wait_until_serving(
+    host: str, port: int, timeout: float = 120, process: subprocess.Popen | None = None
+) -> None:
+    """Return once the server accepts connections on ``host:port``; an error if ``process`` (the server)
+    exits first."""
     deadline = time.monotonic() + timeout
     while True:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the Spark Connect server exited with {process.returncode} before serving")
         try:
             with socket.create_connection((host, port), timeout=2):
                 return
@@ -95,3 +105,33 @@ def wait_until_serving(host: str, port: int, timeout: float = 120) -> None:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no Spark Connect server on {host}:{port} after {timeout} s") from None
             time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def running_server(
+    config: Config, port: int, log: Path, env: Mapping[str, str] | None = None
+) -> Iterator[str]:
+    """A Connect server for ``config`` on 127.0.0.1:``port`` while the block runs (the demo, benchmarks);
+    its client URL, with the server's token. ``env`` is the server's environment (the token among it); its
+    output goes to ``log``."""
+    env = {**(os.environ if env is None else env), **spark_environment()}
+    command = server_command(config, DEFAULT_HOST, port)
+    with log.open("w") as output:
+        server = subprocess.Popen(
+            command,
+            env=env,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group: the JVM and its Python workers stop together
+        )
+    try:
+        wait_until_serving(DEFAULT_HOST, port, process=server)
+        yield remote_url("localhost", port, env.get(TOKEN_VARIABLE))
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()

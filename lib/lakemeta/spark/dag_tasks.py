@@ -1,21 +1,24 @@
-"""The Airflow task that runs a job under jobs/ through spark-submit (shared by the DAG files)."""
+"""The Airflow tasks that run a step on the Spark Connect server (shared by the DAG files).
+
+Each task is the Spark provider's ``@task.pyspark`` operator on the connection ``lakemeta_connect`` (type
+``spark_connect``): the task process opens a session of the server (``lakemeta.spark.connect``), runs the
+step of ``lakemeta.steps`` on it with the task's arguments, and closes the session, so no task starts a
+JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers other than these DAGs.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
-from pathlib import Path
 
-from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 from airflow.sdk import Asset
 
 from lakemeta.config import load_config
-from lakemeta.spark.session import delta_jars, spark_conf, spark_environment
+from lakemeta.spark.connect import AIRFLOW_CONNECTION
 
-REPO = Path(__file__).resolve().parents[3]
-SPARK_SUBMIT = str(REPO / ".venv" / "bin" / "spark-submit")
-
-# Steps are idempotent, so retries are safe; backing off rides out a busy cluster or a locked table.
+# Steps are idempotent, so retries are safe; backing off rides out a busy cluster, a locked table or a
+# Connect server that is restarting.
 DEFAULT_ARGS = {
     "retries": 3,
     "retry_delay": timedelta(seconds=30),
@@ -24,7 +27,7 @@ DEFAULT_ARGS = {
 }
 
 
-# The publish job publishes what the quality gate task of the same DAG run audited (its return value).
+# The publish step publishes what the quality gate task of the same DAG run audited (its return value).
 PUBLISH_ARGS = ["--audit", "{{ ti.xcom_pull(task_ids='quality_gate') }}"]
 
 
@@ -37,23 +40,22 @@ def state_asset() -> Asset:
     return Asset(name="lakemeta_state", uri=f"file://{state}" if state.is_local else state.uri)
 
 
+def run_step(step: str, argv: list[str], spark=None) -> None:  # noqa: ANN001 (the provider's session)
+    """Run ``lakemeta.steps.<step>`` with ``argv`` on the task's Connect session ``spark``."""
+    from lakemeta import steps  # the pipeline and pyspark load when the task runs, not when a DAG parses
+
+    getattr(steps, step)(argv, spark=spark)
+
+
 def spark_step(
-    task_id: str, job: str, application_args: Sequence[str] = (), outlets: Sequence[Asset] = ()
-) -> SparkSubmitOperator:
-    """spark-submit of ``jobs/<job>`` through the ``spark_default`` connection, with Delta's jars and the
-    configured catalog (its embedded metastore lives beside it) and the storage of the lake and catalog."""
-    config = load_config()
-    return SparkSubmitOperator(
+    task_id: str, step: str, arguments: Sequence[str] = (), outlets: Sequence[Asset] = ()
+) -> PySparkOperator:
+    """The task that runs step ``step`` of ``lakemeta.steps`` (``discover``, ``update_state``...) with
+    ``arguments`` (templated) on the Connect server of the ``lakemeta_connect`` connection."""
+    return PySparkOperator(
         task_id=task_id,
-        application=str(REPO / "jobs" / job),
-        application_args=list(application_args),
+        python_callable=run_step,
+        op_args=[step, list(arguments)],
+        conn_id=AIRFLOW_CONNECTION,
         outlets=list(outlets),
-        conn_id="spark_default",
-        spark_binary=SPARK_SUBMIT,
-        jars=",".join(delta_jars()),
-        conf=spark_conf(config.catalog, [config.lake]),
-        env_vars=spark_environment(),
-        name=f"lakemeta {task_id}",
-        driver_memory="4g",
-        verbose=False,
     )

@@ -2,9 +2,10 @@
 
 It wires Delta Lake (SQL extension and catalog) from the jars that set-up fetched into ``.cache/jars``
 (``LAKEMETA_JARS`` names another folder), pins Spark to the loopback interface and to this
-interpreter's Python, and sizes shuffles for a small machine. The same settings are handed to
-spark-submit by the DAGs through :func:`spark_conf` and :func:`delta_jars`, because under spark-submit
-the JVM exists before any Python code could configure it.
+interpreter's Python, and sizes shuffles for a small machine. The same settings are handed to spark-submit
+through :func:`spark_conf` and :func:`delta_jars` (by the Spark Connect server, ``lakemeta.spark.connect``,
+and whoever submits a job under jobs/), because there the JVM exists before any Python code could
+configure it.
 """
 
 from __future__ import annotations
