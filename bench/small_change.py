@@ -1,0 +1,338 @@
+"""A small change in seconds: the steps on one Spark Connect server against a JVM per step.
+
+Three measurements in one run, each path beside its baseline:
+* ``dags``: the demo's lake (TPC-H at scale 0.01 and 200 generated web tables, written with delta-rs).
+  After a first pass of lakemeta_incremental and lakemeta_discovery (``airflow dags test``, tasks on the
+  Connect server), four web tables change (rows deleted and appended by another engine, delta-rs) and both
+  DAGs run again on the server. Then four other tables change the same way and the same tasks run in the
+  same order as the DAGs ran them before the server: a spark-submit of the job under jobs/ per Spark task
+  (the Python tasks in this process). Per task: seconds; for the server's pass also the Spark jobs the
+  server ran during the task, the client requests they came from and their summed duration (the server's
+  REST API).
+* ``cli``: TPC-H at scale 0.01. After a first ``lakemeta --remote ... run``, one table changes and
+  ``lakemeta --remote ... run`` runs (a process of its own, a session of the running server), its Spark
+  jobs counted per phase the library tags; then the table changes again and ``lakemeta run`` runs, which
+  starts its own JVM.
+* ``first_run``: four small tables (those of tests/dags): the first ``lakemeta --remote ... run`` and, on
+  a copy of the lake with its own catalog, the first ``lakemeta run``.
+
+Targets: the four changed tables through both DAGs in at most 30 s; one changed table from the CLI in at
+most 15 s; a first run over four small tables in at most 30 s.
+
+    .venv/bin/python bench/small_change.py [--only dags,cli,first_run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.request
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, write_deltalake
+
+from lakemeta.config import Config
+from lakemeta.demo.dag_runs import airflow_environment, run_dag
+from lakemeta.demo.webtables import write_web_tables
+from lakemeta.spark.connect import TOKEN_VARIABLE, running_server
+from lakemeta.spark.session import delta_jars, spark_conf, spark_environment
+from lakemeta.storage import Location
+
+ROOT = Path(__file__).resolve().parent
+REPO = ROOT.parent
+SCRATCH = ROOT / "results" / "scratch" / "small_change"
+RESULT = ROOT / "results" / "small_change.json"
+BIN = Path(sys.executable).parent
+TARGETS = {"dags": 30.0, "cli": 15.0, "first_run": 30.0}
+
+# The tasks of lakemeta_incremental and lakemeta_discovery in an order their dependencies allow: a Spark
+# task as (task id, step, arguments); a Python task of lakemeta.tasks as (task id, None, ()).
+INCREMENTAL_TASKS = [
+    ("detect_batches", None, ()),
+    ("scan_batches", "scan_batches", ()),
+    *[
+        (f"update_{name}", "update_state", (name,))
+        for name in ("column_profile", "hll_counters", "column_values", "agree_sets", "posting_lists")
+    ],
+    ("batch_audit", None, ()),
+    ("commit_batches", "commit_batches", ()),
+]
+DISCOVERY_TASKS = [
+    *[
+        (name, "discover", (name,))
+        for name in (
+            "keys_and_dependencies",
+            "inclusion_estimates",
+            "inclusion_dependencies",
+            "fk_candidates",
+        )
+    ],
+    ("quality_gate", None, ()),
+    ("publish", "publish_catalog", ()),
+]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def tpch(folder: Path) -> None:
+    parquet = SCRATCH / "tpch_0.01_parquet"
+    if not parquet.is_dir():
+        command = [str(BIN / "tpchgen-cli"), "parquet", "-s", "0.01", "--output-dir", str(parquet)]
+        subprocess.run(command, check=True)
+    for path in sorted(parquet.glob("*.parquet")):
+        write_deltalake(str(folder / "tpch" / path.stem), pq.read_table(path))
+
+
+def change(table: Path, round_: int) -> None:
+    """Another engine's batch: the table loses its rows of one residue of the row number (read first, so
+    the predicate holds on any schema) and gains two copies of its first row."""
+    rows = DeltaTable(str(table)).to_pyarrow_table()
+    kept = rows.filter(pa.array(np.arange(rows.num_rows) % 7 != round_ % 7))
+    write_deltalake(
+        str(table), pa.concat_tables([kept, rows.slice(0, 1), rows.slice(0, 1)]), mode="overwrite"
+    )
+
+
+def cli_run(lake: Path, catalog: Path, log: Path, remote: str | None) -> float:
+    """``lakemeta [--remote URL] run`` in a process of its own; its wall time."""
+    command = [str(BIN / "lakemeta"), *(["--remote", remote] if remote else []), "run"]
+    command += ["--lake", str(lake), "--catalog", str(catalog)]
+    started = time.perf_counter()
+    with log.open("w") as output:
+        done = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, check=False)
+    seconds = round(time.perf_counter() - started, 1)
+    if done.returncode != 0:
+        raise RuntimeError(f"lakemeta run failed ({done.returncode}); see {log}")
+    return seconds
+
+
+def ui_port(server_log: Path) -> int:
+    found = re.search(r"'SparkUI' on port (\d+)", server_log.read_text())
+    if found is None:
+        raise RuntimeError(f"no Spark UI port in {server_log}")
+    return int(found.group(1))
+
+
+def server_jobs(port: int) -> pd.DataFrame:
+    """The Spark jobs the server has run: submission and completion times (UTC), duration."""
+
+    def get(path: str) -> list:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/{path}", timeout=30) as response:
+            return json.load(response)
+
+    (application,) = get("applications")
+    jobs = pd.DataFrame(get(f"applications/{application['id']}/jobs"))
+    for column in ("submissionTime", "completionTime"):
+        jobs[column] = pd.to_datetime(jobs[column].str.replace("GMT", "+00:00"), utc=True)
+    jobs["seconds"] = (jobs.completionTime - jobs.submissionTime).dt.total_seconds()
+    # A Connect operation is one request of a client; the library's job tag names the phase it belongs to.
+    jobs["operation"] = jobs.jobTags.map(lambda tags: next((t for t in tags if "_Operation_" in t), ""))
+    jobs["phase"] = jobs.jobTags.map(
+        lambda tags: next((t.split("_Tag_lakemeta:")[1] for t in tags if "_Tag_lakemeta:" in t), "(untagged)")
+    )
+    return jobs
+
+
+def by_phase(jobs: pd.DataFrame) -> list[dict]:
+    """Per phase the library tagged (in the order they ran): its Spark jobs, the client requests they came
+    from, and their summed duration."""
+    phases = jobs.sort_values("jobId").groupby("phase", sort=False)
+    return [
+        {
+            "phase": phase,
+            "spark_jobs": len(group),
+            "requests": group.operation.nunique(),
+            "spark_job_seconds": round(float(group.seconds.sum()), 2),
+        }
+        for phase, group in phases
+    ]
+
+
+def task_times(airflow_home: Path, dag_id: str) -> pd.DataFrame:
+    """The tasks of the last run of ``dag_id``: start, end and duration (Airflow's metadata database)."""
+    with sqlite3.connect(airflow_home / "airflow.db") as db:
+        tasks = pd.read_sql_query(
+            "SELECT task_id, start_date, end_date, duration FROM task_instance WHERE dag_id = ? AND run_id = "
+            "(SELECT run_id FROM dag_run WHERE dag_id = ? ORDER BY id DESC LIMIT 1)",
+            db,
+            params=(dag_id, dag_id),
+        )
+    for column in ("start_date", "end_date"):
+        tasks[column] = pd.to_datetime(tasks[column], utc=True)
+    return tasks
+
+
+def per_task(tasks: pd.DataFrame, jobs: pd.DataFrame) -> dict:
+    """Per task of a DAG run: its seconds, and the server's Spark jobs submitted while it ran."""
+    report = {}
+    for task in tasks.sort_values("start_date").itertuples():
+        inside = jobs[(jobs.submissionTime >= task.start_date) & (jobs.submissionTime <= task.end_date)]
+        report[task.task_id] = {
+            "seconds": round(float(task.duration or 0), 2),
+            "spark_jobs": len(inside),
+            "spark_job_seconds": round(float(inside.seconds.sum()), 2),
+            "requests": inside.operation.nunique(),
+        }
+    return report
+
+
+def submit_pass(lake: Path, catalog: Path, env: dict[str, str], logs: Path) -> dict:
+    """The tasks of both DAGs in order, each Spark task a spark-submit of its job (a JVM per task)."""
+    from lakemeta import tasks
+
+    os.environ.update({"LAKEMETA_LAKE": str(lake), "LAKEMETA_CATALOG": str(catalog)})
+    config = Config(lake=lake, catalog=catalog)
+    conf = spark_conf(config.catalog, [config.lake])
+    report, audit = {}, ""
+    for task_id, step, arguments in [*INCREMENTAL_TASKS, *DISCOVERY_TASKS]:
+        started = time.perf_counter()
+        if step is None:
+            outcome = getattr(tasks, task_id)()
+            if task_id == "detect_batches" and not outcome:
+                raise RuntimeError("the submit pass found no change")
+            audit = outcome if task_id == "quality_gate" else audit
+        else:
+            command = [str(BIN / "spark-submit"), "--master", "local[*]", "--name", f"lakemeta {task_id}"]
+            command += ["--driver-memory", "4g", "--jars", ",".join(delta_jars())]
+            for key, value in conf.items():
+                command += ["--conf", f"{key}={value}"]
+            command += [str(REPO / "jobs" / f"{step}.py"), *arguments]
+            command += ["--audit", audit] if step == "publish_catalog" else []
+            with (logs / f"{task_id}.log").open("w") as output:
+                subprocess.run(
+                    command,
+                    env={**env, **spark_environment()},
+                    stdout=output,
+                    stderr=subprocess.STDOUT,
+                    check=True,
+                )
+        report[task_id] = {"seconds": round(time.perf_counter() - started, 2)}
+    return report
+
+
+def bench_dags() -> dict:
+    work = SCRATCH / "dags"
+    shutil.rmtree(work, ignore_errors=True)
+    lake, catalog, home = work / "lake", work / "catalog", work / "airflow"
+    tpch(lake)
+    for path in write_web_tables(work / "csv", 200):
+        write_deltalake(str(lake / "web" / path.stem), pa_csv.read_csv(path))
+    os.environ["AIRFLOW_HOME"] = str(home)
+    env = airflow_environment(Location.parse(lake), Location.parse(catalog))
+    config = Config(lake=lake, catalog=catalog)
+    server_log = work / "connect-server.log"
+    result: dict = {"lake": "TPC-H 0.01 and 200 web tables", "changed_tables": 4}
+    with running_server(config, int(env["LAKEMETA_CONNECT_PORT"]), server_log, env):
+        first = {dag_id: run_dag(dag_id, env) for dag_id in ("lakemeta_incremental", "lakemeta_discovery")}
+        result["connect_first_pass_seconds"] = {k: round(v, 1) for k, v in first.items()}
+        for name in ("cities_0002", "countries_0000", "languages_0003", "planets_0001"):
+            change(lake / "web" / name, 1)
+        second = {dag_id: run_dag(dag_id, env) for dag_id in ("lakemeta_incremental", "lakemeta_discovery")}
+        jobs = server_jobs(ui_port(server_log))
+        result["connect"] = {
+            "seconds": round(sum(second.values()), 1),
+            "dag_seconds": {k: round(v, 1) for k, v in second.items()},
+            "tasks": {
+                dag_id: per_task(task_times(home, dag_id), jobs)
+                for dag_id in ("lakemeta_incremental", "lakemeta_discovery")
+            },
+        }
+    # The server is stopped: the publish job's JVM takes the catalog's embedded metastore.
+    for name in ("countries_0004", "planets_0005", "cities_0006", "languages_0007"):
+        change(lake / "web" / name, 2)
+    logs = work / "submit-logs"
+    logs.mkdir()
+    started = time.perf_counter()
+    tasks = submit_pass(lake, catalog, env, logs)
+    result["spark_submit"] = {"seconds": round(time.perf_counter() - started, 1), "tasks": tasks}
+    result["ratio_submit_over_connect"] = round(
+        result["spark_submit"]["seconds"] / result["connect"]["seconds"], 2
+    )
+    return result
+
+
+def bench_cli() -> dict:
+    work = SCRATCH / "cli"
+    shutil.rmtree(work, ignore_errors=True)
+    lake, catalog = work / "lake", work / "catalog"
+    tpch(lake)
+    config = Config(lake=lake, catalog=catalog)
+    env = {**os.environ, TOKEN_VARIABLE: os.urandom(16).hex()}
+    result: dict = {"lake": "TPC-H 0.01", "changed_table": "tpch/customer"}
+    with running_server(config, free_port(), work / "connect-server.log", env) as url:
+        result["connect_first_run_seconds"] = cli_run(lake, catalog, work / "first.log", url)
+        change(lake / "tpch" / "customer", 1)
+        before = server_jobs(ui_port(work / "connect-server.log")).jobId.max()
+        result["connect_seconds"] = cli_run(lake, catalog, work / "connect.log", url)
+        jobs = server_jobs(ui_port(work / "connect-server.log"))
+        result["connect_phases"] = by_phase(jobs[jobs.jobId > before])
+    change(lake / "tpch" / "customer", 2)  # the server is stopped: the run's JVM takes the metastore
+    result["local_jvm_seconds"] = cli_run(lake, catalog, work / "local.log", None)
+    result["ratio_local_over_connect"] = round(result["local_jvm_seconds"] / result["connect_seconds"], 2)
+    return result
+
+
+def small_lake(lake: Path) -> None:
+    """The four tables of tests/dags/test_airflow_running.py."""
+    write_deltalake(str(lake / "shop" / "orders"), pa.table({"id": [1, 2, 3], "note": ["a", None, "c"]}))
+    write_deltalake(str(lake / "regions"), pa.table({"region": ["north", "south"]}))
+    write_deltalake(str(lake / "shop" / "items"), pa.table({"order_id": [1, 1, 2, 3]}))
+    write_deltalake(str(lake / "shop" / "returns"), pa.table({"returned_order": [1, 2, 9]}))
+
+
+def bench_first_run() -> dict:
+    work = SCRATCH / "first_run"
+    shutil.rmtree(work, ignore_errors=True)
+    for name in ("connect", "local"):
+        small_lake(work / name / "lake")
+    config = Config(lake=work / "connect" / "lake", catalog=work / "connect" / "catalog")
+    env = {**os.environ, TOKEN_VARIABLE: os.urandom(16).hex()}
+    result: dict = {"lake": "four tables of at most four rows"}
+    with running_server(config, free_port(), work / "connect-server.log", env) as url:
+        result["connect_seconds"] = cli_run(
+            config.lake.local_path(), config.catalog.local_path(), work / "c.log", url
+        )
+    local = work / "local"
+    result["local_jvm_seconds"] = cli_run(local / "lake", local / "catalog", work / "l.log", None)
+    result["ratio_local_over_connect"] = round(result["local_jvm_seconds"] / result["connect_seconds"], 2)
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="first_run,cli,dags", help="comma-separated: first_run, cli, dags")
+    args = parser.parse_args()
+    SCRATCH.mkdir(parents=True, exist_ok=True)
+    results = json.loads(RESULT.read_text()) if RESULT.exists() else {}
+    measures = {"first_run": bench_first_run, "cli": bench_cli, "dags": bench_dags}
+    for name in args.only.split(","):
+        measured = measures[name]()
+        seconds = measured["connect"]["seconds"] if name == "dags" else measured["connect_seconds"]
+        measured["target_seconds"] = TARGETS[name]
+        measured["target_met"] = seconds <= TARGETS[name]
+        measured["measured_at"] = datetime.now().isoformat(timespec="seconds")
+        results[name] = measured
+        RESULT.write_text(json.dumps(results, indent=2) + "\n")
+        print(name, json.dumps(measured, indent=2), flush=True)
+
+
+if __name__ == "__main__":
+    main()
