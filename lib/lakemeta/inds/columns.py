@@ -34,7 +34,7 @@ from lakemeta.inds.bloom import BloomParams, sized_signatures, words_at
 from lakemeta.inds.config import ManyConfig
 from lakemeta.inds.filters import ColumnStats
 from lakemeta.inds.sized import fold_to_base, levels_for, levels_of
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.jobs import arrow_frame, describe_jobs
 from lakemeta.values.state import ColumnValues
 
 INPUTS = "state/ind_columns"
@@ -159,7 +159,8 @@ def compute_inputs(
     n, params, kept_values = len(column_names), config.params, config.driver_validation_values
     levels = levels_for(set_sizes, params, config.max_doublings)
     spark = catalog.spark
-    asked = spark.createDataFrame(
+    asked = arrow_frame(
+        spark,
         pa.table(
             {
                 "table_name": pa.array(list(table_names), pa.string()),
@@ -167,7 +168,7 @@ def compute_inputs(
                 "column_id": pa.array(np.arange(n, dtype=np.int64)),
                 "level": pa.array(levels, pa.int64()),
             }
-        )
+        ),
     )
     null_hashes, valid = hash_strings(pa.array(list(config.filters.null_values), pa.string()))
     describe_jobs(spark, f"Many: signatures of {n} columns from their value sets")

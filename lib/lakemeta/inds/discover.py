@@ -60,7 +60,7 @@ from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_range
 from lakemeta.inds.sized import may_be_contained
 from lakemeta.lake.tables import is_plain_type_name
-from lakemeta.spark.jobs import default_parallelism, describe_jobs
+from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
 from lakemeta.storage import Location
 from lakemeta.values.state import ColumnValues
 
@@ -254,24 +254,25 @@ def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np
         return np.zeros(0, dtype=bool)
     spark = catalog.spark
     involved = np.unique(candidates)
-    ids = spark.createDataFrame(
+    ids = arrow_frame(
+        spark,
         pa.table(
             {
                 "table_name": pa.array(inputs.table_names, pa.string()).take(pa.array(involved)),
                 "column_name": pa.array(inputs.column_names, pa.string()).take(pa.array(involved)),
                 "column_id": pa.array(involved, pa.int64()),
             }
-        )
+        ),
     )
     values = (
         catalog.read(ColumnValues.state_table())
         .join(F.broadcast(ids), ["table_name", "column_name"])
         .select("column_id", "hash")
     )
-    pairs = spark.createDataFrame(pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]}))
+    pairs = arrow_frame(spark, pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]}))
     dependent = values.withColumnRenamed("column_id", "dep").join(pairs, "dep")
     # only the referenced columns' values take part in the shuffle of the anti-join
-    referencing = spark.createDataFrame(pa.table({"column_id": np.unique(candidates[:, 1])}))
+    referencing = arrow_frame(spark, pa.table({"column_id": np.unique(candidates[:, 1])}))
     referenced = values.join(F.broadcast(referencing), "column_id", "left_semi")
     referenced = referenced.withColumnRenamed("column_id", "ref")
     missing = dependent.join(referenced, ["ref", "hash"], "left_anti").select("dep", "ref").distinct()

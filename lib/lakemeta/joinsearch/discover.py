@@ -49,6 +49,7 @@ from lakemeta.joinsearch.xash import XashHasher
 from lakemeta.lake.batches import plan_batches, watermarks
 from lakemeta.lake.ingest import CSV_SUFFIXES, PARQUET_SUFFIXES
 from lakemeta.lake.snapshots import read_table
+from lakemeta.spark.jobs import arrow_frame
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ def _candidate_index(
     parts = [fetched]
     other_codes = np.unique(np.delete(tuples, initial, axis=1))
     if len(passing_rows) and len(other_codes):
-        rows = catalog.spark.createDataFrame(passing_rows)
+        rows = arrow_frame(catalog.spark, passing_rows)
         with_rows = state.join(rows, ["table_name", "row_id"], "left_semi")
         parts.append(_items_with_values(catalog, with_rows, distinct.take(pa.array(other_codes))))
     items = pa.concat_tables(parts)
@@ -199,7 +200,7 @@ def _codes_in_name_order(names: pa.ChunkedArray) -> tuple[list[str], np.ndarray]
 
 def _items_with_values(catalog: Catalog, items: DataFrame, values: pa.Array) -> pa.Table:
     """The items whose value is one of ``values`` (a join on ``value``, executed by Spark)."""
-    wanted = catalog.spark.createDataFrame(pa.table({"value": values.cast(pa.string())}))
+    wanted = arrow_frame(catalog.spark, pa.table({"value": values.cast(pa.string())}))
     return items.join(wanted, "value", "left_semi").select(*_ITEM_COLUMNS).toArrow()
 
 

@@ -60,7 +60,7 @@ from lakemeta.config import Config, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import column_sketches, register_matrix
 from lakemeta.sketches.tiles import ColumnFacts, assign_blocks, estimate_tile
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.jobs import arrow_frame, describe_jobs
 from lakemeta.storage import Location
 from lakemeta.values.inclusion import PAIR, shared_values
 
@@ -283,10 +283,11 @@ def estimate_inclusions(
         )
         block, n_changed_blocks = _blocks(known["filled"].to_numpy(), changed, config)
         n_blocks = int(block.max()) + 1 if len(block) else 0
-        placed = spark.createDataFrame(
+        placed = arrow_frame(
+            spark,
             known.select(["table_name", "column_name"])
             .append_column("column", pa.array(np.arange(len(known), dtype=np.int64)))
-            .append_column("block", pa.array(block))
+            .append_column("block", pa.array(block)),
         )
         blocks = sketches.join(F.broadcast(placed), ["table_name", "column_name"])
         n_tiles = n_blocks * n_blocks - (n_blocks - n_changed_blocks) ** 2

@@ -1,13 +1,15 @@
 """What the library asks of a Spark session beyond DataFrames, done the same way under classic Spark and
-Spark Connect, which has no SparkContext: a description of the jobs that follow, and the parallelism
-work is spread over."""
+Spark Connect, which has no SparkContext: a description of the jobs that follow, the parallelism work is
+spread over, and a DataFrame of a small Arrow table built on the driver."""
 
 from __future__ import annotations
 
 import re
 
+import pyarrow as pa
 import pyspark.sql.functions as F
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.pandas.types import from_arrow_schema
 
 # The tag a Connect session's jobs carry for the description (Connect sets the description itself).
 _TAG_PREFIX = "lakemeta:"
@@ -39,3 +41,9 @@ def default_parallelism(spark: SparkSession) -> int:
     # the partition id projected first: an aggregate may not take a non-deterministic argument
     ids = spark.range(0, 1 << 16).select(F.spark_partition_id().alias("partition"))
     return int(ids.agg(F.max("partition").alias("last")).first()["last"]) + 1
+
+
+def arrow_frame(spark: SparkSession, table: pa.Table) -> DataFrame:
+    """``table`` (small by construction: a candidate list, column names) as a DataFrame, its schema given:
+    Spark Connect cannot infer a schema from a table without rows."""
+    return spark.createDataFrame(table, schema=from_arrow_schema(table.schema))

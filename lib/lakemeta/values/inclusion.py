@@ -18,7 +18,7 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 
 from lakemeta.catalog import Catalog
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.jobs import arrow_frame, describe_jobs
 from lakemeta.values.state import ColumnValues
 
 PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
@@ -47,7 +47,7 @@ def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
             ("other_column", "ref", "dep", "column"),
         )
     }
-    asked = spark.createDataFrame(pa.table({"pair": np.arange(len(pairs)), **sides}))
+    asked = arrow_frame(spark, pa.table({"pair": np.arange(len(pairs)), **sides}))
     describe_jobs(
         spark,
         f"exact inclusion of {len(pairs)} column pairs from the value sets "
