@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -48,6 +47,7 @@ from deltalake import DeltaTable, write_deltalake
 from lakemeta.config import Config
 from lakemeta.demo.dag_runs import airflow_environment, run_dag
 from lakemeta.demo.webtables import write_web_tables
+from lakemeta.ports import free_port
 from lakemeta.spark.connect import TOKEN_VARIABLE, running_server
 from lakemeta.spark.session import delta_jars, spark_conf, spark_environment
 from lakemeta.storage import Location
@@ -84,12 +84,6 @@ DISCOVERY_TASKS = [
     ("quality_gate", None, ()),
     ("publish", "publish_catalog", ()),
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def tpch(folder: Path) -> None:

@@ -5,23 +5,17 @@ start-master.sh)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from lakemeta.ports import free_port
 from lakemeta.spark.session import spark_environment
 
 REPO = Path(__file__).resolve().parents[2]
 SPARK_CLASS = str(REPO / ".venv" / "bin" / "spark-class")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float = 120) -> None:

@@ -35,13 +35,14 @@ import pytest
 from lakemeta import crash_points
 from lakemeta.config import load_config
 from lakemeta.pipeline import Pipeline
+from lakemeta.ports import free_port
 from lakemeta.reference.s3_server import SECRET_KEY, S3Server
 from lakemeta.registry import all_schemas
 from lakemeta.show import read_catalog_table
 from lakemeta.spark.connect import SERVER_CLASS
 from lakemeta.storage import Location
 
-from .cluster import free_port, standalone_cluster
+from .cluster import standalone_cluster
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")

@@ -13,10 +13,9 @@ import pyarrow as pa
 import pytest
 
 from lakemeta.config import Config
+from lakemeta.ports import free_port
 from lakemeta.spark.connect import TOKEN_VARIABLE, running_server
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs, is_connect
-
-from ..dags.cluster import free_port
 
 pytestmark = pytest.mark.spark
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
 
+from lakemeta.ports import free_port
 from lakemeta.storage import Location
 
 REPO = Path(__file__).resolve().parents[3]
@@ -30,14 +30,11 @@ def _airflow(arguments: str, env: dict[str, str]) -> subprocess.CompletedProcess
 def airflow_environment(lake: Location, catalog: Location) -> dict[str, str]:
     """The environment of the demo's DAG runs (env.sh's, the Connect server's port and token among it), with
     the metadata database migrated."""
-    with socket.socket() as probe:  # a port of its own: `make airflow` may be serving 15002
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     env = {
         **os.environ,
         "LAKEMETA_LAKE": str(lake),
         "LAKEMETA_CATALOG": str(catalog),
-        "LAKEMETA_CONNECT_PORT": str(port),
+        "LAKEMETA_CONNECT_PORT": str(free_port()),  # its own: `make airflow` may be serving 15002
     }
     for name in ("LAKEMETA_CONFIG", "AIRFLOW_CONN_LAKEMETA_CONNECT"):  # the demo's defaults and server
         env.pop(name, None)

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 
+from lakemeta.ports import free_port
+
 REPO = Path(__file__).resolve().parents[3]
 BINARY = REPO / ".cache" / "bin" / "versitygw"
 BUCKET = "lakemeta-tests"
@@ -42,16 +44,10 @@ class S3Server:
         return f"s3://{BUCKET}/{label or 'test'}-{uuid.uuid4().hex[:10]}"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def start(folder: Path) -> Iterator[S3Server]:
     """Run the server on a free loopback port until the block ends; the AWS variables point at it."""
-    port = _free_port()
+    port = free_port()
     environment = {**os.environ, "ROOT_ACCESS_KEY": ACCESS_KEY, "ROOT_SECRET_KEY": SECRET_KEY}
     log = (folder / "server.log").open("w")
     data = folder / "data"

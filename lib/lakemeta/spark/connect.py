@@ -37,8 +37,6 @@ DEFAULT_PORT = 15002
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 # The Airflow connection (type spark_connect) the DAGs' Spark tasks run through.
 AIRFLOW_CONNECTION = "lakemeta_connect"
-# The server's own line once it listens (SparkConnectServer's log).
-STARTED = "Spark Connect server started at"
 
 
 def server_command(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[str]:
@@ -66,7 +64,10 @@ def server_command(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT
 def check_binding(host: str) -> None:
     """Refuse to serve beyond the loopback interface without a token: anyone reaching the port could run
     code as the server's user."""
-    loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name other than localhost: whatever it resolves to, not only loopback
+        loopback = False
     if not loopback and not os.environ.get(TOKEN_VARIABLE):
         raise ValueError(
             f"the Connect server would listen on {host} without authentication: set {TOKEN_VARIABLE} "

@@ -57,7 +57,7 @@ def test_the_loopback_interface_is_served_without_a_token(host: str, monkeypatch
     check_binding(host)
 
 
-@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "::"])
+@pytest.mark.parametrize("host", ["0.0.0.0", "10.1.2.3", "::", "lakemeta.example.org"])
 def test_any_other_address_needs_a_token(host: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TOKEN_VARIABLE, raising=False)
     with pytest.raises(ValueError, match=TOKEN_VARIABLE):
