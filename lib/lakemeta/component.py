@@ -68,6 +68,11 @@ class StateComponent(ABC):
     name: ClassVar[str]
     #: The state table's schema (part of the catalog contract).
     schema: ClassVar[StructType]
+    #: Whether the state table is partitioned by ``table_name``: for state of a row or a value per table
+    #: row, so that a batch's MERGE reads and rewrites the files of the tables it changes and no others.
+    #: (State of a few rows per column stays in few files: a partition per table would be a file per table
+    #: for every full read.)
+    partitioned_by_table: ClassVar[bool] = False
     #: The section of the configuration the component reads (``Config.<section>``).
     config_section: ClassVar[str | None] = None
     #: For the shared MERGE of counts: the key columns, the count columns, whether a row whose counts all
@@ -120,6 +125,7 @@ class StateComponent(ABC):
             delta.rows,
             keys=self.merge_keys,
             counts=self.count_columns,
+            tables=plan.tables,
             replaced_tables=delta.replaced_tables,
             txn=self.txn(plan),
             drop_zero=self.drop_zero,

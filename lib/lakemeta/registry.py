@@ -103,7 +103,8 @@ def open_catalog(spark: object, root: Location) -> Catalog:
     """The catalog at ``root`` with the state tables of every registered component."""
     from lakemeta.catalog import Catalog
 
-    return Catalog(spark, root, state_schemas())
+    partitioned = [c.state_table() for c in state_components() if c.partitioned_by_table]
+    return Catalog(spark, root, state_schemas(), partitioned_by_table=partitioned)
 
 
 def all_schemas() -> dict[str, StructType]:

@@ -17,7 +17,7 @@ import functools
 import os
 import posixpath
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -283,10 +283,21 @@ class Location:
         """``deltalake.write_deltalake`` here with the location's storage options."""
         deltalake.write_deltalake(self.uri, data, storage_options=self.storage_options(), **options)
 
-    def create_delta(self, schema: pa.Schema) -> None:
-        """Create an empty Delta table here with ``schema`` unless one exists."""
+    def create_delta(
+        self,
+        schema: pa.Schema,
+        partition_by: Sequence[str] = (),
+        configuration: Mapping[str, str] | None = None,
+    ) -> None:
+        """Create an empty Delta table here with ``schema`` (partitioned by ``partition_by``, with the table
+        properties ``configuration``) unless one exists."""
         deltalake.DeltaTable.create(
-            self.uri, schema=schema, mode="ignore", storage_options=self.storage_options()
+            self.uri,
+            schema=schema,
+            mode="ignore",
+            partition_by=list(partition_by) or None,
+            configuration=dict(configuration) if configuration else None,
+            storage_options=self.storage_options(),
         )
 
     # -- objects -------------------------------------------------------------------------------------

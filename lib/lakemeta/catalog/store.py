@@ -11,17 +11,17 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import deltalake
 import pyarrow as pa
-import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import DataType, StructType
 
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
@@ -33,7 +33,12 @@ log = logging.getLogger(__name__)
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _NEGATIVE = "negative count"
+_NEGATIVE_AT, _NEGATIVE_END = "lakemeta: negative count at <<", ">>"  # around the key in the MERGE's error
 _REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's content was computed from
+# The table properties of a state table partitioned by table_name: Delta's optimized writes shuffle each
+# write by partition before writing, so a write (a first run's append, a MERGE) leaves about one file per
+# table it touches rather than one per table and task.
+TABLE_LAYOUT = {"delta.autoOptimize.optimizeWrite": "true"}
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,13 @@ def is_in_sql(column: str, values: Sequence[str]) -> str:
     return f"{column} IN ({', '.join(map(sql_string, values))})" if values else "false"
 
 
+def _negative_count_error(keys: Sequence[str], kind: DataType) -> str:
+    """A SQL expression of type ``kind`` that fails the statement, naming the source row's key (as JSON)."""
+    key = ", ".join(f"{sql_string(k)}, s.`{k}`" for k in keys)
+    message = f"concat({sql_string(_NEGATIVE_AT)}, to_json(named_struct({key})), {sql_string(_NEGATIVE_END)})"
+    return f"CAST(raise_error({message}) AS {kind.simpleString()})"
+
+
 def arrow_schema(name: str) -> pa.Schema:
     """The Arrow form of the schema of one of the catalog's own tables (results and bookkeeping; a state
     component's table: ``Catalog.arrow_schema``), for delta-rs reads and writes."""
@@ -90,14 +102,17 @@ class Catalog:
         spark: SparkSession | None,
         root: Location | Path,
         state_schemas: Mapping[str, StructType] | None = None,
+        partitioned_by_table: Collection[str] = (),
     ) -> None:
         """``state_schemas``: the state tables of the state components (``lakemeta.registry.open_catalog``
         gives those of every registered component); the result and bookkeeping tables are always there.
+        ``partitioned_by_table``: those of them created partitioned by ``table_name`` (``TABLE_LAYOUT``).
         Without a Spark session (None) the handle serves what needs no JVM: planning, the bookkeeping
         tables, the leases."""
         self._spark = spark
         self.root = Location.parse(root)
         self.schemas: dict[str, StructType] = {**OWN_SCHEMAS, **(state_schemas or {})}
+        self.partitioned_by_table = frozenset(partitioned_by_table)
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
 
     @property
@@ -131,7 +146,10 @@ class Catalog:
             schema = self.arrow_schema(name)
             location = self.location(name)
             if not location.is_delta_table():
-                location.create_delta(schema)
+                if name in self.partitioned_by_table:
+                    location.create_delta(schema, ["table_name"], TABLE_LAYOUT)
+                else:
+                    location.create_delta(schema)
                 continue
             table = location.delta_table()
             present = {field.name for field in table.schema().fields}
@@ -142,17 +160,26 @@ class Catalog:
     def read(self, name: str) -> DataFrame:
         return self.spark.read.format("delta").load(self.path(name))
 
-    def merge_into(self, name: str, source: DataFrame, on: str, clauses: Sequence[str]) -> Row:
+    def merge_into(
+        self, name: str, source: DataFrame, on: str, clauses: Sequence[str], tables: Sequence[str]
+    ) -> Row:
         """``MERGE INTO`` table ``name`` (alias ``t``) from ``source`` (alias ``s``) with the ``WHEN``
-        ``clauses``; its metrics (``num_inserted_rows``...). In SQL rather than through delta-spark's
-        ``DeltaTable``, whose Python API a Spark Connect session lacks; the source is a temporary view of
-        the session, dropped afterwards."""
+        ``clauses``; its metrics (``num_inserted_rows``...). ``tables``: every ``table_name`` the source
+        holds (a source row of another table would be inserted as new, never matched). In SQL rather than
+        through delta-spark's ``DeltaTable``, whose Python API a Spark Connect session lacks; the source is
+        a temporary view of the session, dropped afterwards."""
         view = f"lakemeta_merge_source_{uuid.uuid4().hex}"
         source.createOrReplaceTempView(view)
         target = self.path(name).replace("`", "``")
+        # The condition on the target alone is what Delta prunes the files it reads by (partitions of a
+        # table partitioned by table_name, else the files' min/max statistics): without it a MERGE of one
+        # table's batch reads and joins the state of every table. Rows of other tables match no source row
+        # either way, so it changes no outcome. (Delta ignores it while a WHEN NOT MATCHED BY SOURCE clause
+        # needs every target row: a plan that replaces a table's state.)
+        pruned = f"({on}) AND {is_in_sql('t.table_name', tables)}"
         try:
             return self.spark.sql(
-                f"MERGE INTO delta.`{target}` AS t USING {view} AS s ON {on} {' '.join(clauses)}"
+                f"MERGE INTO delta.`{target}` AS t USING {view} AS s ON {pruned} {' '.join(clauses)}"
             ).first()
         finally:
             self.spark.catalog.dropTempView(view)
@@ -294,6 +321,7 @@ class Catalog:
         delta: DataFrame,
         keys: Sequence[str],
         counts: Sequence[str],
+        tables: Sequence[str],
         replaced_tables: Sequence[str],
         txn: Txn,
         drop_zero: bool,
@@ -302,12 +330,13 @@ class Catalog:
         """Add ``delta``'s counts to the stored ones, in one idempotent commit; False when ``txn`` had
         already committed (nothing is computed then).
 
-        ``delta`` holds, per key, the change of each count column. For tables in ``replaced_tables``
-        (tables rebuilt from their snapshot, or dropped) it holds their complete counts instead: their
-        stored rows are replaced and rows the delta lacks are deleted. With ``drop_zero`` the state is
-        a multiset: a row whose counts all reach zero is removed, and a count that would turn negative
-        raises :class:`NegativeCountError` before anything is written. ``replace_columns`` are
-        descriptive columns taken from the delta as they are (for example a column's data type).
+        ``delta`` holds, per key, the change of each count column of the ``tables`` of a plan. For tables
+        in ``replaced_tables`` (tables rebuilt from their snapshot, or dropped) it holds their complete
+        counts instead: their stored rows are replaced and rows the delta lacks are deleted. With
+        ``drop_zero`` the state is a multiset: a row whose counts all reach zero is removed, and a count
+        that would turn negative raises :class:`NegativeCountError` and nothing is written.
+        ``replace_columns`` are descriptive columns taken from the delta as they are (for example a
+        column's data type).
         """
         if self.already_applied(name, txn):
             log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
@@ -329,36 +358,38 @@ class Catalog:
             + update({**{c: f"s.`{c}`" for c in counts}, **described})
         ]
         if drop_zero:
+            # A count that would turn negative fails the MERGE itself (raise_error in the clause it takes),
+            # so nothing is committed; checked inside the one join the MERGE does anyway rather than in a
+            # join of the delta with the whole stored state before it.
+            stop = _negative_count_error(keys, self.schemas[name][counts[0]].dataType)
+            below_zero = " OR ".join(f"({value}) < 0" for value in added.values())
+            clauses.append(f"WHEN MATCHED AND ({below_zero}) THEN UPDATE SET t.`{counts[0]}` = {stop}")
             all_zero = " AND ".join(f"({value}) = 0" for value in added.values())
             clauses.append(f"WHEN MATCHED AND {all_zero} THEN DELETE")
-        clauses += [f"WHEN MATCHED THEN {update({**added, **described})}", "WHEN NOT MATCHED THEN INSERT *"]
+        clauses.append(f"WHEN MATCHED THEN {update({**added, **described})}")
+        if drop_zero:
+            absent_below_zero = " OR ".join(f"s.`{c}` < 0" for c in counts)
+            clauses.append(
+                f"WHEN NOT MATCHED AND NOT {is_replaced('s.table_name')} AND ({absent_below_zero}) "
+                f"THEN INSERT (`{counts[0]}`) VALUES ({stop})"
+            )
+        clauses.append("WHEN NOT MATCHED THEN INSERT *")
         if replaced:
             clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {is_replaced('t.table_name')} THEN DELETE")
-        # The check and the MERGE (which reads its source twice: to find the files it touches, then to
-        # write) would each recompute the delta from the batch; computed once, it is kept for all three.
+        # The MERGE reads its source twice (to find the files it touches, then to write): computed once,
+        # the delta is kept for both.
         delta = delta.persist()
         try:
-            if drop_zero:
-                self._check_no_negative(name, delta, keys, counts, replaced)
             with self.transaction(txn), self.committing("merge", name):
-                self.merge_into(name, delta, on, clauses)
+                self.merge_into(name, delta, on, clauses, tables)
+        except Exception as error:  # classic sessions raise Py4JJavaError around it, Connect a SparkException
+            found = re.search(f"{_NEGATIVE_AT}(.*?){_NEGATIVE_END}", str(error), re.DOTALL)
+            if found is None:
+                raise
+            raise NegativeCountError(
+                f"{_NEGATIVE} in {name} at {[json.loads(found.group(1))]}: the batch removes more "
+                "occurrences than the state holds; rebuild the state (`lakemeta rebuild`)"
+            ) from error
         finally:
             delta.unpersist()
         return True
-
-    def _check_no_negative(
-        self, name: str, delta: DataFrame, keys: Sequence[str], counts: Sequence[str], replaced: list[str]
-    ) -> None:
-        incremental = delta.where(~F.col("table_name").isin(replaced)) if replaced else delta
-        stored = self.read(name).select(*keys, *[F.col(c).alias(f"_stored_{c}") for c in counts])
-        joined = incremental.join(stored, on=list(keys), how="left")
-        negative = F.lit(False)
-        for count in counts:
-            negative = negative | ((F.coalesce(F.col(f"_stored_{count}"), F.lit(0)) + F.col(count)) < 0)
-        # Small by construction: at most five offending keys reach the driver, enough to name them.
-        offending = joined.where(negative).select(*keys).limit(5).collect()
-        if offending:
-            raise NegativeCountError(
-                f"{_NEGATIVE} in {name} at {[row.asDict() for row in offending]}: the batch removes more "
-                "occurrences than the state holds; rebuild the state (`lakemeta rebuild`)"
-            )

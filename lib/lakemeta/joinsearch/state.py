@@ -172,6 +172,7 @@ class PostingLists(StateComponent):
 
     name = "posting_lists"
     schema = SCHEMA
+    partitioned_by_table = True
     config_section = "joinsearch"
 
     partial_schema = PARTIAL_SCHEMA
@@ -208,7 +209,7 @@ class PostingLists(StateComponent):
             f"AND (s.{_DELETE} OR t.column_name = s.column_name)"
         )
         with self.catalog.transaction(self.txn(plan)), self.catalog.committing("merge", STATE):
-            metrics = self.catalog.merge_into(STATE, delta.rows, on, clauses)
+            metrics = self.catalog.merge_into(STATE, delta.rows, on, clauses, plan.tables)
         log.info(
             "run %d: posting lists: %d items inserted, %d removed",
             plan.run_id,

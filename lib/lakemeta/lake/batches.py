@@ -75,6 +75,10 @@ class Plan:
     batches: tuple[Batch, ...]
 
     @property
+    def tables(self) -> list[str]:
+        return [b.table_name for b in self.batches]
+
+    @property
     def replaced_tables(self) -> list[str]:
         return [b.table_name for b in self.batches if b.replaces_state]
 

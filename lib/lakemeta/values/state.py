@@ -93,6 +93,7 @@ class ColumnValues(StateComponent):
 
     name = "column_values"
     schema = SCHEMA
+    partitioned_by_table = True
     partial_schema = SCHEMA
     merge_keys = KEYS
     count_columns = ("count",)

@@ -24,9 +24,9 @@ def stored(catalog: Catalog) -> list[tuple]:
 
 def merge(catalog: Catalog, rows: list[tuple], run: int, replaced: list[str] = ()) -> None:
     delta = catalog.spark.createDataFrame(rows, SCHEMA)
-    catalog.merge_counts(
-        STATE, delta, ["table_name", "agree_set"], ["count"], list(replaced), Txn("test", run), drop_zero=True
-    )
+    tables = sorted({row[0] for row in rows} | set(replaced))
+    keys, txn = ["table_name", "agree_set"], Txn("test", run)
+    catalog.merge_counts(STATE, delta, keys, ["count"], tables, list(replaced), txn, drop_zero=True)
 
 
 def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path):
@@ -51,6 +51,23 @@ def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
         merge(catalog, rows, run=2)
     assert stored(catalog) == [("t", ("a",), 1)]
     assert not catalog.already_applied(STATE, Txn("test", 2))
+
+
+def test_a_merge_into_state_partitioned_by_table_reads_only_the_changed_tables_files(spark, tmp_path: Path):
+    from lakemeta.registry import state_schemas
+
+    catalog = Catalog(spark, tmp_path, {STATE: state_schemas()[STATE]}, partitioned_by_table=[STATE])
+    catalog.ensure_tables()
+    assert deltalake.DeltaTable(catalog.path(STATE)).metadata().partition_columns == ["table_name"]
+    merge(catalog, [("t", ["a"], 1), ("t", ["b"], 1), ("u", ["x"], 4)], run=1)
+    # u's file gone: a MERGE that opened it (to look for rows matching t's batch) would fail.
+    (u_file,) = (tmp_path / STATE / "table_name=u").glob("*.parquet")
+    u_file.unlink()
+    merge(catalog, [("t", ["a"], 1), ("t", ["c"], 1)], run=2)
+    t_rows = catalog.read(STATE).where("table_name = 't'").collect()
+    assert sorted((tuple(r.agree_set), r["count"]) for r in t_rows) == [(("a",), 2), (("b",), 1), (("c",), 1)]
+    metrics = catalog.last_commit_metrics(STATE)
+    assert (metrics["numTargetRowsCopied"], metrics["numTargetFilesRemoved"]) == ("1", "1")
 
 
 def test_a_catalog_made_before_a_column_was_added_gains_it(spark, tmp_path: Path):
