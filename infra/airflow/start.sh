@@ -2,7 +2,8 @@
 # Start Airflow for local use: scheduler, dag-processor, api-server (http://127.0.0.1:8080) and
 # triggerer, with the project's DAGs, sign-in required, and the Spark Connect server their Spark tasks run
 # on (127.0.0.1:15002, token in $AIRFLOW_HOME/connect-token), restarted whenever it stops, as systemd's
-# lakemeta-connect.service is; Airflow's retries carry a task over a restart. Sign in as `admin`; the password is generated on
+# lakemeta-connect.service is, and warmed up once started (LAKEMETA_WARM_UP=0 skips that); Airflow's retries
+# carry a task over a restart. Sign in as `admin`; the password is generated on
 # first start into $AIRFLOW_HOME/simple_auth_manager_passwords.json.generated.
 # LAKEMETA_LAKE and LAKEMETA_CATALOG (or LAKEMETA_CONFIG) tell the DAGs which lake to process.
 #
@@ -18,6 +19,10 @@ trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
     while true; do
         lakemeta connect-server --port "$LAKEMETA_CONNECT_PORT" &
         server=$!
+        if [ "${LAKEMETA_WARM_UP:-1}" = 1 ]; then  # the first task then finds the server warm (lakemeta.warm_up)
+            lakemeta --remote "sc://localhost:$LAKEMETA_CONNECT_PORT" warm-up \
+                >>"$AIRFLOW_HOME/connect-warm-up.log" 2>&1 &
+        fi
         status=0
         wait $server || status=$?
         [ "$status" -eq 2 ] && exit 2  # a usage or configuration error: restarting would not help

@@ -92,6 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     server.add_argument("--port", type=int, default=15002, help="port to listen on (default 15002)")
 
+    warm = commands.add_parser(
+        "warm-up",
+        help="warm a just-started Connect server (--remote): the pipeline on a tiny lake of its own",
+    )
+    add_location_arguments(warm)
+    warm.add_argument(
+        "--wait", type=float, default=300, help="seconds to wait for the server to serve (default 300)"
+    )
+
     demo = commands.add_parser("demo", help="build a demo lake, run the pipeline, change it, run again")
     demo.add_argument(
         "--workdir", type=Path, default=Path("demo-output"), help="where the lake and catalog go"
@@ -227,6 +236,19 @@ def _connect_server(args: argparse.Namespace, config: Config) -> int:
     return 0
 
 
+def _warm_up(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.spark import get_session
+    from lakemeta.spark.connect import wait_until_serving_url
+    from lakemeta.warm_up import warm_up
+
+    if not config.spark_remote:
+        raise ValueError("warm-up warms a Spark Connect server: give --remote (or LAKEMETA_SPARK_REMOTE)")
+    wait_until_serving_url(config.spark_remote, args.wait)
+    seconds = warm_up(get_session(remote=config.spark_remote, app_name="lakemeta warm-up"), config)
+    print(f"Spark Connect server warmed up in {seconds:.1f} s")
+    return 0
+
+
 def _demo(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.demo import run_demo
 
@@ -241,6 +263,7 @@ COMMANDS = {
     "graph": _graph,
     "show": _show,
     "connect-server": _connect_server,
+    "warm-up": _warm_up,
     "demo": _demo,
 }
 

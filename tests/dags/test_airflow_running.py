@@ -209,6 +209,9 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         "LAKEMETA_DRIVER_MEMORY": "2g",
         "SPARK_CONF_DIR": str(root / "spark-conf"),
         **QUICK_JVM,
+        # No warm-up of the Connect server (start.sh's, lakemeta.warm_up, tested on its own): it would run
+        # beside the DAG runs on the test machine's two cores, once per server start.
+        "LAKEMETA_WARM_UP": "0",
         # The DAG files are parsed once: they do not change while the test runs.
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",
         # Every HLL task's process SIGKILLs itself once its MERGE has committed; Airflow retries the task,

@@ -22,7 +22,7 @@ LAYERS = [
     {"reference"},
     {"registry", "publish"},
     {"pipeline"},
-    {"steps", "tasks", "cli", "demo", "show"},
+    {"steps", "tasks", "cli", "demo", "show", "warm_up"},
 ]
 
 

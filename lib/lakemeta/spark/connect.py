@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -106,6 +107,12 @@ def wait_until_serving(
             if time.monotonic() > deadline:
                 raise TimeoutError(f"no Spark Connect server on {host}:{port} after {timeout} s") from None
             time.sleep(0.5)
+
+
+def wait_until_serving_url(url: str, timeout: float = 120) -> None:
+    """``wait_until_serving`` for the server of a client URL (``sc://host:port/;token=...``)."""
+    address = urllib.parse.urlsplit(url.replace("sc://", "http://", 1))
+    wait_until_serving(address.hostname or "localhost", address.port or DEFAULT_PORT, timeout)
 
 
 @contextlib.contextmanager
