@@ -131,12 +131,13 @@ def audit_batches(catalog: Location, lake: Location) -> Audit | None:
     Drift is reported, in the log and the results, and does not fail the run: the planner has already made
     a drifted table's batch a full one. None when no run is in progress."""
     from lakemeta.lake.batches import running_plan
-    from lakemeta.quality.batch_suites import batch_checks
 
     plan = running_plan(catalog)
     if plan is None:
         log.info("batch audit: no run in progress")
         return None
+    from lakemeta.quality.batch_suites import batch_checks  # Great Expectations: seconds to import
+
     columns = (catalog / "columns").delta_table().to_pandas()
     suites, failures = _validate("lakemeta_batches", batch_checks(plan.batches, columns, lake))
     path = catalog / QUALITY_FOLDER / f"batches-run-{plan.run_id}.json"
