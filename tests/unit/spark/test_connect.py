@@ -51,6 +51,13 @@ def test_the_server_needs_a_lake_and_a_catalog(monkeypatch: pytest.MonkeyPatch, 
     assert "lake and catalog must be set" in capsys.readouterr().err
 
 
+def test_a_warm_up_needs_a_server(monkeypatch: pytest.MonkeyPatch, tmp_path, capsys) -> None:
+    monkeypatch.delenv("LAKEMETA_SPARK_REMOTE", raising=False)
+    assert main(["warm-up", "--lake", str(tmp_path / "lake"), "--catalog", str(tmp_path / "catalog")]) == 2
+    assert "give --remote" in capsys.readouterr().err
+    assert not (tmp_path / "catalog").exists()
+
+
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "::1"])
 def test_the_loopback_interface_is_served_without_a_token(host: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(TOKEN_VARIABLE, raising=False)
