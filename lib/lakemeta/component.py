@@ -144,9 +144,10 @@ class StateComponent(ABC):
             )
         return merged
 
-    def derive(self) -> pa.Table | None:
+    def derive(self, tables: Sequence[str] | None = None) -> pa.Table | None:
         """Per-column metrics derived from the stored state (``table_name``, ``column_name`` and metric
-        columns of the catalog table ``columns``), or None."""
+        columns of the catalog table ``columns``) of the columns of ``tables`` (of every table when None),
+        or None."""
         return None
 
     def applied(self, plan: Plan) -> bool:

@@ -135,11 +135,16 @@ class Pipeline:
         only refresh the catalog tables, which are recomputed whole from the state.
         """
         root, settings = self.catalog.root, self.config.discovery_settings()
+        changed: list[str] | None = None  # the tables whose rows of `columns` are derived again (None: all)
         with self.catalog.using_state("committing a run"):
             if plan is not None and self._in_progress(plan):
                 # The unchanged tables' keys stay current if they were (derived over the last committed
-                # run with these settings), or when there is no such run: this one covers every table.
-                keys_current = newest_committed_run(root) is None or not stale_steps(root, [KEYS], settings)
+                # run with these settings), or when there is no such run: this one covers every table. So
+                # do their rows of `columns`.
+                first = newest_committed_run(root) is None
+                keys_current = first or not stale_steps(root, [KEYS], settings)
+                if not first and not stale_steps(root, [DERIVED_TABLES], settings):
+                    changed = plan.tables
                 failed = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows).failed()
                 refresh_keys_and_dependencies(
                     self.catalog,
@@ -152,8 +157,9 @@ class Pipeline:
             running = running_plan(root)
             remove_staging(self.catalog, keep_run=running.run_id if running else None)
             committed = newest_committed_run(root)
-            derived = [component.derive() for component in self.components()]
-            refresh_tables_and_columns(self.catalog, [metrics for metrics in derived if metrics is not None])
+            derived = [component.derive(changed) for component in self.components()]
+            metrics = [each for each in derived if each is not None]
+            refresh_tables_and_columns(self.catalog, metrics, changed)
             record_discovery(self.catalog, DERIVED_TABLES, committed, settings)
 
     def discover(self, step: str | None = None) -> None:

@@ -21,7 +21,7 @@ not finish within 11 minutes, hence the width bound.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -190,8 +190,11 @@ def refresh_keys_and_dependencies(
     )
 
 
-def unique_column_flags(catalog: Catalog, config: AgreeSetConfig) -> pa.Table:
-    """Per column of every table in ``state/column_profile``: ``is_unique``, true when no agree-set contains
+def unique_column_flags(
+    catalog: Catalog, config: AgreeSetConfig, tables: Sequence[str] | None = None
+) -> pa.Table:
+    """Per column of every table in ``state/column_profile`` (of ``tables`` unless that is None):
+    ``is_unique``, true when no agree-set contains
     the column (no two rows share a value there); null where keys are not derived (untracked tables, and
     tables wider than ``max_columns``).
 
@@ -199,8 +202,10 @@ def unique_column_flags(catalog: Catalog, config: AgreeSetConfig) -> pa.Table:
     agree-set exactly when {column} is a UCC, which is then minimal, unless |r| <= 1, where the empty set is
     the minimal UCC and every column is unique. So call it after :func:`refresh_keys_and_dependencies`.
     """
-    profile = catalog.read_small(PROFILE).sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
-    uccs = catalog.read_small(UCCS)
+    profile = catalog.read_small(PROFILE, tables).sort_by(
+        [("table_name", "ascending"), ("ordinal", "ascending")]
+    )
+    uccs = catalog.read_small(UCCS, tables)
     sizes = pc.list_value_length(uccs["columns"])
     singles = uccs.filter(pc.equal(sizes, 1))
     unique = set(

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyspark.sql.functions as F
@@ -160,6 +161,7 @@ class AgreeSets(StateComponent):
         )
         return applied
 
-    def derive(self) -> pa.Table:
-        """Per column of every profiled table: ``is_unique`` (``discover.unique_column_flags``)."""
-        return unique_column_flags(self.catalog, self.config.agree_sets)
+    def derive(self, tables: Sequence[str] | None = None) -> pa.Table:
+        """Per column of every profiled table (of ``tables`` unless that is None): ``is_unique``
+        (``discover.unique_column_flags``)."""
+        return unique_column_flags(self.catalog, self.config.agree_sets, tables)

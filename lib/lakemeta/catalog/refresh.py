@@ -1,7 +1,9 @@
 """The catalog's `tables` and `columns`, derived from state (state and metrics kept apart, as Deequ does).
 
-Both are small by construction (a row per table or column) and recomputed whole from the state after
-each run on the driver, which keeps them exactly in step with the state whatever happened before.
+Both are small by construction (a row per table or column) and computed on the driver. ``tables`` is
+recomputed whole from the state after each run; ``columns`` too, or only the rows of the run's tables
+when the rest reflect the state of the run before (their tables' state has not changed since): what a
+column's metrics cost is then a read of its own tables' state, not of every table's.
 """
 
 from __future__ import annotations
@@ -12,17 +14,20 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.catalog.store import Catalog, arrow_schema
+from lakemeta.catalog.store import Catalog, arrow_schema, is_in
 
 log = logging.getLogger(__name__)
 
 
-def refresh_tables_and_columns(catalog: Catalog, column_metrics: Sequence[pa.Table]) -> None:
-    """Rewrite ``tables`` and ``columns`` from the state; ``column_metrics`` are tables keyed by
-    (table_name, column_name) holding metric columns of ``columns`` derived from other state components
-    (``n_distinct_estimate``, ``is_unique``, ``n_distinct``); a metric missing for a column is null."""
+def refresh_tables_and_columns(
+    catalog: Catalog, column_metrics: Sequence[pa.Table], changed: Sequence[str] | None = None
+) -> None:
+    """Rewrite ``tables`` and ``columns`` from the state, or of ``columns`` only the rows of the ``changed``
+    tables (their metrics alone given); ``column_metrics`` are tables keyed by (table_name, column_name)
+    holding metric columns of ``columns`` derived from other state components (``n_distinct_estimate``,
+    ``is_unique``, ``n_distinct``); a metric missing for a column is null."""
     profile = catalog.read_small("state/column_profile")
-    columns = profile
+    columns = profile if changed is None else catalog.read_small("state/column_profile", changed)
     for metrics in column_metrics:
         columns = columns.join(metrics, ["table_name", "column_name"], join_type="left outer")
     for name in ("n_distinct_estimate", "is_unique", "n_distinct"):
@@ -51,6 +56,8 @@ def refresh_tables_and_columns(catalog: Catalog, column_metrics: Sequence[pa.Tab
             "updated_at": [finished.get(latest[n]["run_id"]) if n in latest else None for n in names],
         }
     ).filter(pa.array(listed, pa.bool_()))
-    catalog.replace_small("columns", columns.select(arrow_schema("columns").names))
+    predicate = None if changed is None else is_in("table_name", changed)
+    catalog.replace_small("columns", columns.select(arrow_schema("columns").names), predicate)
     catalog.replace_small("tables", tables.sort_by("table_name"))
-    log.info("catalog refreshed: %d tables, %d columns", len(tables), count)
+    scope = "" if changed is None else f" of {len(changed)} changed tables"
+    log.info("catalog refreshed: %d tables, %d columns%s", len(tables), count, scope)

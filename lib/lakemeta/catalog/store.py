@@ -19,6 +19,7 @@ from pathlib import Path
 
 import deltalake
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, StructType
@@ -233,10 +234,16 @@ class Catalog:
             yield
         crash_point(f"after {operation} {name}")
 
-    def read_small(self, name: str) -> pa.Table:
-        """A table small by construction, read on the driver without a Spark job (``read_small``)."""
+    def read_small(self, name: str, tables: Sequence[str] | None = None) -> pa.Table:
+        """A table small by construction, read on the driver without a Spark job (``read_small``); only the
+        rows of ``tables`` (by ``table_name``) unless that is None."""
         self.path(name)  # refuses a name that is not one of the catalog's tables
-        return read_small(self.root, name)
+        rows = read_small(self.root, name)
+        return (
+            rows
+            if tables is None
+            else rows.filter(pc.is_in(rows["table_name"], pa.array(tables, pa.string())))
+        )
 
     def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:
         """Append rows to a small table once per ``txn`` (a repeated append is skipped)."""

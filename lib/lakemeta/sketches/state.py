@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -118,10 +118,11 @@ class HllCounters(StateComponent):
     def partial(self) -> functools.partial[_CounterPartial]:
         return functools.partial(_CounterPartial, p=self.config.sketches.precision)
 
-    def derive(self) -> pa.Table:
-        """``n_distinct_estimate`` of every column of the profile (:func:`distinct_estimates`)."""
-        cardinalities = column_cardinalities(self.catalog, self.config.sketches.precision)
-        return distinct_estimates(cardinalities, self.catalog.read_small(ColumnProfile.state_table()))
+    def derive(self, tables: Sequence[str] | None = None) -> pa.Table:
+        """``n_distinct_estimate`` of every column of the profile (:func:`distinct_estimates`), or of the
+        columns of ``tables``."""
+        cardinalities = column_cardinalities(self.catalog, self.config.sketches.precision, tables)
+        return distinct_estimates(cardinalities, self.catalog.read_small(ColumnProfile.state_table(), tables))
 
 
 SKETCH_SCHEMA = pa.schema(
@@ -171,13 +172,16 @@ def _dense_sketches(p: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.Re
             )
 
 
-def column_sketches(catalog: Catalog, p: int) -> DataFrame:
-    """The HLL sketch of every column in the state, computed in the executors: one row per column with its
-    registers (2^p bytes, per bucket the largest rho held; all stored counts are > 0), its distinct-count
-    estimate (BML §2.2) and its number of filled registers (``SKETCH_SCHEMA``)."""
+def column_sketches(catalog: Catalog, p: int, tables: Sequence[str] | None = None) -> DataFrame:
+    """The HLL sketch of every column in the state (of the columns of ``tables`` unless that is None),
+    computed in the executors: one row per column with its registers (2^p bytes, per bucket the largest rho
+    held; all stored counts are > 0), its distinct-count estimate (BML §2.2) and its number of filled
+    registers (``SKETCH_SCHEMA``)."""
+    counters = catalog.read(HllCounters.state_table())
+    if tables is not None:
+        counters = counters.where(F.col("table_name").isin(list(tables)))
     return (
-        catalog.read(HllCounters.state_table())
-        .groupBy("table_name", "column_name", "bucket")
+        counters.groupBy("table_name", "column_name", "bucket")
         .agg(F.max("rho").alias("register"))
         .groupBy("table_name", "column_name")
         .agg(F.collect_list(F.struct("bucket", "register")).alias("filled"))
@@ -201,11 +205,12 @@ def register_matrix(registers: pa.Array | pa.ChunkedArray, p: int) -> np.ndarray
     return data[offsets[0] : offsets[-1]].reshape(len(registers), width)
 
 
-def column_cardinalities(catalog: Catalog, p: int) -> pa.Table:
-    """Each sketched column's HLL distinct-count estimate (BML §2.2): table_name, column_name,
-    cardinality; one row per column, computed in the executors."""
-    describe_jobs(catalog.spark, "HLL distinct-count estimates of every column")
-    return column_sketches(catalog, p).select("table_name", "column_name", "cardinality").toArrow()
+def column_cardinalities(catalog: Catalog, p: int, tables: Sequence[str] | None = None) -> pa.Table:
+    """Each sketched column's HLL distinct-count estimate (BML §2.2), of the columns of ``tables`` unless
+    that is None: table_name, column_name, cardinality; one row per column, computed in the executors."""
+    which = "every column" if tables is None else f"the columns of {len(tables)} tables"
+    describe_jobs(catalog.spark, f"HLL distinct-count estimates of {which}")
+    return column_sketches(catalog, p, tables).select("table_name", "column_name", "cardinality").toArrow()
 
 
 def distinct_estimates(cardinalities: pa.Table, profile: pa.Table) -> pa.Table:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -109,15 +110,14 @@ class ColumnValues(StateComponent):
         summed = partials.groupBy(*KEYS).agg(F.sum("count").alias("count"), F.max("integer").alias("integer"))
         return StateDelta(summed.where(F.col("count") != 0), plan.replaced_tables)
 
-    def derive(self) -> pa.Table:
-        """``n_distinct``: the number of values in each column's set; 0 for a sketched column without a
-        non-null value, null for a nested one (not sketched)."""
-        counted = (
-            self.catalog.read(self.state_table())
-            .groupBy("table_name", "column_name")
-            .agg(F.count("*").alias("n_distinct"))
-            .toArrow()
-        )
+    def derive(self, tables: Sequence[str] | None = None) -> pa.Table:
+        """``n_distinct``: the number of values in each column's set (of the columns of ``tables`` unless
+        that is None); 0 for a sketched column without a non-null value, null for a nested one (not
+        sketched)."""
+        values = self.catalog.read(self.state_table())
+        if tables is not None:  # the partitions of these tables alone
+            values = values.where(F.col("table_name").isin(list(tables)))
+        counted = values.groupBy("table_name", "column_name").agg(F.count("*").alias("n_distinct")).toArrow()
         found = dict(
             zip(
                 zip(counted["table_name"].to_pylist(), counted["column_name"].to_pylist(), strict=True),
@@ -125,7 +125,7 @@ class ColumnValues(StateComponent):
                 strict=True,
             )
         )
-        profile = self.catalog.read_small(ColumnProfile.state_table())
+        profile = self.catalog.read_small(ColumnProfile.state_table(), tables)
         keys = zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True)
         plain = [is_plain_type_name(t) for t in profile["data_type"].to_pylist()]
         counts = [found.get(key, 0) if is_plain else None for key, is_plain in zip(keys, plain, strict=True)]
