@@ -124,9 +124,10 @@ def _derive_per_table(
     return derive
 
 
-def tracked_tables(catalog: Catalog) -> set[str]:
-    """The tables that keep agree-set state: those holding the marker row (at most ``max_rows`` rows)."""
-    markers = catalog.read(STATE).where(F.size("agree_set") == 0).select("table_name")
+def tracked_tables(catalog: Catalog, tables: Sequence[str] | None = None) -> set[str]:
+    """The tables (of ``tables`` unless that is None) that keep agree-set state: those holding the marker
+    row (at most ``max_rows`` rows)."""
+    markers = catalog.read(STATE, tables).where(F.size("agree_set") == 0).select("table_name")
     return {row.table_name for row in markers.collect()}  # small by construction: one marker per table
 
 
@@ -160,8 +161,7 @@ def refresh_keys_and_dependencies(
         # A group per tracked table: its marker row is always there, even when it has no other agree-set.
         derive = _derive_per_table(shapes, config.max_fd_error, config.max_lhs_size)
         derived = (
-            catalog.read(STATE)
-            .where(F.col("table_name").isin(list(shapes)))
+            catalog.read(STATE, list(shapes))
             .groupBy("table_name")
             .applyInArrow(derive, _DERIVED_SCHEMA)
             .toArrow()
@@ -213,7 +213,7 @@ def unique_column_flags(
     )
     everything_unique = set(uccs.filter(pc.equal(sizes, 0))["table_name"].to_pylist())
     widths = profile.group_by("table_name").aggregate([("column_name", "count")]).to_pylist()
-    derived = tracked_tables(catalog) & {
+    derived = tracked_tables(catalog, tables) & {
         row["table_name"] for row in widths if row["column_name_count"] <= config.max_columns
     }
     pairs = zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.catalog.store import Catalog, arrow_schema, is_in
+from lakemeta.catalog.store import Catalog, arrow_schema, is_in, rows_of_tables
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,7 @@ def refresh_tables_and_columns(
     holding metric columns of ``columns`` derived from other state components (``n_distinct_estimate``,
     ``is_unique``, ``n_distinct``); a metric missing for a column is null."""
     profile = catalog.read_small("state/column_profile")
-    columns = profile if changed is None else catalog.read_small("state/column_profile", changed)
+    columns = profile if changed is None else rows_of_tables(profile, changed)
     for metrics in column_metrics:
         columns = columns.join(metrics, ["table_name", "column_name"], join_type="left outer")
     for name in ("n_distinct_estimate", "is_unique", "n_distinct"):

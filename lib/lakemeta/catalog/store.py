@@ -20,6 +20,7 @@ from pathlib import Path
 import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyspark.sql.functions as F
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, StructType
@@ -75,6 +76,11 @@ def _negative_count_error(keys: Sequence[str], kind: DataType) -> str:
     key = ", ".join(f"{sql_string(k)}, s.`{k}`" for k in keys)
     message = f"concat({sql_string(_NEGATIVE_AT)}, to_json(named_struct({key})), {sql_string(_NEGATIVE_END)})"
     return f"CAST(raise_error({message}) AS {kind.simpleString()})"
+
+
+def rows_of_tables(rows: pa.Table, tables: Sequence[str]) -> pa.Table:
+    """The rows of ``rows`` whose ``table_name`` is one of ``tables``."""
+    return rows.filter(pc.is_in(rows["table_name"], pa.array(tables, pa.string())))
 
 
 def arrow_schema(name: str) -> pa.Schema:
@@ -158,8 +164,11 @@ class Catalog:
             if missing:
                 table.alter.add_columns([deltalake.Field.from_arrow(field) for field in missing])
 
-    def read(self, name: str) -> DataFrame:
-        return self.spark.read.format("delta").load(self.path(name))
+    def read(self, name: str, tables: Sequence[str] | None = None) -> DataFrame:
+        """A table through Spark; only the rows of ``tables`` (by ``table_name``: the partitions of a table
+        partitioned by it) unless that is None."""
+        rows = self.spark.read.format("delta").load(self.path(name))
+        return rows if tables is None else rows.where(F.col("table_name").isin(list(tables)))
 
     def merge_into(
         self, name: str, source: DataFrame, on: str, clauses: Sequence[str], tables: Sequence[str]
@@ -239,11 +248,7 @@ class Catalog:
         rows of ``tables`` (by ``table_name``) unless that is None."""
         self.path(name)  # refuses a name that is not one of the catalog's tables
         rows = read_small(self.root, name)
-        return (
-            rows
-            if tables is None
-            else rows.filter(pc.is_in(rows["table_name"], pa.array(tables, pa.string())))
-        )
+        return rows if tables is None else rows_of_tables(rows, tables)
 
     def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:
         """Append rows to a small table once per ``txn`` (a repeated append is skipped)."""

@@ -177,11 +177,9 @@ def column_sketches(catalog: Catalog, p: int, tables: Sequence[str] | None = Non
     computed in the executors: one row per column with its registers (2^p bytes, per bucket the largest rho
     held; all stored counts are > 0), its distinct-count estimate (BML §2.2) and its number of filled
     registers (``SKETCH_SCHEMA``)."""
-    counters = catalog.read(HllCounters.state_table())
-    if tables is not None:
-        counters = counters.where(F.col("table_name").isin(list(tables)))
     return (
-        counters.groupBy("table_name", "column_name", "bucket")
+        catalog.read(HllCounters.state_table(), tables)
+        .groupBy("table_name", "column_name", "bucket")
         .agg(F.max("rho").alias("register"))
         .groupBy("table_name", "column_name")
         .agg(F.collect_list(F.struct("bucket", "register")).alias("filled"))

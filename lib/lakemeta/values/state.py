@@ -114,9 +114,7 @@ class ColumnValues(StateComponent):
         """``n_distinct``: the number of values in each column's set (of the columns of ``tables`` unless
         that is None); 0 for a sketched column without a non-null value, null for a nested one (not
         sketched)."""
-        values = self.catalog.read(self.state_table())
-        if tables is not None:  # the partitions of these tables alone
-            values = values.where(F.col("table_name").isin(list(tables)))
+        values = self.catalog.read(self.state_table(), tables)  # the partitions of these tables alone
         counted = values.groupBy("table_name", "column_name").agg(F.count("*").alias("n_distinct")).toArrow()
         found = dict(
             zip(
