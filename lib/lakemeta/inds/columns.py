@@ -174,7 +174,8 @@ def compute_inputs(
     describe_jobs(spark, f"Many: signatures of {n} columns from their value sets")
     parts = (
         (
-            catalog.read(ColumnValues.state_table())
+            # by table name first: the scan's own filter is what prunes the value sets' partitions
+            catalog.read(ColumnValues.state_table(), sorted(set(table_names)))
             .join(F.broadcast(asked), ["table_name", "column_name"])
             .select("column_id", "level", "hash", "count", "integer")
             .mapInArrow(_column_parts(params, np.sort(null_hashes[valid]), kept_values), _PARTS_SCHEMA)

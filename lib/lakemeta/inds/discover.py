@@ -254,18 +254,17 @@ def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np
         return np.zeros(0, dtype=bool)
     spark = catalog.spark
     involved = np.unique(candidates)
-    ids = arrow_frame(
-        spark,
-        pa.table(
-            {
-                "table_name": pa.array(inputs.table_names, pa.string()).take(pa.array(involved)),
-                "column_name": pa.array(inputs.column_names, pa.string()).take(pa.array(involved)),
-                "column_id": pa.array(involved, pa.int64()),
-            }
-        ),
+    ids_table = pa.table(
+        {
+            "table_name": pa.array(inputs.table_names, pa.string()).take(pa.array(involved)),
+            "column_name": pa.array(inputs.column_names, pa.string()).take(pa.array(involved)),
+            "column_id": pa.array(involved, pa.int64()),
+        }
     )
+    ids = arrow_frame(spark, ids_table)
     values = (
-        catalog.read(ColumnValues.state_table())
+        # by table name first: the scan's own filter is what prunes the value sets' partitions
+        catalog.read(ColumnValues.state_table(), sorted(set(ids_table["table_name"].to_pylist())))
         .join(F.broadcast(ids), ["table_name", "column_name"])
         .select("column_id", "hash")
     )

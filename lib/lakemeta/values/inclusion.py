@@ -53,12 +53,14 @@ def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
         f"exact inclusion of {len(pairs)} column pairs from the value sets "
         f"({int(np.minimum(pairs['dep_distinct'], pairs['ref_distinct']).sum())} values probed)",
     )
-    values = catalog.read(ColumnValues.state_table()).select("table_name", "column_name", "hash")
 
     def of_columns(table: str, column: str) -> DataFrame:
+        # read through the tables' names first: the value sets are partitioned by them, and a filter of
+        # the scan itself is what Spark prunes partitions by (a broadcast join's keys are not)
+        values = catalog.read(ColumnValues.state_table(), pc.unique(sides[table]).to_pylist())
         wanted = asked.select(table, column).distinct()
         on = (values.table_name == wanted[table]) & (values.column_name == wanted[column])
-        found = values.join(F.broadcast(wanted), on, "left_semi")
+        found = values.select("table_name", "column_name", "hash").join(F.broadcast(wanted), on, "left_semi")
         return found.select(F.col("table_name").alias(table), F.col("column_name").alias(column), "hash")
 
     probed = of_columns("probe_table", "probe_column")
