@@ -83,11 +83,18 @@ def commit_batches(argv: Sequence[str] | None = None, spark: SparkSession | None
 
 
 def discover(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
-    """Run one registered discovery step over the committed state and tables."""
+    """Run one registered discovery step over the committed state and tables, unless its results are
+    current."""
     parser = _parser("lakemeta discovery step")
     parser.add_argument("step", choices=[step.name for step in DISCOVERY_STEPS])
     args = parser.parse_args(argv)
-    _open(args.step, args, spark).discover(args.step)
+    pipeline = _open(args.step, args, spark)
+    # As `lakemeta run`: a step whose results reflect the newest committed run with these settings (the
+    # keys and FDs, which the commit derives for the changed tables) has nothing to do.
+    if args.step in pipeline.stale_results():
+        pipeline.discover(args.step)
+    else:
+        logging.getLogger("lakemeta").info("%s: results current, nothing to do", args.step)
 
 
 def rebuild_state(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
