@@ -41,7 +41,7 @@ def read_catalog_table(
     ``version`` or at time ``as_of``, or (``published``) the version published last when there is one."""
     known = all_schemas()
     if name not in known:
-        raise KeyError(f"unknown catalog table {name!r}; known: {', '.join(sorted(known))}")
+        raise ValueError(f"unknown catalog table {name!r}; known: {', '.join(sorted(known))}")
     path = Location.parse(catalog) / name
     if not path.is_delta_table():
         raise FileNotFoundError(f"{path} is not a Delta table: has `lakemeta run` been run on this catalog?")

@@ -26,7 +26,7 @@ def test_show_reads_latest_and_earlier_versions(root: Location):
 
 
 def test_show_names_unknown_and_missing_tables(root: Location):
-    with pytest.raises(KeyError, match="unknown catalog table 'nope'"):
+    with pytest.raises(ValueError, match="unknown catalog table 'nope'"):
         read_catalog_table(root, "nope")
     with pytest.raises(FileNotFoundError, match="lakemeta run"):
         read_catalog_table(root, "tables")

@@ -1,0 +1,121 @@
+"""The `lakemeta` command's conventions: global options before or after the command, --version, the exit
+codes."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from lakemeta import __version__, cli
+from lakemeta.config import Config
+from lakemeta.storage import Location
+
+
+def _config(argv: list[str]) -> Config:
+    return cli.config_of(cli.build_parser().parse_args(argv), environ={})
+
+
+GLOBAL_OPTIONS = [
+    ("--master", "spark://10.0.0.5:7077", lambda config: config.spark_master, "spark://10.0.0.5:7077"),
+    ("--remote", "sc://10.0.0.5:15002", lambda config: config.spark_remote, "sc://10.0.0.5:15002"),
+    ("--set", "sketches.precision=12", lambda config: config.sketches.precision, 12),
+    ("--lake", "/data/lake", lambda config: config.lake, Location.parse("/data/lake")),
+    ("--catalog", "/data/catalog", lambda config: config.catalog, Location.parse("/data/catalog")),
+]
+
+
+@pytest.mark.parametrize("command", [["show", "runs"], ["run"], ["ingest", "data.csv"]])
+@pytest.mark.parametrize(
+    ("option", "value", "read", "expected"), GLOBAL_OPTIONS, ids=[o[0] for o in GLOBAL_OPTIONS]
+)
+def test_a_global_option_works_before_and_after_the_command(command, option, value, read, expected):
+    before = _config([option, value, *command])
+    after = _config([*command, option, value])
+    assert read(before) == read(after) == expected
+    assert before == after
+    assert read(_config(command)) != expected  # the option, not a default, made the difference
+
+
+def test_the_config_option_works_before_and_after_the_command(tmp_path: Path):
+    settings = tmp_path / "lakemeta.yaml"
+    settings.write_text("spark_master: spark://config-file:7077\ningest:\n  separator: ';'\n")
+    for argv in (
+        ["--config", str(settings), "ingest", "a.csv"],
+        ["ingest", "a.csv", "--config", str(settings)],
+    ):
+        config = _config(argv)
+        assert (config.spark_master, config.ingest.separator) == ("spark://config-file:7077", ";")
+
+
+def test_after_the_command_an_option_overrides_the_one_before_and_settings_add_up():
+    before = ["--master", "local[1]", "--set", "sketches.precision=12"]
+    config = _config([*before, "run", "--master", "local[2]", "--set", "fks.inclusion_threshold=0.95"])
+    assert config.spark_master == "local[2]"
+    assert (config.sketches.precision, config.fks.inclusion_threshold) == (12, 0.95)
+
+
+def test_a_setting_of_a_section_a_flag_also_sets_stays_in_force():
+    config = _config(["--set", "ingest.encoding=ISO-8859-1", "ingest", "--separator", ";", "a.csv"])
+    assert (config.ingest.encoding, config.ingest.separator) == ("ISO-8859-1", ";")
+
+
+def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"lakemeta {__version__}"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "--help"], ["show", "--help"]])
+def test_help_documents_every_exit_code(argv: list[str], capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    text = capsys.readouterr().out
+    assert "exit codes:" in text
+    for code, meaning in [
+        (0, "done"),
+        (1, "the quality gate failed"),
+        (2, "usage or input error"),
+        (3, "internal"),
+    ]:
+        assert f"  {code}  {meaning}" in text
+
+
+def test_a_usage_error_exits_2(capsys: pytest.CaptureFixture[str]):
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["show", "--no-such-option", "runs"])
+    assert exit_info.value.code == cli.EXIT_USAGE == 2
+    assert "unrecognized arguments: --no-such-option" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["show", "nope"], "unknown catalog table 'nope'"),
+        (["show", "runs"], "is not a Delta table"),
+        (["show", "runs", "--set", "nonsense"], "a setting is KEY=VALUE"),
+        (["show", "runs", "--set", "ingest.quote='"], "the value is not YAML"),
+        (["--config", "/no/such/lakemeta.yaml", "show", "runs"], "No such file"),
+    ],
+)
+def test_an_input_error_exits_2_with_the_message(
+    tmp_path: Path, argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+):
+    assert cli.main([*argv, "--catalog", str(tmp_path)]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("lakemeta show: ") and message in error and "Traceback" not in error
+
+
+def test_an_unexpected_error_exits_3_with_the_traceback_logged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+):
+    def broken(args: argparse.Namespace, config: Config) -> int:
+        return {}["a defect"]
+
+    monkeypatch.setitem(cli.COMMANDS, "show", broken)
+    assert cli.main(["show", "runs", "--catalog", str(tmp_path)]) == cli.EXIT_INTERNAL == 3
+    [record] = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert "lakemeta show: internal error" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[0] is KeyError
