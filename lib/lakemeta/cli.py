@@ -98,7 +98,12 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--encoding", help="CSV encoding (default UTF-8)")
 
     _add_command(commands, "run", "process pending batches, then refresh discovery results")
-    _add_command(commands, "rebuild", "drop state, recompute from the current snapshots")
+    rebuild = _add_command(commands, "rebuild", "drop state, recompute from the current snapshots")
+    rebuild.add_argument(
+        "--yes",
+        action="store_true",
+        help="drop the state without asking (needed when stdin is not a terminal)",
+    )
 
     joinable = _add_command(commands, "joinable", "top-k tables joinable with a query table (MATE)")
     joinable.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
@@ -247,11 +252,27 @@ def _run(args: argparse.Namespace, config: Config) -> int:
 
 
 def _rebuild(args: argparse.Namespace, config: Config) -> int:
+    if not args.yes:
+        _confirm_rebuild(config)
     pipeline = _pipeline(config, metastore=True)
     plan = pipeline.rebuild()
     tables = 0 if plan is None else len(plan.batches)
     print(f"rebuilt state from {tables} tables" + ("" if plan is None else f" (run {plan.run_id})"))
     return _audit_and_publish(pipeline)
+
+
+def _confirm_rebuild(config: Config) -> None:
+    """Ask for the word `rebuild`, as the DAG's trigger form does; a ValueError (nothing dropped) when it is
+    not typed, or when no one can type it (stdin is not a terminal: a script says --yes)."""
+    _, catalog = config.require_paths()
+    if not sys.stdin.isatty():
+        raise ValueError("rebuild drops all state and stdin is not a terminal: give --yes; nothing dropped")
+    try:
+        answer = input(f"rebuild drops all state under {catalog / 'state'}; type rebuild to go on: ")
+    except EOFError:  # Ctrl-D at the prompt
+        answer = ""
+    if answer.strip() != "rebuild":
+        raise ValueError("not confirmed; nothing dropped")
 
 
 def _joinable(args: argparse.Namespace, config: Config) -> int:

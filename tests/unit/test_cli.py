@@ -4,8 +4,14 @@ codes."""
 from __future__ import annotations
 
 import argparse
+import io
+import subprocess
+import sys
 from pathlib import Path
+from types import SimpleNamespace
 
+import deltalake
+import pyarrow as pa
 import pytest
 
 from lakemeta import __version__, cli
@@ -119,3 +125,87 @@ def test_an_unexpected_error_exits_3_with_the_traceback_logged(
     [record] = [r for r in caplog.records if r.levelname == "ERROR"]
     assert "lakemeta show: internal error" in record.getMessage()
     assert record.exc_info is not None and record.exc_info[0] is KeyError
+
+
+class _RecordingPipeline:
+    """Stands for the pipeline `lakemeta rebuild` drives: records the steps asked of it."""
+
+    def __init__(self, audit_passes: bool = True) -> None:
+        self.steps: list[str] = []
+        self.audit_passes = audit_passes
+
+    def rebuild(self) -> None:
+        self.steps.append("rebuild")
+
+    def audit(self) -> SimpleNamespace:
+        self.steps.append("audit")
+        return SimpleNamespace(success=self.audit_passes, path="audit-results", failures=["a failed check"])
+
+    def publish(self, audit: SimpleNamespace) -> int:
+        self.steps.append("publish")
+        return 13
+
+
+@pytest.fixture
+def pipeline(monkeypatch: pytest.MonkeyPatch) -> _RecordingPipeline:
+    recording = _RecordingPipeline()
+    monkeypatch.setattr(cli, "_pipeline", lambda config, metastore=False: recording)
+    return recording
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+REBUILD = ["rebuild", "--lake", "/data/lake", "--catalog", "/data/catalog"]
+
+
+def test_rebuild_on_a_terminal_goes_on_when_the_word_is_typed(
+    pipeline: _RecordingPipeline, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    monkeypatch.setattr(sys, "stdin", _Terminal("rebuild\n"))
+    assert cli.main(REBUILD) == 0
+    assert "type rebuild to go on" in capsys.readouterr().out
+    assert pipeline.steps == ["rebuild", "audit", "publish"]
+
+
+@pytest.mark.parametrize("typed", ["y\n", "yes\n", ""], ids=["y", "yes", "end of input"])
+def test_rebuild_on_a_terminal_drops_nothing_unless_the_word_is_typed(
+    typed: str,
+    pipeline: _RecordingPipeline,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+):
+    monkeypatch.setattr(sys, "stdin", _Terminal(typed))
+    assert cli.main(REBUILD) == 2
+    assert "not confirmed; nothing dropped" in capsys.readouterr().err
+    assert pipeline.steps == []
+
+
+def test_rebuild_with_yes_does_not_ask_and_a_failed_audit_exits_1(
+    pipeline: _RecordingPipeline, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    pipeline.audit_passes = False
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # not a terminal
+    assert cli.main([*REBUILD, "--yes"]) == cli.EXIT_AUDIT_FAILED == 1
+    assert "quality gate failed, nothing published" in capsys.readouterr().err
+    assert pipeline.steps == ["rebuild", "audit"]
+
+
+def test_rebuild_without_a_terminal_or_yes_exits_2_and_drops_nothing(tmp_path: Path):
+    catalog = tmp_path / "catalog"
+    counters = pa.table({"table_name": ["t"], "column_name": ["a"], "bucket": [1], "rho": [2], "count": [3]})
+    deltalake.write_deltalake(catalog / "state" / "hll_counters", counters)
+    locations = ["--lake", str(tmp_path / "lake"), "--catalog", str(catalog)]
+    result = subprocess.run(
+        [sys.executable, "-m", "lakemeta.cli", "rebuild", *locations],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "stdin is not a terminal: give --yes; nothing dropped" in result.stderr
+    state = deltalake.DeltaTable(catalog / "state" / "hll_counters")
+    assert (state.version(), state.to_pyarrow_table().to_pylist()) == (0, counters.to_pylist())
