@@ -123,7 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     show = _add_command(commands, "show", "print a catalog table (no JVM)")
     show.add_argument("table", help="catalog table, e.g. columns or state/hll_counters")
-    show.add_argument("--limit", type=int, default=50, help="rows to print (0: all)")
+    show.add_argument(
+        "--format",
+        choices=["table", "json", "csv"],
+        default="table",
+        help="a text table (default); one JSON list of row objects; CSV with a header",
+    )
+    show.add_argument(
+        "--limit", type=int, help="rows to print (default: 50 in a table, all in JSON and CSV; 0: all)"
+    )
     time_travel = show.add_mutually_exclusive_group()
     time_travel.add_argument("--version", type=int, help="the table as of this Delta version")
     time_travel.add_argument(
@@ -300,14 +308,18 @@ def _graph(args: argparse.Namespace, config: Config) -> int:
 
 
 def _show(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.show import format_table, read_catalog_table
+    from lakemeta.show import format_csv, format_json, format_table, read_catalog_rows
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    frame = read_catalog_table(
-        config.catalog, args.table, args.version, args.as_of, published=not args.latest
-    )
-    print(format_table(frame, args.limit or None))
+    rows = read_catalog_rows(config.catalog, args.table, args.version, args.as_of, published=not args.latest)
+    limit = (50 if args.format == "table" else 0) if args.limit is None else args.limit
+    if args.format == "table":
+        print(format_table(rows.to_pandas(), limit or None))  # says itself how many rows it left out
+        return EXIT_OK
+    print((format_json if args.format == "json" else format_csv)(rows.slice(0, limit or None)))
+    if 0 < limit < rows.num_rows:  # stderr: the output stays valid JSON or CSV
+        print(f"{rows.num_rows - limit} more rows not printed ({rows.num_rows} in all)", file=sys.stderr)
     return EXIT_OK
 
 
