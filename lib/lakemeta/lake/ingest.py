@@ -173,8 +173,10 @@ def _read_csv(
     derive from (the caller unpersists it).
 
     Spark infers the types over the whole file first; a second read with that schema flags every
-    record that does not fit it (too few or too many fields, a value of another type). Line endings
-    CR, LF and CRLF are all recognised by Spark's line reader.
+    record that does not fit it (too few or too many fields, a value of another type). Records are read
+    as RFC 4180 has them: a quoted field may hold line breaks (``multiLine``, which reads each file in one
+    task), which Spark's parser reads as LF whatever the file's line ending; that ending, CR, LF or CRLF,
+    is detected from the first record.
     """
     reader = (
         spark.read.option("header", options.header)
@@ -182,7 +184,7 @@ def _read_csv(
         .option("quote", options.quote)
         .option("escape", options.escape)
         .option("encoding", options.encoding)
-        .option("multiLine", False)
+        .option("multiLine", True)
     )
     try:
         inferred = reader.option("inferSchema", True).csv(str(path)).schema
@@ -276,13 +278,12 @@ def _quarantine(
 
 def _line_numbers(spark: SparkSession, path: Path, records: DataFrame) -> DataFrame:
     """For each distinct ``raw_record`` of ``records``, the numbers of the file's lines holding exactly that
-    text (1-based, the header line 1), as ``line_numbers``; none for a record whose text is not a line as
-    read in UTF-8 (another encoding, a record rebuilt from its fields).
+    text (1-based, the header line 1), as ``line_numbers``; none for a record whose text is not one line as
+    read in UTF-8 (a quoted field holding a line break, another encoding, a record rebuilt from its fields).
 
-    Computed in the JVM: Spark's text reader splits lines as the CSV reader does (``multiLine`` off), each
-    line knows the file split it came from (``_metadata.file_block_start``), and the lines of one split
-    are consecutive in one task, so a line's number is the lines of the earlier splits plus its position
-    in its own."""
+    Computed in the JVM: Spark's text reader splits the file at every line break, each line knows the
+    file split it came from (``_metadata.file_block_start``), and the lines of one split are consecutive
+    in one task, so a line's number is the lines of the earlier splits plus its position in its own."""
     lines = spark.read.text(str(path)).select(
         F.col("value").alias("raw_record"),
         F.col("_metadata.file_block_start").alias("block"),

@@ -197,3 +197,24 @@ def test_mixed_types_duplicates_an_all_null_column_a_1_mb_cell_and_1000_columns_
     assert sorted(zip(inds.dep_column, inds.ref_column, strict=True)) == sorted(
         ("c0", f"c{i}") for i in range(1, 1000)
     )
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_quoted_fields_with_line_breaks_are_read_as_rfc_4180_has_them(spark, tmp_path: Path, newline: str):
+    source = tmp_path / "notes.csv"
+    records = ["id,note,n", '1,"first line', 'second line",10', '2,"a ""quoted"" word, and a comma",20']
+    records += ['3,"ends in a break', '",30', "4,plain,40", "5,too few", ""]
+    source.write_bytes(newline.join(records).encode())
+    lake = tmp_path / "lake"
+    results = ingest(spark, lake, find_sources([source]), IngestConfig())
+    assert [(r.rows, r.quarantined) for r in results] == [(4, 1)]
+    # Spark's parser (univocity) turns a CRLF inside quotes into LF: the text, not the line break, is kept.
+    assert _rows(spark, lake, "notes") == [
+        (1, "first line\nsecond line", 10),
+        (2, 'a "quoted" word, and a comma', 20),
+        (3, "ends in a break\n", 30),
+        (4, "plain", 40),
+    ]
+    # The malformed record after the multi-line ones still gets its line: 1 header, 2-3 record 1, ...
+    bad = spark.read.format("delta").load(str(lake / "_quarantine" / "notes")).collect()
+    assert [(r.raw_record, r.line_numbers) for r in bad] == [("5,too few", [8])]
