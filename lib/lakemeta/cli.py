@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--quote", help='CSV quote character (default ")')
     ingest.add_argument("--escape", help='CSV escape character (default ")')
     ingest.add_argument("--encoding", help="CSV encoding (default UTF-8)")
+    ingest.add_argument(
+        "--all-text",
+        action="store_true",
+        default=None,  # unset: the configuration's ingest.all_text holds
+        help="read every CSV column as text, as written (default: the inferred types where lossless)",
+    )
 
     _add_command(commands, "run", "process pending batches, then refresh discovery results")
     rebuild = _add_command(commands, "rebuild", "drop state, recompute from the current snapshots")
@@ -180,7 +186,9 @@ def config_of(args: argparse.Namespace, environ: Mapping[str, str] | None = None
     }
     overrides.update({key: value for key, value in flags.items() if value is not None})
     if args.command == "ingest":
-        ingest_flags = {k: getattr(args, k) for k in ("separator", "header", "quote", "escape", "encoding")}
+        ingest_flags = {
+            k: getattr(args, k) for k in ("separator", "header", "quote", "escape", "encoding", "all_text")
+        }
         given = {key: value for key, value in ingest_flags.items() if value is not None}
         overrides["ingest"] = {**overrides.get("ingest", {}), **given}
     return load_config(overrides, environ)

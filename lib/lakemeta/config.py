@@ -28,6 +28,8 @@ class IngestConfig:
     quote: str = '"'
     escape: str = '"'
     encoding: str = "UTF-8"
+    # Every column as text, as written, instead of the types Spark infers.
+    all_text: bool = False
 
 
 @dataclasses.dataclass(frozen=True)

@@ -67,6 +67,12 @@ def test_a_setting_of_a_section_a_flag_also_sets_stays_in_force():
     assert (config.ingest.encoding, config.ingest.separator) == ("ISO-8859-1", ";")
 
 
+def test_ingest_all_text_sets_the_option_and_leaves_the_configured_one_when_absent(tmp_path: Path):
+    assert _config(["ingest", "--all-text", "a.csv"]).ingest.all_text is True
+    assert _config(["ingest", "a.csv"]).ingest.all_text is False
+    assert _config(["--set", "ingest.all_text=true", "ingest", "a.csv"]).ingest.all_text is True
+
+
 def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["--version"])

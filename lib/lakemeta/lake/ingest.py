@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark.sql.functions as F
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession, Window
 from pyspark.sql.types import StringType, StructField, StructType
 from tqdm import tqdm
 
@@ -187,7 +187,10 @@ def _read_csv(
         .option("multiLine", True)
     )
     try:
-        inferred = reader.option("inferSchema", True).csv(str(path)).schema
+        # Without inference every column is text, as written; the header alone is read for the names.
+        inferred = reader.option("inferSchema", not options.all_text).csv(str(path)).schema
+        if not options.all_text:
+            inferred = _text_where_lossy(reader, path, inferred)
     except Exception as error:
         raise IngestError(f"{path}: not readable as CSV: {error}") from error
     if not inferred.fields:
@@ -223,6 +226,36 @@ def _read_csv(
         F.concat(F.lit("bytes that are not UTF-8 (read as U+FFFD) in column "), undecodable).alias("reason"),
     )
     return good, malformed.unionByName(misencoded), parsed
+
+
+def _text_where_lossy(reader: DataFrameReader, path: Path, inferred: StructType) -> StructType:
+    """``inferred`` with text instead of the inferred type for every column where some value, read as that
+    type and written back as text, would not be the text read ("01234" read as 1234, "+49" as 49, "1.50"
+    as 1.5, "True" as true): a code keeps its leading zeros, and still equals its copies stored as text
+    elsewhere in the lake. One scan of the file, read as text."""
+    typed = [field for field in inferred.fields if not isinstance(field.dataType, StringType)]
+    if not typed:
+        return inferred
+    as_text = reader.schema(StructType([StructField(f.name, StringType()) for f in inferred.fields]))
+    frame = as_text.csv(str(path))
+    lossy = [
+        F.bool_or(
+            source_column(field.name).isNotNull()
+            & ~source_column(field.name)
+            .try_cast(field.dataType)
+            .cast("string")
+            .eqNullSafe(source_column(field.name))
+        ).alias(field.name)
+        for field in typed
+    ]
+    flags = frame.agg(*lossy).first()
+    text = {name for name, is_lossy in flags.asDict().items() if is_lossy}
+    if text:
+        kept = ", ".join(sorted(text))
+        log.info("%s: columns kept as text, some values not as written in the inferred type: %s", path, kept)
+    return StructType(
+        [StructField(f.name, StringType(), True) if f.name in text else f for f in inferred.fields]
+    )
 
 
 def _undecodable_columns(schema: StructType, encoding: str) -> Column:

@@ -4,6 +4,7 @@ through the whole pipeline."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import deltalake
@@ -218,3 +219,45 @@ def test_quoted_fields_with_line_breaks_are_read_as_rfc_4180_has_them(spark, tmp
     # The malformed record after the multi-line ones still gets its line: 1 header, 2-3 record 1, ...
     bad = spark.read.format("delta").load(str(lake / "_quarantine" / "notes")).collect()
     assert [(r.raw_record, r.line_numbers) for r in bad] == [("5,too few", [8])]
+
+
+TYPED = (
+    "zip,phone,amount,price,n,flag,day\n"
+    "01234,+4930,1.50,2.25,7,true,2026-11-18\n"
+    "10115,4940,2.0,0.5,8,false,\n"
+)
+
+
+def test_a_column_whose_values_would_not_come_back_as_written_stays_text(spark, tmp_path: Path):
+    source = tmp_path / "shops.csv"
+    source.write_text(TYPED)
+    lake = tmp_path / "lake"
+    ingest(spark, lake, find_sources([source]), IngestConfig())
+    frame = spark.read.format("delta").load(str(lake / "shops"))
+    # Leading zeros, a plus sign, a trailing zero: text. Values that come back as written keep their type.
+    assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
+        ("zip", "string"),
+        ("phone", "string"),
+        ("amount", "string"),
+        ("price", "double"),
+        ("n", "int"),
+        ("flag", "boolean"),
+        ("day", "date"),
+    ]
+    assert _rows(spark, lake, "shops") == [
+        ("01234", "+4930", "1.50", 2.25, 7, True, date(2026, 11, 18)),
+        ("10115", "4940", "2.0", 0.5, 8, False, None),
+    ]
+
+
+def test_all_text_reads_every_column_as_written(spark, tmp_path: Path):
+    source = tmp_path / "shops.csv"
+    source.write_text(TYPED)
+    lake = tmp_path / "lake"
+    ingest(spark, lake, find_sources([source]), IngestConfig(all_text=True))
+    frame = spark.read.format("delta").load(str(lake / "shops"))
+    assert {f.dataType.simpleString() for f in frame.schema.fields} == {"string"}
+    assert _rows(spark, lake, "shops") == [
+        ("01234", "+4930", "1.50", "2.25", "7", "true", "2026-11-18"),
+        ("10115", "4940", "2.0", "0.5", "8", "false", None),
+    ]
