@@ -221,7 +221,11 @@ def _ingest(args: argparse.Namespace, config: Config) -> int:
     results = ingest(spark, config.lake, sources, config.ingest, args.mode)
     rows = sum(r.rows for r in results)
     quarantined = sum(r.quarantined for r in results)
-    print(f"ingested {len(results)} tables, {rows} rows; {quarantined} malformed records quarantined")
+    skipped = sum(r.already_appended for r in results)
+    print(
+        f"ingested {len(results) - skipped} tables, {rows} rows; {quarantined} malformed records quarantined"
+        + (f"; {skipped} files already appended, skipped" if skipped else "")
+    )
     return EXIT_OK
 
 

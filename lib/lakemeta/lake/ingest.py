@@ -1,7 +1,8 @@
 """`lakemeta ingest`: CSV and Parquet files or folders become Delta tables in the lake.
 
 Every table is written with the change data feed and row tracking on, in a single Delta commit, so a
-failed ingest leaves no half-written table. CSV rows Spark cannot parse (a wrong number of fields, an
+failed ingest leaves no half-written table. An append is idempotent: a retried ingest of the same file
+appends its rows once (see :func:`append_id`). CSV rows Spark cannot parse (a wrong number of fields, an
 unparsable value) go to a quarantine table ``_quarantine/<table>`` beside the lake's tables, with the
 source file, the numbers of the lines holding the record, the raw record and the reason, and the ingest
 reports how many went there and their first lines.
@@ -15,6 +16,7 @@ Column names keep their text except the characters Delta refuses in names withou
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -59,6 +61,7 @@ class IngestResult:
     source: Path
     rows: int
     quarantined: int
+    already_appended: bool = False  # an append of this file's content was found in the table: none made
 
 
 def find_sources(sources: list[Path], prefix: str = "") -> list[SourceFile]:
@@ -134,6 +137,14 @@ def ingest_one(
     exists = destination.is_delta_table()
     if exists and mode == "error":
         raise IngestError(f"{source.path}: could not write table {source.table_name}: it exists (mode error)")
+    transaction = append_id(source.path) if mode == "append" else None
+    if (
+        transaction is not None
+        and exists
+        and destination.delta_table().transaction_version(transaction) is not None
+    ):
+        log.info("%s: already appended to %s; nothing written", source.path, source.table_name)
+        return IngestResult(source.table_name, source.path, 0, 0, already_appended=True)
     if source.file_format == "parquet":
         frame, bad, parsed = spark.read.parquet(str(source.path)), None, None
     else:
@@ -147,6 +158,10 @@ def ingest_one(
     writer = frame.write.format("delta").mode(mode)
     for key, value in TABLE_PROPERTIES.items():
         writer = writer.option(key, value)
+    if transaction is not None:
+        # Delta records the id in the commit and skips a write whose id it holds: two retries racing past
+        # the check above still append once.
+        writer = writer.option("txnAppId", transaction).option("txnVersion", 0)
     try:
         writer.save(str(destination))
     except Exception as error:
@@ -158,6 +173,16 @@ def ingest_one(
     rows = written_rows(destination)
     log.debug("ingested %s -> %s: %d rows, %d quarantined", source.path, source.table_name, rows, quarantined)
     return IngestResult(source.table_name, source.path, rows, quarantined)
+
+
+def append_id(path: Path) -> str:
+    """The id an append of ``path`` is recorded under in the table, with Delta's idempotent writes
+    (``txnAppId``, at ``txnVersion`` 0): the file's absolute path and the SHA-256 of its content. Delta
+    keeps these ids in the table's log, checkpoints included, so a retry of the same file finds its append
+    however long ago it was made; the same path holding other content is another append."""
+    with path.open("rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    return f"lakemeta.ingest {path.resolve()} sha256:{digest}"
 
 
 def written_rows(table: Location) -> int:

@@ -261,3 +261,23 @@ def test_all_text_reads_every_column_as_written(spark, tmp_path: Path):
         ("01234", "+4930", "1.50", "2.25", "7", "true", "2026-11-18"),
         ("10115", "4940", "2.0", "0.5", "8", "false", None),
     ]
+
+
+def test_a_retried_append_of_a_file_appends_it_once(spark, tmp_path: Path):
+    source = tmp_path / "events.csv"
+    source.write_text("id,kind\n1,a\n2,b,EXTRA\n3,c\n")
+    lake = tmp_path / "lake"
+    first = ingest(spark, lake, find_sources([source]), IngestConfig(), mode="append")
+    retry = ingest(spark, lake, find_sources([source]), IngestConfig(), mode="append")
+    assert [(r.rows, r.quarantined, r.already_appended) for r in first + retry] == [
+        (2, 1, False),
+        (0, 0, True),
+    ]
+    assert _rows(spark, lake, "events") == [(1, "a"), (3, "c")]
+    assert [raw for raw, _ in _quarantined(spark, lake, "events")] == ["2,b,EXTRA"]
+    assert deltalake.DeltaTable(str(lake / "events")).version() == 0  # the retry committed nothing
+    # Other content at the same path is another append, made once too.
+    source.write_text("id,kind\n4,d\n")
+    for _ in range(2):
+        ingest(spark, lake, find_sources([source]), IngestConfig(), mode="append")
+    assert _rows(spark, lake, "events") == [(1, "a"), (3, "c"), (4, "d")]
