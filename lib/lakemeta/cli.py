@@ -33,7 +33,7 @@ EXIT_USAGE = 2  # argparse's own code for a usage error; input errors share it
 EXIT_INTERNAL = 3
 EXIT_CODES_HELP = f"""exit codes:
   {EXIT_OK}  done
-  {EXIT_AUDIT_FAILED}  the quality gate failed: nothing was published (run, rebuild)
+  {EXIT_AUDIT_FAILED}  the quality gate failed: nothing was published (run, rebuild), or a demo check failed
   {EXIT_USAGE}  usage or input error (a bad option, a missing table, column or path): the message says which
   {EXIT_INTERNAL}  internal error: the traceback is logged
 """
