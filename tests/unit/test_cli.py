@@ -120,6 +120,12 @@ def test_an_input_error_exits_2_with_the_message(
     assert error.startswith("lakemeta show: ") and message in error and "Traceback" not in error
 
 
+def test_ingest_of_a_missing_file_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    missing = tmp_path / "no-such.csv"
+    assert cli.main(["ingest", "--lake", str(tmp_path / "lake"), str(missing)]) == 2
+    assert capsys.readouterr().err.strip() == f"lakemeta ingest: {missing}: no such file or folder"
+
+
 def test_an_unexpected_error_exits_3_with_the_traceback_logged(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ):
