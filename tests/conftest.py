@@ -16,10 +16,21 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects: `make test-fast` relies on the markers added here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests marked ``slow`` (the Airflow run, the whole-pipeline state tests) first: pytest-xdist's
+    """Mark what needs a JVM or Airflow, whether or not its file says so: a test under tests/spark or taking
+    the ``spark`` fixture is ``spark``, one under tests/dags ``airflow``; so ``-m "not spark and not
+    airflow"`` selects exactly the tests that need neither.
+
+    Then tests marked ``slow`` (the Airflow run, the whole-pipeline state tests) first: pytest-xdist's
     ``loadfile`` gives the first file to one worker and the second to the other, then each a third, and
     the rest as they free up; so the two longest files start at once, side by side, instead of last."""
+    for item in items:
+        folder = item.path.relative_to(REPO / "tests").parts[0]
+        if folder == "spark" or "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+        if folder == "dags":
+            item.add_marker(pytest.mark.airflow)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from lakemeta import __version__
 from lakemeta.config import (
     Config,
     add_location_arguments,
@@ -25,19 +27,67 @@ if TYPE_CHECKING:  # the pipeline imports pyspark: only commands that run Spark 
 
 log = logging.getLogger("lakemeta")
 
+EXIT_OK = 0
+EXIT_AUDIT_FAILED = 1
+EXIT_USAGE = 2  # argparse's own code for a usage error; input errors share it
+EXIT_INTERNAL = 3
+EXIT_CODES_HELP = f"""exit codes:
+  {EXIT_OK}  done
+  {EXIT_AUDIT_FAILED}  the quality gate failed: nothing was published (run, rebuild), or a demo check failed
+  {EXIT_USAGE}  usage or input error (a bad option, a missing table, column or path): the message says which
+  {EXIT_INTERNAL}  internal error: the traceback is logged
+"""
+# What the library raises for what it was given: ValueError for a value it cannot use, FileNotFoundError
+# for a path with nothing there, StorageError for a location it cannot reach. Anything else is a defect.
+INPUT_ERRORS = (ValueError, FileNotFoundError, StorageError)
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lakemeta", description="Metadata of a data lake, kept current.")
-    parser.add_argument("--master", help="Spark master (default local[*]; spark://host:7077 for a cluster)")
-    parser.add_argument(
+
+def _add_global_options(parser: argparse.ArgumentParser, after_command: bool) -> None:
+    """The options every command takes, before or after its name. After it, an option is stored only when
+    given (argparse copies every value a subcommand's parser holds over the main parser's), so that it
+    overrides the same option given before and leaves it in force otherwise; its settings go to a list of
+    their own, appended to those given before."""
+    group = parser.add_argument_group("global options (before or after the command)")
+    default = argparse.SUPPRESS if after_command else None
+    group.add_argument(
+        "--config", type=Path, default=default, help="the YAML configuration file (default: LAKEMETA_CONFIG)"
+    )
+    group.add_argument(
+        "--master", default=default, help="Spark master (default local[*]; spark://host:7077 for a cluster)"
+    )
+    group.add_argument(
         "--remote",
+        default=default,
         help="run on this Spark Connect server (sc://localhost:15002; `lakemeta connect-server` starts one)",
     )
-    add_settings_argument(parser)
+    add_location_arguments(group, default=default)
+    add_settings_argument(group, dest="settings_after_command" if after_command else "settings")
+
+
+def _add_command(
+    commands: argparse._SubParsersAction,
+    name: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    command = commands.add_parser(
+        name, help=description, epilog=EXIT_CODES_HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    _add_global_options(command, after_command=True)
+    return command
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="lakemeta",
+        description="Metadata of a data lake, kept current.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_global_options(parser, after_command=False)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    ingest = commands.add_parser("ingest", help="CSV / Parquet files or folders -> Delta tables in the lake")
-    add_location_arguments(ingest, catalog=False)
+    ingest = _add_command(commands, "ingest", "CSV / Parquet files or folders -> Delta tables in the lake")
     ingest.add_argument("sources", type=Path, nargs="+", help="files or folders")
     ingest.add_argument("--prefix", default="", help="put the tables under this folder of the lake")
     ingest.add_argument("--mode", choices=["error", "overwrite", "append"], default="error")
@@ -46,14 +96,22 @@ def build_parser() -> argparse.ArgumentParser:
     ingest.add_argument("--quote", help='CSV quote character (default ")')
     ingest.add_argument("--escape", help='CSV escape character (default ")')
     ingest.add_argument("--encoding", help="CSV encoding (default UTF-8)")
+    ingest.add_argument(
+        "--all-text",
+        action="store_true",
+        default=None,  # unset: the configuration's ingest.all_text holds
+        help="read every CSV column as text, as written (default: the inferred types where lossless)",
+    )
 
-    run = commands.add_parser("run", help="process pending batches, then refresh discovery results")
-    add_location_arguments(run)
-    rebuild = commands.add_parser("rebuild", help="drop state, recompute from the current snapshots")
-    add_location_arguments(rebuild)
+    _add_command(commands, "run", "process pending batches, then refresh discovery results")
+    rebuild = _add_command(commands, "rebuild", "drop state, recompute from the current snapshots")
+    rebuild.add_argument(
+        "--yes",
+        action="store_true",
+        help="drop the state without asking (needed when stdin is not a terminal)",
+    )
 
-    joinable = commands.add_parser("joinable", help="top-k tables joinable with a query table (MATE)")
-    add_location_arguments(joinable)
+    joinable = _add_command(commands, "joinable", "top-k tables joinable with a query table (MATE)")
     joinable.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
     joinable.add_argument("--key", required=True, help="key columns of the query, comma-separated")
     joinable.add_argument("--k", type=int, help="tables to return (default: joinsearch.k, 10)")
@@ -65,15 +123,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     joinable.add_argument("--query-id", default="cli", help="results go to joinable_tables under this id")
 
-    graph = commands.add_parser("graph", help="draw the schemas: accepted FKs per schema graph (no JVM)")
-    add_location_arguments(graph, lake=False)
+    graph = _add_command(commands, "graph", "draw the schemas: accepted FKs per schema graph (no JVM)")
     graph.add_argument("--out", type=Path, default=Path("schemas.html"), help="the page to write (HTML)")
     graph.add_argument("--inds", action="store_true", help="draw the INDs within each schema too")
 
-    show = commands.add_parser("show", help="print a catalog table (no JVM)")
-    add_location_arguments(show, lake=False)
+    show = _add_command(commands, "show", "print a catalog table (no JVM)")
     show.add_argument("table", help="catalog table, e.g. columns or state/hll_counters")
-    show.add_argument("--limit", type=int, default=50, help="rows to print (0: all)")
+    show.add_argument(
+        "--format",
+        choices=["table", "json", "csv"],
+        default="table",
+        help="a text table (default); one JSON list of row objects; CSV with a header",
+    )
+    show.add_argument(
+        "--limit", type=int, help="rows to print (default: 50 in a table, all in JSON and CSV; 0: all)"
+    )
     time_travel = show.add_mutually_exclusive_group()
     time_travel.add_argument("--version", type=int, help="the table as of this Delta version")
     time_travel.add_argument(
@@ -85,45 +149,63 @@ def build_parser() -> argparse.ArgumentParser:
         help="the latest version written, even if not yet audited and published (default: the published one)",
     )
 
-    server = commands.add_parser(
-        "connect-server", help="serve Spark Connect for the DAGs and --remote (runs until stopped)"
+    server = _add_command(
+        commands, "connect-server", "serve Spark Connect for the DAGs and --remote (runs until stopped)"
     )
-    add_location_arguments(server)
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     server.add_argument("--port", type=int, default=15002, help="port to listen on (default 15002)")
 
-    warm = commands.add_parser(
+    warm = _add_command(
+        commands,
         "warm-up",
-        help="warm a just-started Connect server (--remote): the pipeline on a tiny lake of its own",
+        "warm a just-started Connect server (--remote): the pipeline on a tiny lake of its own",
     )
-    add_location_arguments(warm)
     warm.add_argument(
         "--wait", type=float, default=300, help="seconds to wait for the server to serve (default 300)"
     )
 
-    demo = commands.add_parser("demo", help="build a demo lake, run the pipeline, change it, run again")
+    demo = _add_command(commands, "demo", "build a demo lake, run the pipeline, change it, run again")
     demo.add_argument(
         "--workdir", type=Path, default=Path("demo-output"), help="where the lake and catalog go"
     )
     return parser
 
 
+def config_of(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
+    """The configuration a command runs with: the file (``--config``, else LAKEMETA_CONFIG), the
+    environment (``environ``, default the process's), the ``--set`` settings, then the other flags."""
+    environ = dict(os.environ if environ is None else environ)
+    if args.config is not None:
+        environ["LAKEMETA_CONFIG"] = str(args.config)
+    overrides = parse_settings(args.settings + args.settings_after_command)
+    flags = {
+        "lake": args.lake,
+        "catalog": args.catalog,
+        "spark_master": args.master,
+        "spark_remote": args.remote,
+    }
+    overrides.update({key: value for key, value in flags.items() if value is not None})
+    if args.command == "ingest":
+        ingest_flags = {
+            k: getattr(args, k) for k in ("separator", "header", "quote", "escape", "encoding", "all_text")
+        }
+        given = {key: value for key, value in ingest_flags.items() if value is not None}
+        overrides["ingest"] = {**overrides.get("ingest", {}), **given}
+    return load_config(overrides, environ)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run a command; the exit code is one of EXIT_CODES_HELP's (argparse exits with 2 itself)."""
     args = build_parser().parse_args(argv)
     configure_logging()
-    overrides = parse_settings(args.settings)
-    overrides.update({key: getattr(args, key, None) for key in ("lake", "catalog")})
-    overrides["spark_master"] = args.master
-    overrides["spark_remote"] = args.remote
-    if args.command == "ingest":
-        ingest_options = {k: getattr(args, k) for k in ("separator", "header", "quote", "escape", "encoding")}
-        overrides["ingest"] = ingest_options
-    config = load_config(overrides)
     try:
-        return COMMANDS[args.command](args, config)
-    except (ValueError, FileNotFoundError, KeyError, StorageError) as error:
+        return COMMANDS[args.command](args, config_of(args))
+    except INPUT_ERRORS as error:
         print(f"lakemeta {args.command}: {error}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
+    except Exception:
+        log.exception("lakemeta %s: internal error", args.command)
+        return EXIT_INTERNAL
 
 
 def _ingest(args: argparse.Namespace, config: Config) -> int:
@@ -139,8 +221,12 @@ def _ingest(args: argparse.Namespace, config: Config) -> int:
     results = ingest(spark, config.lake, sources, config.ingest, args.mode)
     rows = sum(r.rows for r in results)
     quarantined = sum(r.quarantined for r in results)
-    print(f"ingested {len(results)} tables, {rows} rows; {quarantined} malformed records quarantined")
-    return 0
+    skipped = sum(r.already_appended for r in results)
+    print(
+        f"ingested {len(results) - skipped} tables, {rows} rows; {quarantined} malformed records quarantined"
+        + (f"; {skipped} files already appended, skipped" if skipped else "")
+    )
+    return EXIT_OK
 
 
 def _pipeline(config: Config, metastore: bool = False) -> Pipeline:
@@ -161,15 +247,15 @@ def _pipeline(config: Config, metastore: bool = False) -> Pipeline:
 
 
 def _audit_and_publish(pipeline: Pipeline) -> int:
-    """Write-audit-publish's last two steps; 1 (nothing published) when the quality gate fails."""
+    """Write-audit-publish's last two steps; EXIT_AUDIT_FAILED (nothing published) when the gate fails."""
     audit = pipeline.audit()
     if not audit.success:
         print(f"quality gate failed, nothing published; results in {audit.path}:", file=sys.stderr)
         print("\n".join(f"  {failure}" for failure in audit.failures), file=sys.stderr)
-        return 1
+        return EXIT_AUDIT_FAILED
     n_tables = pipeline.publish(audit)
     print(f"quality gate passed; {n_tables} catalog tables published (results in {audit.path})")
-    return 0
+    return EXIT_OK
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
@@ -178,7 +264,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     planner = Pipeline(None, config)  # Delta logs only: no JVM is started for nothing to do
     if planner.detect_batches() is None and planner.results_current():
         print("no table changed; every result is current and published")
-        return 0
+        return EXIT_OK
     pipeline = _pipeline(config, metastore=True)  # its run continues the run planned here
     plan = pipeline.run()
     print("no table changed" if plan is None else f"run {plan.run_id}: {len(plan.batches)} tables changed")
@@ -186,11 +272,27 @@ def _run(args: argparse.Namespace, config: Config) -> int:
 
 
 def _rebuild(args: argparse.Namespace, config: Config) -> int:
+    if not args.yes:
+        _confirm_rebuild(config)
     pipeline = _pipeline(config, metastore=True)
     plan = pipeline.rebuild()
     tables = 0 if plan is None else len(plan.batches)
     print(f"rebuilt state from {tables} tables" + ("" if plan is None else f" (run {plan.run_id})"))
     return _audit_and_publish(pipeline)
+
+
+def _confirm_rebuild(config: Config) -> None:
+    """Ask for the word `rebuild`, as the DAG's trigger form does; a ValueError (nothing dropped) when it is
+    not typed, or when no one can type it (stdin is not a terminal: a script says --yes)."""
+    _, catalog = config.require_paths()
+    if not sys.stdin.isatty():
+        raise ValueError("rebuild drops all state and stdin is not a terminal: give --yes; nothing dropped")
+    try:
+        answer = input(f"rebuild drops all state under {catalog / 'state'}; type rebuild to go on: ")
+    except EOFError:  # Ctrl-D at the prompt
+        answer = ""
+    if answer.strip() != "rebuild":
+        raise ValueError("not confirmed; nothing dropped")
 
 
 def _joinable(args: argparse.Namespace, config: Config) -> int:
@@ -201,7 +303,7 @@ def _joinable(args: argparse.Namespace, config: Config) -> int:
     hash_bits = args.hash_bits or config.joinsearch.hash_bits
     matches = _pipeline(config).search_joinable(str(args.query), keys, k, hash_bits, args.query_id)
     print(format_matches(matches))
-    return 0
+    return EXIT_OK
 
 
 def _graph(args: argparse.Namespace, config: Config) -> int:
@@ -214,26 +316,30 @@ def _graph(args: argparse.Namespace, config: Config) -> int:
         f"{len(overview)} schemas, {sum(info['fks'] for info in overview.values())} accepted FKs, "
         f"{len(views)} schema graphs drawn in {args.out}"
     )
-    return 0
+    return EXIT_OK
 
 
 def _show(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.show import format_table, read_catalog_table
+    from lakemeta.show import format_csv, format_json, format_table, read_catalog_rows
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    frame = read_catalog_table(
-        config.catalog, args.table, args.version, args.as_of, published=not args.latest
-    )
-    print(format_table(frame, args.limit or None))
-    return 0
+    rows = read_catalog_rows(config.catalog, args.table, args.version, args.as_of, published=not args.latest)
+    limit = (50 if args.format == "table" else 0) if args.limit is None else args.limit
+    if args.format == "table":
+        print(format_table(rows.to_pandas(), limit or None))  # says itself how many rows it left out
+        return EXIT_OK
+    print((format_json if args.format == "json" else format_csv)(rows.slice(0, limit or None)))
+    if 0 < limit < rows.num_rows:  # stderr: the output stays valid JSON or CSV
+        print(f"{rows.num_rows - limit} more rows not printed ({rows.num_rows} in all)", file=sys.stderr)
+    return EXIT_OK
 
 
 def _connect_server(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.spark.connect import serve
 
     serve(config, args.host, args.port)  # does not return: the process becomes the server
-    return 0
+    return EXIT_OK
 
 
 def _warm_up(args: argparse.Namespace, config: Config) -> int:
@@ -246,7 +352,7 @@ def _warm_up(args: argparse.Namespace, config: Config) -> int:
     wait_until_serving_url(config.spark_remote, args.wait)
     seconds = warm_up(get_session(remote=config.spark_remote, app_name="lakemeta warm-up"), config)
     print(f"Spark Connect server warmed up in {seconds:.1f} s")
-    return 0
+    return EXIT_OK
 
 
 def _demo(args: argparse.Namespace, config: Config) -> int:

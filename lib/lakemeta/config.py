@@ -28,6 +28,8 @@ class IngestConfig:
     quote: str = '"'
     escape: str = '"'
     encoding: str = "UTF-8"
+    # Every column as text, as written, instead of the types Spark infers.
+    all_text: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -295,7 +297,10 @@ def parse_settings(settings: Sequence[str]) -> dict[str, Any]:
         name, equals, text = setting.partition("=")
         if not equals or not name.strip():
             raise ValueError(f"a setting is KEY=VALUE or SECTION.KEY=VALUE, got {setting!r}")
-        value = yaml.safe_load(text)
+        try:
+            value = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            raise ValueError(f"setting {setting!r}: the value is not YAML: {error}") from error
         section, dot, key = name.strip().partition(".")
         if dot:
             overrides.setdefault(section, {})[key] = value
@@ -304,12 +309,14 @@ def parse_settings(settings: Sequence[str]) -> dict[str, Any]:
     return overrides
 
 
-def add_settings_argument(parser: argparse.ArgumentParser) -> None:
+def add_settings_argument(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, dest: str = "settings"
+) -> None:
     """The ``--set SECTION.KEY=VALUE`` option (repeatable) of the CLI and of every job, read by
-    :func:`parse_settings`."""
+    :func:`parse_settings`; the settings go to the list ``dest``."""
     parser.add_argument(
         "--set",
-        dest="settings",
+        dest=dest,
         action="append",
         default=[],
         metavar="SECTION.KEY=VALUE",
@@ -317,17 +324,21 @@ def add_settings_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_location_arguments(parser: argparse.ArgumentParser, lake: bool = True, catalog: bool = True) -> None:
-    """The ``--lake`` and ``--catalog`` options, which override the configured locations."""
-    if lake:
-        parser.add_argument(
-            "--lake", help="lake root, a folder or s3://bucket/prefix (default: LAKEMETA_LAKE / config file)"
-        )
-    if catalog:
-        parser.add_argument(
-            "--catalog",
-            help="catalog root, a folder or s3://bucket/prefix (default: LAKEMETA_CATALOG / config file)",
-        )
+def add_location_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, default: object = None
+) -> None:
+    """The ``--lake`` and ``--catalog`` options, which override the configured locations; ``default`` is
+    their value when not given (``argparse.SUPPRESS``: none)."""
+    parser.add_argument(
+        "--lake",
+        default=default,
+        help="lake root, a folder or s3://bucket/prefix (default: LAKEMETA_LAKE / config file)",
+    )
+    parser.add_argument(
+        "--catalog",
+        default=default,
+        help="catalog root, a folder or s3://bucket/prefix (default: LAKEMETA_CATALOG / config file)",
+    )
 
 
 def _build(values: dict[str, Any]) -> Config:

@@ -1,11 +1,19 @@
-"""`lakemeta show`: print a catalog table without a JVM (delta-rs), at any version or time."""
+"""`lakemeta show`: print a catalog table without a JVM (delta-rs), at any version or time, as a text table
+for people or as JSON or CSV for programs."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import base64
+import csv
+import io
+import json
+import math
+from datetime import date, datetime, time
+from decimal import Decimal
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from lakemeta.registry import all_schemas
 from lakemeta.storage import Location
@@ -30,18 +38,19 @@ def published_version(catalog: Location | Path | str, name: str) -> int | None:
     return max(versions, key=lambda row: row["published_at"])["version"] if versions else None
 
 
-def read_catalog_table(
+def read_catalog_rows(
     catalog: Location | Path | str,
     name: str,
     version: int | None = None,
     as_of: datetime | None = None,
     published: bool = False,
-) -> pd.DataFrame:
-    """A catalog table (the catalog a local path or a URI) as pandas: its latest version, or as it was at
-    ``version`` or at time ``as_of``, or (``published``) the version published last when there is one."""
+) -> pa.Table:
+    """A catalog table (the catalog a local path or a URI) as Arrow, in a stable order: its latest version,
+    or as it was at ``version`` or at time ``as_of``, or (``published``) the version published last when
+    there is one."""
     known = all_schemas()
     if name not in known:
-        raise KeyError(f"unknown catalog table {name!r}; known: {', '.join(sorted(known))}")
+        raise ValueError(f"unknown catalog table {name!r}; known: {', '.join(sorted(known))}")
     path = Location.parse(catalog) / name
     if not path.is_delta_table():
         raise FileNotFoundError(f"{path} is not a Delta table: has `lakemeta run` been run on this catalog?")
@@ -52,9 +61,22 @@ def read_catalog_table(
         table.load_as_version(version)
     elif as_of is not None:
         table.load_as_version(as_of)
-    frame = table.to_pandas()
-    keys = SORT_KEYS.get(name) or [c for c in ("table_name", "dep_table", "ordinal") if c in frame.columns]
-    return frame.sort_values(keys, kind="stable").reset_index(drop=True) if keys else frame
+    rows = table.to_pyarrow_table()
+    keys = SORT_KEYS.get(name) or [
+        c for c in ("table_name", "dep_table", "ordinal") if c in rows.column_names
+    ]
+    return rows.sort_by([(key, "ascending") for key in keys]) if keys else rows  # Arrow's sort is stable
+
+
+def read_catalog_table(
+    catalog: Location | Path | str,
+    name: str,
+    version: int | None = None,
+    as_of: datetime | None = None,
+    published: bool = False,
+) -> pd.DataFrame:
+    """:func:`read_catalog_rows` as pandas."""
+    return read_catalog_rows(catalog, name, version, as_of, published).to_pandas()
 
 
 def format_table(frame: pd.DataFrame, limit: int | None) -> str:
@@ -63,3 +85,44 @@ def format_table(frame: pd.DataFrame, limit: int | None) -> str:
     if limit is not None and len(frame) > limit:
         text += f"\n... {len(frame) - limit} more rows ({len(frame)} in all)"
     return text
+
+
+def format_json(rows: pa.Table) -> str:
+    """The rows as one JSON document, a list of objects keyed by column (see :func:`_plain` for values)."""
+    return json.dumps([_plain(row) for row in rows.to_pylist(maps_as_pydicts="strict")], ensure_ascii=False)
+
+
+def format_csv(rows: pa.Table) -> str:
+    """The rows as CSV (RFC 4180 quoting) under a header of the column names: null is an empty field, a
+    list or map its JSON, other values as :func:`_plain` writes them."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(rows.column_names)
+    for row in rows.to_pylist(maps_as_pydicts="strict"):
+        writer.writerow([_csv_field(value) for value in row.values()])
+    return out.getvalue().removesuffix("\n")
+
+
+def _csv_field(value: object) -> str:
+    plain = _plain(value)
+    if plain is None:
+        return ""
+    return plain if isinstance(plain, str) else json.dumps(plain, ensure_ascii=False)
+
+
+def _plain(value: object) -> object:
+    """A value as JSON holds it: dates and times in ISO 8601, binary in base64, decimals as text (exact),
+    NaN and infinities as null (JSON has neither); lists and maps element by element."""
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    if isinstance(value, date | time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,7 +1,8 @@
 """`lakemeta ingest`: CSV and Parquet files or folders become Delta tables in the lake.
 
 Every table is written with the change data feed and row tracking on, in a single Delta commit, so a
-failed ingest leaves no half-written table. CSV rows Spark cannot parse (a wrong number of fields, an
+failed ingest leaves no half-written table. An append is idempotent: a retried ingest of the same file
+appends its rows once (see :func:`append_id`). CSV rows Spark cannot parse (a wrong number of fields, an
 unparsable value) go to a quarantine table ``_quarantine/<table>`` beside the lake's tables, with the
 source file, the numbers of the lines holding the record, the raw record and the reason, and the ingest
 reports how many went there and their first lines.
@@ -15,6 +16,7 @@ Column names keep their text except the characters Delta refuses in names withou
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -22,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyspark.sql.functions as F
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession, Window
 from pyspark.sql.types import StringType, StructField, StructType
 from tqdm import tqdm
 
@@ -59,6 +61,7 @@ class IngestResult:
     source: Path
     rows: int
     quarantined: int
+    already_appended: bool = False  # an append of this file's content was found in the table: none made
 
 
 def find_sources(sources: list[Path], prefix: str = "") -> list[SourceFile]:
@@ -134,6 +137,14 @@ def ingest_one(
     exists = destination.is_delta_table()
     if exists and mode == "error":
         raise IngestError(f"{source.path}: could not write table {source.table_name}: it exists (mode error)")
+    transaction = append_id(source.path) if mode == "append" else None
+    if (
+        transaction is not None
+        and exists
+        and destination.delta_table().transaction_version(transaction) is not None
+    ):
+        log.info("%s: already appended to %s; nothing written", source.path, source.table_name)
+        return IngestResult(source.table_name, source.path, 0, 0, already_appended=True)
     if source.file_format == "parquet":
         frame, bad, parsed = spark.read.parquet(str(source.path)), None, None
     else:
@@ -147,6 +158,10 @@ def ingest_one(
     writer = frame.write.format("delta").mode(mode)
     for key, value in TABLE_PROPERTIES.items():
         writer = writer.option(key, value)
+    if transaction is not None:
+        # Delta records the id in the commit and skips a write whose id it holds: two retries racing past
+        # the check above still append once.
+        writer = writer.option("txnAppId", transaction).option("txnVersion", 0)
     try:
         writer.save(str(destination))
     except Exception as error:
@@ -158,6 +173,16 @@ def ingest_one(
     rows = written_rows(destination)
     log.debug("ingested %s -> %s: %d rows, %d quarantined", source.path, source.table_name, rows, quarantined)
     return IngestResult(source.table_name, source.path, rows, quarantined)
+
+
+def append_id(path: Path) -> str:
+    """The id an append of ``path`` is recorded under in the table, with Delta's idempotent writes
+    (``txnAppId``, at ``txnVersion`` 0): the file's absolute path and the SHA-256 of its content. Delta
+    keeps these ids in the table's log, checkpoints included, so a retry of the same file finds its append
+    however long ago it was made; the same path holding other content is another append."""
+    with path.open("rb") as handle:
+        digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    return f"lakemeta.ingest {path.resolve()} sha256:{digest}"
 
 
 def written_rows(table: Location) -> int:
@@ -173,8 +198,10 @@ def _read_csv(
     derive from (the caller unpersists it).
 
     Spark infers the types over the whole file first; a second read with that schema flags every
-    record that does not fit it (too few or too many fields, a value of another type). Line endings
-    CR, LF and CRLF are all recognised by Spark's line reader.
+    record that does not fit it (too few or too many fields, a value of another type). Records are read
+    as RFC 4180 has them: a quoted field may hold line breaks (``multiLine``, which reads each file in one
+    task), which Spark's parser reads as LF whatever the file's line ending; that ending, CR, LF or CRLF,
+    is detected from the first record.
     """
     reader = (
         spark.read.option("header", options.header)
@@ -182,10 +209,13 @@ def _read_csv(
         .option("quote", options.quote)
         .option("escape", options.escape)
         .option("encoding", options.encoding)
-        .option("multiLine", False)
+        .option("multiLine", True)
     )
     try:
-        inferred = reader.option("inferSchema", True).csv(str(path)).schema
+        # Without inference every column is text, as written; the header alone is read for the names.
+        inferred = reader.option("inferSchema", not options.all_text).csv(str(path)).schema
+        if not options.all_text:
+            inferred = _text_where_lossy(reader, path, inferred)
     except Exception as error:
         raise IngestError(f"{path}: not readable as CSV: {error}") from error
     if not inferred.fields:
@@ -221,6 +251,36 @@ def _read_csv(
         F.concat(F.lit("bytes that are not UTF-8 (read as U+FFFD) in column "), undecodable).alias("reason"),
     )
     return good, malformed.unionByName(misencoded), parsed
+
+
+def _text_where_lossy(reader: DataFrameReader, path: Path, inferred: StructType) -> StructType:
+    """``inferred`` with text instead of the inferred type for every column where some value, read as that
+    type and written back as text, would not be the text read ("01234" read as 1234, "+49" as 49, "1.50"
+    as 1.5, "True" as true): a code keeps its leading zeros, and still equals its copies stored as text
+    elsewhere in the lake. One scan of the file, read as text."""
+    typed = [field for field in inferred.fields if not isinstance(field.dataType, StringType)]
+    if not typed:
+        return inferred
+    as_text = reader.schema(StructType([StructField(f.name, StringType()) for f in inferred.fields]))
+    frame = as_text.csv(str(path))
+    lossy = [
+        F.bool_or(
+            source_column(field.name).isNotNull()
+            & ~source_column(field.name)
+            .try_cast(field.dataType)
+            .cast("string")
+            .eqNullSafe(source_column(field.name))
+        ).alias(field.name)
+        for field in typed
+    ]
+    flags = frame.agg(*lossy).first()
+    text = {name for name, is_lossy in flags.asDict().items() if is_lossy}
+    if text:
+        kept = ", ".join(sorted(text))
+        log.info("%s: columns kept as text, some values not as written in the inferred type: %s", path, kept)
+    return StructType(
+        [StructField(f.name, StringType(), True) if f.name in text else f for f in inferred.fields]
+    )
 
 
 def _undecodable_columns(schema: StructType, encoding: str) -> Column:
@@ -276,13 +336,12 @@ def _quarantine(
 
 def _line_numbers(spark: SparkSession, path: Path, records: DataFrame) -> DataFrame:
     """For each distinct ``raw_record`` of ``records``, the numbers of the file's lines holding exactly that
-    text (1-based, the header line 1), as ``line_numbers``; none for a record whose text is not a line as
-    read in UTF-8 (another encoding, a record rebuilt from its fields).
+    text (1-based, the header line 1), as ``line_numbers``; none for a record whose text is not one line as
+    read in UTF-8 (a quoted field holding a line break, another encoding, a record rebuilt from its fields).
 
-    Computed in the JVM: Spark's text reader splits lines as the CSV reader does (``multiLine`` off), each
-    line knows the file split it came from (``_metadata.file_block_start``), and the lines of one split
-    are consecutive in one task, so a line's number is the lines of the earlier splits plus its position
-    in its own."""
+    Computed in the JVM: Spark's text reader splits the file at every line break, each line knows the
+    file split it came from (``_metadata.file_block_start``), and the lines of one split are consecutive
+    in one task, so a line's number is the lines of the earlier splits plus its position in its own."""
     lines = spark.read.text(str(path)).select(
         F.col("value").alias("raw_record"),
         F.col("_metadata.file_block_start").alias("block"),

@@ -4,6 +4,7 @@ through the whole pipeline."""
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import deltalake
@@ -197,3 +198,86 @@ def test_mixed_types_duplicates_an_all_null_column_a_1_mb_cell_and_1000_columns_
     assert sorted(zip(inds.dep_column, inds.ref_column, strict=True)) == sorted(
         ("c0", f"c{i}") for i in range(1, 1000)
     )
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_quoted_fields_with_line_breaks_are_read_as_rfc_4180_has_them(spark, tmp_path: Path, newline: str):
+    source = tmp_path / "notes.csv"
+    records = ["id,note,n", '1,"first line', 'second line",10', '2,"a ""quoted"" word, and a comma",20']
+    records += ['3,"ends in a break', '",30', "4,plain,40", "5,too few", ""]
+    source.write_bytes(newline.join(records).encode())
+    lake = tmp_path / "lake"
+    results = ingest(spark, lake, find_sources([source]), IngestConfig())
+    assert [(r.rows, r.quarantined) for r in results] == [(4, 1)]
+    # Spark's parser (univocity) turns a CRLF inside quotes into LF: the text, not the line break, is kept.
+    assert _rows(spark, lake, "notes") == [
+        (1, "first line\nsecond line", 10),
+        (2, 'a "quoted" word, and a comma', 20),
+        (3, "ends in a break\n", 30),
+        (4, "plain", 40),
+    ]
+    # The malformed record after the multi-line ones still gets its line: 1 header, 2-3 record 1, ...
+    bad = spark.read.format("delta").load(str(lake / "_quarantine" / "notes")).collect()
+    assert [(r.raw_record, r.line_numbers) for r in bad] == [("5,too few", [8])]
+
+
+TYPED = (
+    "zip,phone,amount,price,n,flag,day\n"
+    "01234,+4930,1.50,2.25,7,true,2026-11-18\n"
+    "10115,4940,2.0,0.5,8,false,\n"
+)
+
+
+def test_a_column_whose_values_would_not_come_back_as_written_stays_text(spark, tmp_path: Path):
+    source = tmp_path / "shops.csv"
+    source.write_text(TYPED)
+    lake = tmp_path / "lake"
+    ingest(spark, lake, find_sources([source]), IngestConfig())
+    frame = spark.read.format("delta").load(str(lake / "shops"))
+    # Leading zeros, a plus sign, a trailing zero: text. Values that come back as written keep their type.
+    assert [(f.name, f.dataType.simpleString()) for f in frame.schema.fields] == [
+        ("zip", "string"),
+        ("phone", "string"),
+        ("amount", "string"),
+        ("price", "double"),
+        ("n", "int"),
+        ("flag", "boolean"),
+        ("day", "date"),
+    ]
+    assert _rows(spark, lake, "shops") == [
+        ("01234", "+4930", "1.50", 2.25, 7, True, date(2026, 11, 18)),
+        ("10115", "4940", "2.0", 0.5, 8, False, None),
+    ]
+
+
+def test_all_text_reads_every_column_as_written(spark, tmp_path: Path):
+    source = tmp_path / "shops.csv"
+    source.write_text(TYPED)
+    lake = tmp_path / "lake"
+    ingest(spark, lake, find_sources([source]), IngestConfig(all_text=True))
+    frame = spark.read.format("delta").load(str(lake / "shops"))
+    assert {f.dataType.simpleString() for f in frame.schema.fields} == {"string"}
+    assert _rows(spark, lake, "shops") == [
+        ("01234", "+4930", "1.50", "2.25", "7", "true", "2026-11-18"),
+        ("10115", "4940", "2.0", "0.5", "8", "false", None),
+    ]
+
+
+def test_a_retried_append_of_a_file_appends_it_once(spark, tmp_path: Path):
+    source = tmp_path / "events.csv"
+    source.write_text("id,kind\n1,a\n2,b,EXTRA\n3,c\n")
+    lake = tmp_path / "lake"
+    first = ingest(spark, lake, find_sources([source]), IngestConfig(), mode="append")
+    retry = ingest(spark, lake, find_sources([source]), IngestConfig(), mode="append")
+    assert [(r.rows, r.quarantined, r.already_appended) for r in first + retry] == [
+        (2, 1, False),
+        (0, 0, True),
+    ]
+    assert _rows(spark, lake, "events") == [(1, "a"), (3, "c")]
+    assert [raw for raw, _ in _quarantined(spark, lake, "events")] == ["2,b,EXTRA"]
+    assert deltalake.DeltaTable(str(lake / "events")).version() == 0  # the retry committed nothing
+    # Other content at the same path is another append, made once too.
+    source.write_text("id,kind\n4,d\n")
+    for _ in range(2):
+        ingest(spark, lake, find_sources([source]), IngestConfig(), mode="append")
+    assert _rows(spark, lake, "events") == [(1, "a"), (3, "c"), (4, "d")]
