@@ -52,14 +52,12 @@ DEADLINE_SECONDS = 900
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
-# The configuration the DAGs read (LAKEMETA_CONFIG): one scheduled incremental run rather than one per
-# hour (a run could otherwise start again while the test runs), and an inclusion floor above the
-# default, which reaches the discovery run as its param's default.
+# The configuration the tasks read (LAKEMETA_CONFIG), with an inclusion floor above the default, which
+# the discovery run's steps keep since its param is left empty.
 CONFIG = """\
 lake: {lake}
 catalog: {catalog}
 spark_master: {master}
-incremental_schedule: "@once"
 sketches:
   inclusion_floor: 0.7
 """
@@ -204,6 +202,9 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__API__PORT": str(port),
         "LAKEMETA_CONFIG": str(root / "lakemeta.yaml"),
+        # One scheduled incremental run rather than one per hour (a run could otherwise start again while
+        # the test runs); read when the DAG files are parsed (lakemeta.dag_settings).
+        "LAKEMETA_INCREMENTAL_SCHEDULE": "@once",
         "LAKEMETA_CONNECT_PORT": str(connect_port),
         "SPARK_CONNECT_AUTHENTICATE_TOKEN": TOKEN,
         "LAKEMETA_DRIVER_MEMORY": "2g",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -12,15 +13,27 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.airflow
 
 
+# What the DAG files read when they are parsed (lakemeta.dag_settings): unset, each has its default.
+DAG_VARIABLES = ("LAKEMETA_INCREMENTAL_SCHEDULE",)
+
+
 @pytest.fixture(scope="module")
 def dagbag(tmp_path_factory: pytest.TempPathFactory):
     import os
 
     os.environ.setdefault("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow-home")))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+    with pytest.MonkeyPatch.context() as environment:
+        for variable in DAG_VARIABLES:
+            environment.delenv(variable, raising=False)
+        yield parse()
+
+
+def parse(folder: Path = REPO / "dags"):
+    """The DagBag of ``folder``, parsed in this environment."""
     from airflow.dag_processing.dagbag import DagBag
 
-    return DagBag(dag_folder=str(REPO / "dags"))
+    return DagBag(dag_folder=str(folder))
 
 
 DAG_IDS = {"lakemeta_incremental", "lakemeta_discovery", "lakemeta_joinable_search", "lakemeta_rebuild"}
@@ -29,6 +42,51 @@ DAG_IDS = {"lakemeta_incremental", "lakemeta_discovery", "lakemeta_joinable_sear
 def test_dags_import_without_errors(dagbag):
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == DAG_IDS
+
+
+# Parses the DAG folder argv[1] with the configuration reader and the jar lookup made to fail if called.
+PARSE = """
+import json, shutil, sys
+import lakemeta.config
+def refuse(*args, **kwargs):
+    raise AssertionError("called while the DAG files were parsed")
+lakemeta.config.load_config = refuse
+import lakemeta.spark, lakemeta.spark.session
+lakemeta.spark.delta_jars = lakemeta.spark.session.delta_jars = refuse
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder=sys.argv[1])
+print(json.dumps({"java": shutil.which("java"), "dags": sorted(bag.dag_ids), "errors": bag.import_errors}))
+"""
+
+
+def test_dag_files_parse_without_java_or_configuration(tmp_path: Path):
+    """The dag-processor builds the DAGs and nothing more: no Java, no configuration file, no jars."""
+    import os
+    import subprocess
+    import sys
+
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name != "JAVA_HOME" and not name.startswith(("LAKEMETA_", "AIRFLOW"))
+    }
+    environment.update(
+        PATH=str(tmp_path),  # no java on it
+        AIRFLOW_HOME=str(tmp_path / "airflow"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        LAKEMETA_CONFIG=str(tmp_path / "missing.yaml"),  # reading it would fail
+        LAKEMETA_JARS=str(tmp_path / "no-jars"),
+    )
+    parsed = subprocess.run(
+        [sys.executable, "-c", PARSE, str(REPO / "dags")],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert parsed.returncode == 0, parsed.stderr[-3000:]
+    outcome = json.loads(parsed.stdout.strip().splitlines()[-1])
+    assert outcome == {"java": None, "dags": sorted(DAG_IDS), "errors": {}}
 
 
 def upstream(dag) -> dict[str, list[str]]:
@@ -95,7 +153,7 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
         type(detect).__name__ == "_ShortCircuitDecoratedOperator" and detect.ignore_downstream_trigger_rules
     )
     (asset,) = dag.get_task("commit_batches").outlets
-    assert asset.name == "lakemeta_state"
+    assert (asset.name, asset.uri) == ("lakemeta_state", "lakemeta://catalog/state")
     discovery = dagbag.dags["lakemeta_discovery"]
     assert [a.name for a in discovery.timetable.asset_condition.objects] == ["lakemeta_state"]
 
@@ -115,7 +173,7 @@ def test_a_registered_state_component_gets_its_task(dagbag, monkeypatch: pytest.
     assert "update_row_counts" in dag.get_task("commit_batches").upstream_task_ids
 
 
-def test_discovery_dag_wiring_and_params(dagbag):
+def test_discovery_dag_wiring_and_params(dagbag, tmp_path: Path):
     from airflow.exceptions import ParamValidationError
 
     from lakemeta.registry import DISCOVERY_STEPS
@@ -136,20 +194,8 @@ def test_discovery_dag_wiring_and_params(dagbag):
         "publish": ["quality_gate"],
     }
     assert "{{ ti.xcom_pull(task_ids='quality_gate') }}" in arguments_of(dag.get_task("publish"))
-    defaults = triggered(dag.params, {})
-    assert defaults == {
-        "inclusion_floor": 0.5,
-        "exact_max_distinct": 16_384,
-        "max_error_bound": 0.25,
-        "max_fd_error": 0.01,
-        "ind_filters": "relational",
-        "fk_inclusion_threshold": 0.9,
-        "require_name_match": False,
-        "fk_name_signal": True,
-        "fk_sample_emd": 0.05,
-        "fk_prefix_share": 0.5,
-        "fk_overlap_share": 0.5,
-    }
+    # No param has a default of its own: the configuration the task reads decides.
+    assert set(triggered(dag.params, {}).values()) == {None}
     for bad in (
         {"inclusion_floor": 1.5},
         {"exact_max_distinct": -1},
@@ -160,12 +206,12 @@ def test_discovery_dag_wiring_and_params(dagbag):
     ):
         with pytest.raises(ParamValidationError):
             triggered(dag.params, bad)
-    # The params a run is triggered with reach every discovery step as typed configuration settings.
-    from lakemeta.config import load_config, parse_settings
-
+    # The params a run is triggered with reach every discovery step as typed configuration settings; the
+    # ones left empty leave the configuration file's values (or the built-in ones) in force.
+    config_file = tmp_path / "lakemeta.yaml"
+    config_file.write_text("sketches:\n  inclusion_floor: 0.7\nfks:\n  sample_emd: 0.1\n")
     chosen = triggered(
-        dag.params,
-        {"inclusion_floor": 0.7, "ind_filters": "web", "require_name_match": True, "fk_name_signal": False},
+        dag.params, {"ind_filters": "web", "require_name_match": True, "fk_name_signal": False}
     )
     for task_id in (
         "keys_and_dependencies",
@@ -173,17 +219,26 @@ def test_discovery_dag_wiring_and_params(dagbag):
         "inclusion_dependencies",
         "fk_candidates",
     ):
-        task = dag.get_task(task_id)
-        args = task.render_template(arguments_of(task), {"params": chosen})
-        settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
-        config = load_config(parse_settings(settings), environ={})
+        config = configuration_of(dag.get_task(task_id), chosen, config_file)
         assert (config.sketches.inclusion_floor, config.inds.filters, config.fks.require_name_match) == (
             0.7,
             "web",
             True,
         )
         assert (config.agree_sets.max_fd_error, config.fks.inclusion_threshold) == (0.01, 0.9)
-        assert (config.fks.name_signal, config.fks.sample_emd) == (False, 0.05)
+        assert (config.fks.name_signal, config.fks.sample_emd) == (False, 0.1)
+    given = triggered(dag.params, {"inclusion_floor": 0.6, "fk_sample_emd": 0.02})
+    config = configuration_of(dag.get_task("inclusion_estimates"), given, config_file)
+    assert (config.sketches.inclusion_floor, config.fks.sample_emd) == (0.6, 0.02)
+
+
+def configuration_of(task, params: dict, config_file: Path):
+    """The configuration the task's step reads: the file's, overridden by the settings it is handed."""
+    from lakemeta.config import load_config, parse_settings
+
+    args = task.render_template(arguments_of(task), {"params": params, "run_id": "manual__1"})
+    settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
+    return load_config(parse_settings(settings), environ={"LAKEMETA_CONFIG": str(config_file)})
 
 
 def test_rebuild_dag_asks_for_confirmation(dagbag):
@@ -208,7 +263,7 @@ def triggered(params, values: dict) -> dict:
     return chosen.validate()
 
 
-def test_joinable_search_dag_validates_its_params(dagbag):
+def test_joinable_search_dag_validates_its_params(dagbag, tmp_path: Path):
     from airflow.exceptions import ParamValidationError
 
     dag = dagbag.dags["lakemeta_joinable_search"]
@@ -235,3 +290,17 @@ def test_joinable_search_dag_validates_its_params(dagbag):
             triggered(dag.params, {**good, **bad})
     with pytest.raises(ParamValidationError):  # the query and its key columns have no default
         triggered(dag.params, {"k": 5})
+    # k and the super-key size left empty are the configuration's; given, they override it.
+    config_file = tmp_path / "lakemeta.yaml"
+    config_file.write_text("joinsearch:\n  hash_bits: 256\n")
+    chosen = triggered(dag.params, {"query": "shop/orders", "key_columns": ["id"]})
+    config = configuration_of(task, chosen, config_file)
+    assert (config.joinsearch.k, config.joinsearch.hash_bits) == (10, 256)
+    config = configuration_of(task, triggered(dag.params, good), config_file)
+    assert (config.joinsearch.k, config.joinsearch.hash_bits) == (5, 128)
+
+
+def test_the_incremental_schedule_comes_from_the_environment(dagbag, monkeypatch):
+    assert dagbag.dags["lakemeta_incremental"].schedule == "@hourly"
+    monkeypatch.setenv("LAKEMETA_INCREMENTAL_SCHEDULE", "*/15 * * * *")
+    assert parse().dags["lakemeta_incremental"].schedule == "*/15 * * * *"

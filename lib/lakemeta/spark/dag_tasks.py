@@ -9,35 +9,11 @@ JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 
 from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 from airflow.sdk import Asset
 
-from lakemeta.config import load_config
 from lakemeta.spark.connect import AIRFLOW_CONNECTION
-
-# Steps are idempotent, so retries are safe; backing off rides out a busy cluster, a locked table or a
-# Connect server that is restarting.
-DEFAULT_ARGS = {
-    "retries": 3,
-    "retry_delay": timedelta(seconds=30),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=10),
-}
-
-
-# The publish step publishes what the quality gate task of the same DAG run audited (its return value).
-PUBLISH_ARGS = ["--audit", "{{ ti.xcom_pull(task_ids='quality_gate') }}"]
-
-
-def state_asset() -> Asset:
-    """The committed state: lakemeta_incremental's commit produces it, lakemeta_discovery runs on it."""
-    catalog = load_config().catalog
-    if catalog is None:
-        return Asset(name="lakemeta_state")
-    state = catalog / "state"
-    return Asset(name="lakemeta_state", uri=f"file://{state}" if state.is_local else state.uri)
 
 
 def run_step(step: str, argv: list[str], spark=None) -> None:  # noqa: ANN001 (the provider's session)
@@ -58,4 +34,13 @@ def spark_step(
         op_args=[step, list(arguments)],
         conn_id=AIRFLOW_CONNECTION,
         outlets=list(outlets),
+    )
+
+
+def publish_step() -> PySparkOperator:
+    """The task that publishes what the quality gate task of the same DAG run audited (its return value)."""
+    return spark_step(
+        "publish",
+        "publish_catalog",
+        ["--audit", "{{ ti.xcom_pull(task_ids='quality_gate') }}"],
     )
