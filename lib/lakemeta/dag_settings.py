@@ -9,6 +9,13 @@ set these variables in the environment of every Airflow component (``infra/airfl
 
 - ``LAKEMETA_INCREMENTAL_SCHEDULE``: lakemeta_incremental's schedule, a cron expression or preset
   (default ``@hourly``).
+- ``LAKEMETA_TASK_TIMEOUT_MINUTES``: every task's ``execution_timeout`` (default 120): an attempt running
+  longer fails, and is retried like any failure.
+- ``LAKEMETA_DAG_RUN_TIMEOUT_MINUTES``: every DAG's ``dagrun_timeout`` (default 720): a run going longer
+  fails, which frees ``max_active_runs`` for the next one.
+- ``LAKEMETA_NOTIFY_EMAIL``: comma-separated addresses told of every failed DAG run (unset: no
+  notifications), by the SMTP provider's notifier through the connection Airflow's
+  ``[email] email_conn_id`` names (``smtp_default``).
 
 A DAG param that sets a configuration value has no default of its own (``configured_param``): left
 empty, the task's configuration decides, so a value in the configuration file holds for scheduled and
@@ -23,6 +30,7 @@ from datetime import timedelta
 from typing import Any
 
 import pendulum
+from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 from airflow.sdk import Asset, Param
 
 from lakemeta.config import Config
@@ -41,14 +49,42 @@ RETRIES = {
     "max_retry_delay": timedelta(minutes=10),
 }
 
+# The DAG callback's context holds the DAG, the run's id and the reason (a failed task, a timeout);
+# the notifier's default templates describe a task instance, which a timed-out run may lack.
+FAILURE_SUBJECT = "lakemeta: {{ dag.dag_id }} run {{ run_id }} failed"
+FAILURE_BODY = "<p>{{ dag.dag_id }} run {{ run_id }} failed: {{ reason }}</p>"
+
+
+def _minutes(variable: str, default: int) -> timedelta:
+    text = os.environ.get(variable, "").strip()
+    if not text:
+        return timedelta(minutes=default)
+    if not text.isdigit() or int(text) == 0:
+        raise ValueError(f"{variable} must be a positive number of minutes, got {text!r}")
+    return timedelta(minutes=int(text))
+
+
+def failure_notifiers() -> list[SmtpNotifier]:
+    """The notifiers of a failed DAG run: one e-mail to ``LAKEMETA_NOTIFY_EMAIL``'s addresses, or none."""
+    recipients = [address.strip() for address in os.environ.get("LAKEMETA_NOTIFY_EMAIL", "").split(",")]
+    recipients = [address for address in recipients if address]
+    if not recipients:
+        return []
+    return [SmtpNotifier(to=recipients, subject=FAILURE_SUBJECT, html_content=FAILURE_BODY)]
+
 
 def dag_arguments() -> dict[str, Any]:
-    """The arguments every lakemeta DAG is built with: start date, retries."""
+    """The arguments every lakemeta DAG is built with: start date, retries, timeouts, notifications."""
     return {
         "start_date": pendulum.datetime(2026, 1, 1, tz="UTC"),
         "catchup": False,
         "tags": ["lakemeta"],
-        "default_args": RETRIES,
+        "default_args": {
+            **RETRIES,
+            "execution_timeout": _minutes("LAKEMETA_TASK_TIMEOUT_MINUTES", 120),
+        },
+        "dagrun_timeout": _minutes("LAKEMETA_DAG_RUN_TIMEOUT_MINUTES", 720),
+        "on_failure_callback": failure_notifiers(),
     }
 
 

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import email
 import json
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -14,7 +18,12 @@ pytestmark = pytest.mark.airflow
 
 
 # What the DAG files read when they are parsed (lakemeta.dag_settings): unset, each has its default.
-DAG_VARIABLES = ("LAKEMETA_INCREMENTAL_SCHEDULE",)
+DAG_VARIABLES = (
+    "LAKEMETA_INCREMENTAL_SCHEDULE",
+    "LAKEMETA_TASK_TIMEOUT_MINUTES",
+    "LAKEMETA_DAG_RUN_TIMEOUT_MINUTES",
+    "LAKEMETA_NOTIFY_EMAIL",
+)
 
 
 @pytest.fixture(scope="module")
@@ -300,7 +309,110 @@ def test_joinable_search_dag_validates_its_params(dagbag, tmp_path: Path):
     assert (config.joinsearch.k, config.joinsearch.hash_bits) == (5, 128)
 
 
-def test_the_incremental_schedule_comes_from_the_environment(dagbag, monkeypatch):
+def test_every_task_has_an_execution_timeout_and_every_dag_a_run_timeout(dagbag, monkeypatch):
+    from datetime import timedelta
+
+    for dag_id in DAG_IDS:
+        dag = dagbag.dags[dag_id]
+        assert dag.dagrun_timeout == timedelta(hours=12)
+        assert {task.execution_timeout for task in dag.tasks} == {timedelta(hours=2)}
     assert dagbag.dags["lakemeta_incremental"].schedule == "@hourly"
+    monkeypatch.setenv("LAKEMETA_TASK_TIMEOUT_MINUTES", "45")
+    monkeypatch.setenv("LAKEMETA_DAG_RUN_TIMEOUT_MINUTES", "90")
     monkeypatch.setenv("LAKEMETA_INCREMENTAL_SCHEDULE", "*/15 * * * *")
-    assert parse().dags["lakemeta_incremental"].schedule == "*/15 * * * *"
+    configured = parse()
+    assert configured.import_errors == {}
+    for dag_id in DAG_IDS:
+        dag = configured.dags[dag_id]
+        assert dag.dagrun_timeout == timedelta(minutes=90)
+        assert {task.execution_timeout for task in dag.tasks} == {timedelta(minutes=45)}
+    assert configured.dags["lakemeta_incremental"].schedule == "*/15 * * * *"
+    monkeypatch.setenv("LAKEMETA_TASK_TIMEOUT_MINUTES", "2h")  # a mistake is an import error naming it
+    errors = parse().import_errors
+    assert len(errors) == len(DAG_IDS)
+    assert all("LAKEMETA_TASK_TIMEOUT_MINUTES" in error for error in errors.values())
+
+
+def test_failure_notifications_are_off_by_default_and_mail_a_failed_run_when_enabled(dagbag, monkeypatch):
+    from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+    assert all(not dagbag.dags[dag_id].on_failure_callback for dag_id in DAG_IDS)
+    with SmtpSink() as sink:
+        monkeypatch.setenv("LAKEMETA_NOTIFY_EMAIL", "ops@example.com, data@example.com")
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_SMTP_DEFAULT",
+            json.dumps(
+                {
+                    "conn_type": "smtp",
+                    "host": "127.0.0.1",
+                    "port": sink.port,
+                    "extra": {"from_email": "airflow@example.com", "disable_ssl": True, "disable_tls": True},
+                }
+            ),
+        )
+        notified = parse()
+        for dag_id in DAG_IDS:
+            (notifier,) = notified.dags[dag_id].on_failure_callback
+            assert isinstance(notifier, SmtpNotifier)
+        # The context Airflow hands a DAG's failure callback (a run that timed out has no task instance).
+        dag = notified.dags["lakemeta_incremental"]
+        dag.on_failure_callback[0]({"dag": dag, "run_id": "scheduled__1", "reason": "timed_out"})
+    (message,) = sink.messages
+    assert message["to"] == ["ops@example.com", "data@example.com"]
+    mail = email.message_from_string(message["data"])
+    assert mail["Subject"] == "lakemeta: lakemeta_incremental run scheduled__1 failed"
+    (body,) = [part.get_payload(decode=True).decode() for part in mail.walk() if not part.is_multipart()]
+    assert body == "<p>lakemeta_incremental run scheduled__1 failed: timed_out</p>"
+
+
+class SmtpSink(threading.Thread):
+    """A one-connection-at-a-time SMTP server on 127.0.0.1 that keeps what it is sent."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.messages: list[dict] = []
+
+    def __enter__(self) -> SmtpSink:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.server.close()
+
+    def run(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = self.server.accept()
+                with connection, connection.makefile("rwb") as stream:
+                    self._serve(stream)
+
+    def _serve(self, stream) -> None:
+        def reply(line: str) -> None:
+            stream.write(f"{line}\r\n".encode())
+            stream.flush()
+
+        reply("220 sink")
+        message: dict = {"to": []}
+        while line := stream.readline().decode():
+            command = line.strip().upper()
+            if command.startswith(("EHLO", "HELO")):
+                reply("250 sink")
+            elif command.startswith("RCPT TO:"):
+                message["to"].append(line.strip()[8:].strip("<> "))
+                reply("250 ok")
+            elif command == "DATA":
+                reply("354 go on")
+                lines = []
+                while (data := stream.readline().decode()) not in (".\r\n", ""):
+                    lines.append(data)
+                message["data"] = "".join(lines)
+                self.messages.append(message)
+                message = {"to": []}
+                reply("250 ok")
+            elif command == "QUIT":
+                reply("221 bye")
+                return
+            else:  # MAIL FROM, RSET, NOOP
+                reply("250 ok")
