@@ -35,6 +35,11 @@ from airflow.sdk import Asset, Param
 
 from lakemeta.config import Config
 
+# The pool of every task that runs a step on the Spark Connect server: its slots cap the steps the
+# server runs at once, whichever DAGs they belong to. infra/airflow/start.sh creates it (`airflow pools
+# set`, LAKEMETA_SPARK_POOL_SLOTS); a production deployment creates it once (infra/production/README.md).
+SPARK_POOL = "lakemeta_spark"
+
 # Assets name what happened, not where the catalog lives: the location is the tasks' configuration,
 # unknown when the DAGs are parsed, and one Airflow deployment serves one catalog.
 # The committed state: lakemeta_incremental's commit produces it, lakemeta_discovery runs on it.

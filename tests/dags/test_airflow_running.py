@@ -350,6 +350,15 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
         f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{task}",
     )
     assert instance["state"] == "success" and instance["try_number"] >= 2, instance
+    # Every Spark task ran in the pool start.sh created (env.sh's default size), the planning task not.
+    pool = airflow.request("GET", "/api/v2/pools/lakemeta_spark")
+    assert pool["slots"] == 4, pool
+    assert (instance["pool"], instance["pool_slots"]) == ("lakemeta_spark", 1)
+    run_path = f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}"
+    instances = airflow.request("GET", f"{run_path}/taskInstances")["task_instances"]
+    pools = {instance["task_id"]: instance["pool"] for instance in instances}
+    assert pools.pop("detect_batches") == pools.pop("batch_audit") == "default_pool"
+    assert set(pools.values()) == {"lakemeta_spark"}, pools
     first_attempt = next((airflow.home / "logs").rglob(f"task_id={task}/attempt=1.log")).read_text()
     assert f"crash point '{KILLED_AT}' reached" in first_attempt
     # The Connect server was SIGKILLed while the posting-list task ran; start.sh started another, and the

@@ -112,7 +112,9 @@ def arguments_of(task) -> list[str]:
     return task.op_args[1]
 
 
-def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect_server(dagbag):
+def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect_server_in_the_pool(
+    dagbag,
+):
     from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 
     from lakemeta import steps
@@ -124,9 +126,11 @@ def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect
             # No Spark: planning reads Delta logs, the audits run Great Expectations over files.
             if task.task_id in ("detect_batches", "quality_gate", "batch_audit"):
                 assert task.python_callable.__module__ == "lakemeta.tasks"
+                assert task.pool == "default_pool"
                 continue
             assert isinstance(task, PySparkOperator) and task.python_callable is run_step
             assert task.conn_id == "lakemeta_connect"
+            assert task.pool == "lakemeta_spark" and task.pool_slots == 1  # the server's steps are capped
             assert callable(getattr(steps, step_of(task)))  # the same step a job under jobs/ runs
             assert (REPO / "jobs" / f"{step_of(task)}.py").exists()
 

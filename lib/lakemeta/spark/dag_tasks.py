@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 from airflow.sdk import Asset
 
+from lakemeta.dag_settings import SPARK_POOL
 from lakemeta.spark.connect import AIRFLOW_CONNECTION
 
 
@@ -27,12 +28,14 @@ def spark_step(
     task_id: str, step: str, arguments: Sequence[str] = (), outlets: Sequence[Asset] = ()
 ) -> PySparkOperator:
     """The task that runs step ``step`` of ``lakemeta.steps`` (``discover``, ``update_state``...) with
-    ``arguments`` (templated) on the Connect server of the ``lakemeta_connect`` connection."""
+    ``arguments`` (templated) on the Connect server of the ``lakemeta_connect`` connection, in the pool
+    ``lakemeta_spark``."""
     return PySparkOperator(
         task_id=task_id,
         python_callable=run_step,
         op_args=[step, list(arguments)],
         conn_id=AIRFLOW_CONNECTION,
+        pool=SPARK_POOL,
         outlets=list(outlets),
     )
 
