@@ -44,6 +44,9 @@ SPARK_POOL = "lakemeta_spark"
 # unknown when the DAGs are parsed, and one Airflow deployment serves one catalog.
 # The committed state: lakemeta_incremental's commit produces it, lakemeta_discovery runs on it.
 STATE_ASSET = Asset(name="lakemeta_state", uri="lakemeta://catalog/state")
+# The audited catalog, published to the Spark SQL database `lakemeta`: the publish task of
+# lakemeta_discovery and lakemeta_rebuild produces it; users' DAGs schedule on it.
+PUBLISHED_ASSET = Asset(name="lakemeta_catalog_published", uri="lakemeta://catalog/published")
 
 # Steps are idempotent, so retries are safe; backing off rides out a busy cluster, a locked table or a
 # Connect server that is restarting.

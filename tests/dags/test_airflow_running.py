@@ -498,6 +498,13 @@ def test_the_commit_starts_discovery_which_fills_audits_and_publishes_the_catalo
     )
     assert analyst.returncode == 0, analyst.stderr[-3000:]
     assert analyst.stdout.strip().splitlines()[-1] == "[('shop/items', 'shop/orders', True)]"
+    # The publish task's success emitted the asset users' DAGs schedule on.
+    (asset,) = airflow.request("GET", "/api/v2/assets?name_pattern=lakemeta_catalog_published")["assets"]
+    assert asset["uri"] == "lakemeta://catalog/published"
+    events = airflow.request("GET", f"/api/v2/assets/events?asset_id={asset['id']}")["asset_events"]
+    assert [(e["source_dag_id"], e["source_task_id"], e["source_run_id"]) for e in events] == [
+        ("lakemeta_discovery", "publish", run["dag_run_id"])
+    ]
 
 
 def test_an_incremental_run_over_an_unchanged_lake_skips_its_steps_and_starts_no_discovery(

@@ -337,6 +337,33 @@ def test_every_task_has_an_execution_timeout_and_every_dag_a_run_timeout(dagbag,
     assert all("LAKEMETA_TASK_TIMEOUT_MINUTES" in error for error in errors.values())
 
 
+def test_publish_emits_the_asset_a_downstream_dag_is_scheduled_on(dagbag, tmp_path: Path):
+    """A user's DAG scheduled on the documented asset is triggered by either publish task's success: the
+    asset it waits for is the one both publish tasks emit, and no other task emits it."""
+    consumer = tmp_path / "downstream.py"
+    consumer.write_text(
+        "import pendulum\n"
+        "from airflow.sdk import Asset, dag, task\n"
+        "published = Asset(name='lakemeta_catalog_published', uri='lakemeta://catalog/published')\n"
+        "@dag(schedule=[published], start_date=pendulum.datetime(2026, 1, 1, tz='UTC'))\n"
+        "def downstream():\n"
+        "    task(task_id='report')(lambda: None)()\n"
+        "downstream()\n"
+    )
+    downstream = parse(tmp_path).dags["downstream"]
+    (awaited,) = downstream.timetable.asset_condition.objects
+    emitters = {
+        (dag_id, task.task_id)
+        for dag_id in DAG_IDS
+        for task in dagbag.dags[dag_id].tasks
+        if awaited in task.outlets
+    }
+    assert emitters == {("lakemeta_discovery", "publish"), ("lakemeta_rebuild", "publish")}
+    for dag_id in ("lakemeta_discovery", "lakemeta_rebuild"):
+        publish = dagbag.dags[dag_id].get_task("publish")
+        assert step_of(publish) == "publish_catalog" and publish.outlets == [awaited]
+
+
 def test_failure_notifications_are_off_by_default_and_mail_a_failed_run_when_enabled(dagbag, monkeypatch):
     from airflow.providers.smtp.notifications.smtp import SmtpNotifier
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 from airflow.sdk import Asset
 
-from lakemeta.dag_settings import SPARK_POOL
+from lakemeta.dag_settings import PUBLISHED_ASSET, SPARK_POOL
 from lakemeta.spark.connect import AIRFLOW_CONNECTION
 
 
@@ -41,9 +41,11 @@ def spark_step(
 
 
 def publish_step() -> PySparkOperator:
-    """The task that publishes what the quality gate task of the same DAG run audited (its return value)."""
+    """The task that publishes what the quality gate task of the same DAG run audited (its return value),
+    and on success emits the asset ``lakemeta_catalog_published``."""
     return spark_step(
         "publish",
         "publish_catalog",
         ["--audit", "{{ ti.xcom_pull(task_ids='quality_gate') }}"],
+        outlets=[PUBLISHED_ASSET],
     )
