@@ -13,31 +13,27 @@ the task's environment; the steps are idempotent, so retries are safe.
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import dag, task
 
-from lakemeta.config import load_config
+from lakemeta.dag_settings import STATE_ASSET, dag_arguments, incremental_schedule
 from lakemeta.registry import STATE_COMPONENTS
-from lakemeta.spark.dag_tasks import DEFAULT_ARGS, spark_step, state_asset
+from lakemeta.spark.dag_tasks import spark_step
 from lakemeta.tasks import batch_audit, detect_batches
 
 
 @dag(
     dag_id="lakemeta_incremental",
-    schedule=load_config().incremental_schedule,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
+    schedule=incremental_schedule(),
     max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["lakemeta"],
     doc_md=__doc__,
+    **dag_arguments(),
 )
 def lakemeta_incremental() -> None:
     detect = task.short_circuit(task_id="detect_batches")(detect_batches)()
     scan = spark_step("scan_batches", "scan_batches")
     state_updates = [spark_step(entry.task_id, "update_state", [entry.name]) for entry in STATE_COMPONENTS]
     audit = task(task_id="batch_audit")(batch_audit)()
-    commit = spark_step("commit_batches", "commit_batches", outlets=[state_asset()])
+    commit = spark_step("commit_batches", "commit_batches", outlets=[STATE_ASSET])
     detect >> scan >> state_updates >> commit
     detect >> audit >> commit  # the audit compares with the catalog before the commit
 

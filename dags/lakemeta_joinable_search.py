@@ -9,22 +9,18 @@ id and into the task's log.
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import Param, dag
 
-from lakemeta.config import load_config
-from lakemeta.spark.dag_tasks import DEFAULT_ARGS, spark_step
+from lakemeta.dag_settings import configured_param, dag_arguments, settings_arguments
+from lakemeta.spark.dag_tasks import spark_step
 
-SEARCH = load_config().joinsearch
+# Param name -> the configuration value it sets.
+SETTINGS = {"k": "joinsearch.k", "hash_bits": "joinsearch.hash_bits"}
 
 
 @dag(
     dag_id="lakemeta_joinable_search",
     schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    default_args=DEFAULT_ARGS,
-    tags=["lakemeta"],
     doc_md=__doc__,
     params={
         "query": Param(
@@ -45,17 +41,23 @@ SEARCH = load_config().joinsearch
             title="Key columns",
             description="The query's key columns, one per line.",
         ),
-        "k": Param(
-            SEARCH.k, type="integer", minimum=1, maximum=1000, title="k", description="Tables to return."
+        "k": configured_param(
+            "joinsearch.k",
+            type="integer",
+            minimum=1,
+            maximum=1000,
+            title="k",
+            description="Tables to return.",
         ),
-        "hash_bits": Param(
-            SEARCH.hash_bits,
+        "hash_bits": configured_param(
+            "joinsearch.hash_bits",
             type="integer",
             enum=[128, 256, 512],
             title="Super-key size (bits)",
             description="Must be the size the posting lists were built with (joinsearch.hash_bits).",
         ),
     },
+    **dag_arguments(),
 )
 def lakemeta_joinable_search() -> None:
     spark_step(
@@ -66,12 +68,9 @@ def lakemeta_joinable_search() -> None:
             "{{ params.query }}",
             "--key",
             "{{ params.key_columns | join(',') }}",
-            "--k",
-            "{{ params.k }}",
-            "--hash-bits",
-            "{{ params.hash_bits }}",
             "--query-id",
             "{{ run_id }}",
+            *settings_arguments(SETTINGS),
         ],
     )
 

@@ -7,21 +7,17 @@ param validation and starts nothing.
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import Param, dag, task
 
-from lakemeta.spark.dag_tasks import DEFAULT_ARGS, PUBLISH_ARGS, spark_step
+from lakemeta.dag_settings import dag_arguments
+from lakemeta.spark.dag_tasks import publish_step, spark_step
 from lakemeta.tasks import quality_gate
 
 
 @dag(
     dag_id="lakemeta_rebuild",
     schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
     max_active_runs=1,
-    default_args=DEFAULT_ARGS,
-    tags=["lakemeta"],
     doc_md=__doc__,
     params={
         "confirm": Param(
@@ -31,11 +27,12 @@ from lakemeta.tasks import quality_gate
             description="Type rebuild: all state is dropped and recomputed from the current snapshots.",
         ),
     },
+    **dag_arguments(),
 )
 def lakemeta_rebuild() -> None:
     rebuild = spark_step("rebuild_state", "rebuild_state")
     gate = task(task_id="quality_gate")(quality_gate)()
-    rebuild >> gate >> spark_step("publish", "publish_catalog", PUBLISH_ARGS)
+    rebuild >> gate >> publish_step()
 
 
 lakemeta_rebuild()

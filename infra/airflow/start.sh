@@ -5,7 +5,8 @@
 # lakemeta-connect.service is, and warmed up once started (LAKEMETA_WARM_UP=0 skips that); Airflow's retries
 # carry a task over a restart. Sign in as `admin`; the password is generated on
 # first start into $AIRFLOW_HOME/simple_auth_manager_passwords.json.generated.
-# LAKEMETA_LAKE and LAKEMETA_CATALOG (or LAKEMETA_CONFIG) tell the DAGs which lake to process.
+# LAKEMETA_LAKE and LAKEMETA_CATALOG (or LAKEMETA_CONFIG) tell the DAGs which lake to process. Every Spark
+# task runs in the pool `lakemeta_spark`, (re)created here with LAKEMETA_SPARK_POOL_SLOTS slots (4).
 #
 # The components start one by one rather than through `airflow standalone`, whose scheduler and
 # triggerer serve task logs on every interface; here nothing listens beyond 127.0.0.1 (the api-server
@@ -13,6 +14,8 @@
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 airflow db migrate
+# Before the scheduler starts: it never queues a task of a pool that does not exist.
+airflow pools set lakemeta_spark "$LAKEMETA_SPARK_POOL_SLOTS" "lakemeta: steps on the Spark Connect server"
 trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
 (
     trap 'kill $server 2>/dev/null; exit 0' TERM INT

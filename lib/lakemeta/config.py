@@ -207,8 +207,6 @@ class Config:
     # The metastore of the Spark SQL database ``lakemeta``: None for Spark's embedded one beside the
     # catalog, or an external Hive metastore's URI (thrift://host:9083).
     metastore_uri: str | None = None
-    # How often lakemeta_incremental runs (a cron expression or preset); DAG files read it at parse time.
-    incremental_schedule: str = "@hourly"
     ingest: IngestConfig = dataclasses.field(default_factory=IngestConfig)
     scan: ScanConfig = dataclasses.field(default_factory=ScanConfig)
     sketches: SketchConfig = dataclasses.field(default_factory=SketchConfig)

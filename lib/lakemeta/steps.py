@@ -108,13 +108,21 @@ def joinable_search(argv: Sequence[str] | None = None, spark: SparkSession | Non
     parser = _parser("lakemeta joinable-table search")
     parser.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
     parser.add_argument("--key", required=True, help="key columns of the query, comma-separated")
-    parser.add_argument("--k", type=int, required=True)
-    parser.add_argument("--hash-bits", type=int, required=True, choices=[128, 256, 512])
+    parser.add_argument("--k", type=int, help="tables to return (default: joinsearch.k)")
+    parser.add_argument(
+        "--hash-bits",
+        type=int,
+        choices=[128, 256, 512],
+        help="super-key size (default: joinsearch.hash_bits)",
+    )
     parser.add_argument("--query-id", required=True)
     args = parser.parse_args(argv)
     pipeline = _open("joinable search", args, spark)
+    search = pipeline.config.joinsearch
+    k = search.k if args.k is None else args.k
+    hash_bits = search.hash_bits if args.hash_bits is None else args.hash_bits
     keys = parse_key_columns(args.key)
-    matches = pipeline.search_joinable(args.query, keys, args.k, args.hash_bits, args.query_id)
+    matches = pipeline.search_joinable(args.query, keys, k, hash_bits, args.query_id)
     logging.getLogger("lakemeta").info("joinable search %s:\n%s", args.query_id, format_matches(matches))
 
 

@@ -52,14 +52,12 @@ DEADLINE_SECONDS = 900
 
 pytestmark = [pytest.mark.airflow, pytest.mark.slow]
 
-# The configuration the DAGs read (LAKEMETA_CONFIG): one scheduled incremental run rather than one per
-# hour (a run could otherwise start again while the test runs), and an inclusion floor above the
-# default, which reaches the discovery run as its param's default.
+# The configuration the tasks read (LAKEMETA_CONFIG), with an inclusion floor above the default, which
+# the discovery run's steps keep since its param is left empty.
 CONFIG = """\
 lake: {lake}
 catalog: {catalog}
 spark_master: {master}
-incremental_schedule: "@once"
 sketches:
   inclusion_floor: 0.7
 """
@@ -204,6 +202,9 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__API__PORT": str(port),
         "LAKEMETA_CONFIG": str(root / "lakemeta.yaml"),
+        # One scheduled incremental run rather than one per hour (a run could otherwise start again while
+        # the test runs); read when the DAG files are parsed (lakemeta.dag_settings).
+        "LAKEMETA_INCREMENTAL_SCHEDULE": "@once",
         "LAKEMETA_CONNECT_PORT": str(connect_port),
         "SPARK_CONNECT_AUTHENTICATE_TOKEN": TOKEN,
         "LAKEMETA_DRIVER_MEMORY": "2g",
@@ -349,6 +350,15 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
         f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{task}",
     )
     assert instance["state"] == "success" and instance["try_number"] >= 2, instance
+    # Every Spark task ran in the pool start.sh created (env.sh's default size), the planning task not.
+    pool = airflow.request("GET", "/api/v2/pools/lakemeta_spark")
+    assert pool["slots"] == 4, pool
+    assert (instance["pool"], instance["pool_slots"]) == ("lakemeta_spark", 1)
+    run_path = f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}"
+    instances = airflow.request("GET", f"{run_path}/taskInstances")["task_instances"]
+    pools = {instance["task_id"]: instance["pool"] for instance in instances}
+    assert pools.pop("detect_batches") == pools.pop("batch_audit") == "default_pool"
+    assert set(pools.values()) == {"lakemeta_spark"}, pools
     first_attempt = next((airflow.home / "logs").rglob(f"task_id={task}/attempt=1.log")).read_text()
     assert f"crash point '{KILLED_AT}' reached" in first_attempt
     # The Connect server was SIGKILLed while the posting-list task ran; start.sh started another, and the
@@ -488,6 +498,13 @@ def test_the_commit_starts_discovery_which_fills_audits_and_publishes_the_catalo
     )
     assert analyst.returncode == 0, analyst.stderr[-3000:]
     assert analyst.stdout.strip().splitlines()[-1] == "[('shop/items', 'shop/orders', True)]"
+    # The publish task's success emitted the asset users' DAGs schedule on.
+    (asset,) = airflow.request("GET", "/api/v2/assets?name_pattern=lakemeta_catalog_published")["assets"]
+    assert asset["uri"] == "lakemeta://catalog/published"
+    events = airflow.request("GET", f"/api/v2/assets/events?asset_id={asset['id']}")["asset_events"]
+    assert [(e["source_dag_id"], e["source_task_id"], e["source_run_id"]) for e in events] == [
+        ("lakemeta_discovery", "publish", run["dag_run_id"])
+    ]
 
 
 def test_an_incremental_run_over_an_unchanged_lake_skips_its_steps_and_starts_no_discovery(

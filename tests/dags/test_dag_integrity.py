@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import email
+import json
+import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,15 +17,32 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.airflow
 
 
+# What the DAG files read when they are parsed (lakemeta.dag_settings): unset, each has its default.
+DAG_VARIABLES = (
+    "LAKEMETA_INCREMENTAL_SCHEDULE",
+    "LAKEMETA_TASK_TIMEOUT_MINUTES",
+    "LAKEMETA_DAG_RUN_TIMEOUT_MINUTES",
+    "LAKEMETA_NOTIFY_EMAIL",
+)
+
+
 @pytest.fixture(scope="module")
 def dagbag(tmp_path_factory: pytest.TempPathFactory):
     import os
 
     os.environ.setdefault("AIRFLOW_HOME", str(tmp_path_factory.mktemp("airflow-home")))
     os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+    with pytest.MonkeyPatch.context() as environment:
+        for variable in DAG_VARIABLES:
+            environment.delenv(variable, raising=False)
+        yield parse()
+
+
+def parse(folder: Path = REPO / "dags"):
+    """The DagBag of ``folder``, parsed in this environment."""
     from airflow.dag_processing.dagbag import DagBag
 
-    return DagBag(dag_folder=str(REPO / "dags"))
+    return DagBag(dag_folder=str(folder))
 
 
 DAG_IDS = {"lakemeta_incremental", "lakemeta_discovery", "lakemeta_joinable_search", "lakemeta_rebuild"}
@@ -29,6 +51,51 @@ DAG_IDS = {"lakemeta_incremental", "lakemeta_discovery", "lakemeta_joinable_sear
 def test_dags_import_without_errors(dagbag):
     assert dagbag.import_errors == {}
     assert set(dagbag.dag_ids) == DAG_IDS
+
+
+# Parses the DAG folder argv[1] with the configuration reader and the jar lookup made to fail if called.
+PARSE = """
+import json, shutil, sys
+import lakemeta.config
+def refuse(*args, **kwargs):
+    raise AssertionError("called while the DAG files were parsed")
+lakemeta.config.load_config = refuse
+import lakemeta.spark, lakemeta.spark.session
+lakemeta.spark.delta_jars = lakemeta.spark.session.delta_jars = refuse
+from airflow.dag_processing.dagbag import DagBag
+bag = DagBag(dag_folder=sys.argv[1])
+print(json.dumps({"java": shutil.which("java"), "dags": sorted(bag.dag_ids), "errors": bag.import_errors}))
+"""
+
+
+def test_dag_files_parse_without_java_or_configuration(tmp_path: Path):
+    """The dag-processor builds the DAGs and nothing more: no Java, no configuration file, no jars."""
+    import os
+    import subprocess
+    import sys
+
+    environment = {
+        name: value
+        for name, value in os.environ.items()
+        if name != "JAVA_HOME" and not name.startswith(("LAKEMETA_", "AIRFLOW"))
+    }
+    environment.update(
+        PATH=str(tmp_path),  # no java on it
+        AIRFLOW_HOME=str(tmp_path / "airflow"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        LAKEMETA_CONFIG=str(tmp_path / "missing.yaml"),  # reading it would fail
+        LAKEMETA_JARS=str(tmp_path / "no-jars"),
+    )
+    parsed = subprocess.run(
+        [sys.executable, "-c", PARSE, str(REPO / "dags")],
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert parsed.returncode == 0, parsed.stderr[-3000:]
+    outcome = json.loads(parsed.stdout.strip().splitlines()[-1])
+    assert outcome == {"java": None, "dags": sorted(DAG_IDS), "errors": {}}
 
 
 def upstream(dag) -> dict[str, list[str]]:
@@ -45,7 +112,9 @@ def arguments_of(task) -> list[str]:
     return task.op_args[1]
 
 
-def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect_server(dagbag):
+def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect_server_in_the_pool(
+    dagbag,
+):
     from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 
     from lakemeta import steps
@@ -57,9 +126,11 @@ def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect
             # No Spark: planning reads Delta logs, the audits run Great Expectations over files.
             if task.task_id in ("detect_batches", "quality_gate", "batch_audit"):
                 assert task.python_callable.__module__ == "lakemeta.tasks"
+                assert task.pool == "default_pool"
                 continue
             assert isinstance(task, PySparkOperator) and task.python_callable is run_step
             assert task.conn_id == "lakemeta_connect"
+            assert task.pool == "lakemeta_spark" and task.pool_slots == 1  # the server's steps are capped
             assert callable(getattr(steps, step_of(task)))  # the same step a job under jobs/ runs
             assert (REPO / "jobs" / f"{step_of(task)}.py").exists()
 
@@ -95,7 +166,7 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
         type(detect).__name__ == "_ShortCircuitDecoratedOperator" and detect.ignore_downstream_trigger_rules
     )
     (asset,) = dag.get_task("commit_batches").outlets
-    assert asset.name == "lakemeta_state"
+    assert (asset.name, asset.uri) == ("lakemeta_state", "lakemeta://catalog/state")
     discovery = dagbag.dags["lakemeta_discovery"]
     assert [a.name for a in discovery.timetable.asset_condition.objects] == ["lakemeta_state"]
 
@@ -115,7 +186,7 @@ def test_a_registered_state_component_gets_its_task(dagbag, monkeypatch: pytest.
     assert "update_row_counts" in dag.get_task("commit_batches").upstream_task_ids
 
 
-def test_discovery_dag_wiring_and_params(dagbag):
+def test_discovery_dag_wiring_and_params(dagbag, tmp_path: Path):
     from airflow.exceptions import ParamValidationError
 
     from lakemeta.registry import DISCOVERY_STEPS
@@ -136,20 +207,8 @@ def test_discovery_dag_wiring_and_params(dagbag):
         "publish": ["quality_gate"],
     }
     assert "{{ ti.xcom_pull(task_ids='quality_gate') }}" in arguments_of(dag.get_task("publish"))
-    defaults = triggered(dag.params, {})
-    assert defaults == {
-        "inclusion_floor": 0.5,
-        "exact_max_distinct": 16_384,
-        "max_error_bound": 0.25,
-        "max_fd_error": 0.01,
-        "ind_filters": "relational",
-        "fk_inclusion_threshold": 0.9,
-        "require_name_match": False,
-        "fk_name_signal": True,
-        "fk_sample_emd": 0.05,
-        "fk_prefix_share": 0.5,
-        "fk_overlap_share": 0.5,
-    }
+    # No param has a default of its own: the configuration the task reads decides.
+    assert set(triggered(dag.params, {}).values()) == {None}
     for bad in (
         {"inclusion_floor": 1.5},
         {"exact_max_distinct": -1},
@@ -160,12 +219,12 @@ def test_discovery_dag_wiring_and_params(dagbag):
     ):
         with pytest.raises(ParamValidationError):
             triggered(dag.params, bad)
-    # The params a run is triggered with reach every discovery step as typed configuration settings.
-    from lakemeta.config import load_config, parse_settings
-
+    # The params a run is triggered with reach every discovery step as typed configuration settings; the
+    # ones left empty leave the configuration file's values (or the built-in ones) in force.
+    config_file = tmp_path / "lakemeta.yaml"
+    config_file.write_text("sketches:\n  inclusion_floor: 0.7\nfks:\n  sample_emd: 0.1\n")
     chosen = triggered(
-        dag.params,
-        {"inclusion_floor": 0.7, "ind_filters": "web", "require_name_match": True, "fk_name_signal": False},
+        dag.params, {"ind_filters": "web", "require_name_match": True, "fk_name_signal": False}
     )
     for task_id in (
         "keys_and_dependencies",
@@ -173,17 +232,26 @@ def test_discovery_dag_wiring_and_params(dagbag):
         "inclusion_dependencies",
         "fk_candidates",
     ):
-        task = dag.get_task(task_id)
-        args = task.render_template(arguments_of(task), {"params": chosen})
-        settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
-        config = load_config(parse_settings(settings), environ={})
+        config = configuration_of(dag.get_task(task_id), chosen, config_file)
         assert (config.sketches.inclusion_floor, config.inds.filters, config.fks.require_name_match) == (
             0.7,
             "web",
             True,
         )
         assert (config.agree_sets.max_fd_error, config.fks.inclusion_threshold) == (0.01, 0.9)
-        assert (config.fks.name_signal, config.fks.sample_emd) == (False, 0.05)
+        assert (config.fks.name_signal, config.fks.sample_emd) == (False, 0.1)
+    given = triggered(dag.params, {"inclusion_floor": 0.6, "fk_sample_emd": 0.02})
+    config = configuration_of(dag.get_task("inclusion_estimates"), given, config_file)
+    assert (config.sketches.inclusion_floor, config.fks.sample_emd) == (0.6, 0.02)
+
+
+def configuration_of(task, params: dict, config_file: Path):
+    """The configuration the task's step reads: the file's, overridden by the settings it is handed."""
+    from lakemeta.config import load_config, parse_settings
+
+    args = task.render_template(arguments_of(task), {"params": params, "run_id": "manual__1"})
+    settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
+    return load_config(parse_settings(settings), environ={"LAKEMETA_CONFIG": str(config_file)})
 
 
 def test_rebuild_dag_asks_for_confirmation(dagbag):
@@ -208,7 +276,7 @@ def triggered(params, values: dict) -> dict:
     return chosen.validate()
 
 
-def test_joinable_search_dag_validates_its_params(dagbag):
+def test_joinable_search_dag_validates_its_params(dagbag, tmp_path: Path):
     from airflow.exceptions import ParamValidationError
 
     dag = dagbag.dags["lakemeta_joinable_search"]
@@ -235,3 +303,147 @@ def test_joinable_search_dag_validates_its_params(dagbag):
             triggered(dag.params, {**good, **bad})
     with pytest.raises(ParamValidationError):  # the query and its key columns have no default
         triggered(dag.params, {"k": 5})
+    # k and the super-key size left empty are the configuration's; given, they override it.
+    config_file = tmp_path / "lakemeta.yaml"
+    config_file.write_text("joinsearch:\n  hash_bits: 256\n")
+    chosen = triggered(dag.params, {"query": "shop/orders", "key_columns": ["id"]})
+    config = configuration_of(task, chosen, config_file)
+    assert (config.joinsearch.k, config.joinsearch.hash_bits) == (10, 256)
+    config = configuration_of(task, triggered(dag.params, good), config_file)
+    assert (config.joinsearch.k, config.joinsearch.hash_bits) == (5, 128)
+
+
+def test_every_task_has_an_execution_timeout_and_every_dag_a_run_timeout(dagbag, monkeypatch):
+    from datetime import timedelta
+
+    for dag_id in DAG_IDS:
+        dag = dagbag.dags[dag_id]
+        assert dag.dagrun_timeout == timedelta(hours=12)
+        assert {task.execution_timeout for task in dag.tasks} == {timedelta(hours=2)}
+    assert dagbag.dags["lakemeta_incremental"].schedule == "@hourly"
+    monkeypatch.setenv("LAKEMETA_TASK_TIMEOUT_MINUTES", "45")
+    monkeypatch.setenv("LAKEMETA_DAG_RUN_TIMEOUT_MINUTES", "90")
+    monkeypatch.setenv("LAKEMETA_INCREMENTAL_SCHEDULE", "*/15 * * * *")
+    configured = parse()
+    assert configured.import_errors == {}
+    for dag_id in DAG_IDS:
+        dag = configured.dags[dag_id]
+        assert dag.dagrun_timeout == timedelta(minutes=90)
+        assert {task.execution_timeout for task in dag.tasks} == {timedelta(minutes=45)}
+    assert configured.dags["lakemeta_incremental"].schedule == "*/15 * * * *"
+    monkeypatch.setenv("LAKEMETA_TASK_TIMEOUT_MINUTES", "2h")  # a mistake is an import error naming it
+    errors = parse().import_errors
+    assert len(errors) == len(DAG_IDS)
+    assert all("LAKEMETA_TASK_TIMEOUT_MINUTES" in error for error in errors.values())
+
+
+def test_publish_emits_the_asset_a_downstream_dag_is_scheduled_on(dagbag, tmp_path: Path):
+    """A user's DAG scheduled on the documented asset is triggered by either publish task's success: the
+    asset it waits for is the one both publish tasks emit, and no other task emits it."""
+    consumer = tmp_path / "downstream.py"
+    consumer.write_text(
+        "import pendulum\n"
+        "from airflow.sdk import Asset, dag, task\n"
+        "published = Asset(name='lakemeta_catalog_published', uri='lakemeta://catalog/published')\n"
+        "@dag(schedule=[published], start_date=pendulum.datetime(2026, 1, 1, tz='UTC'))\n"
+        "def downstream():\n"
+        "    task(task_id='report')(lambda: None)()\n"
+        "downstream()\n"
+    )
+    downstream = parse(tmp_path).dags["downstream"]
+    (awaited,) = downstream.timetable.asset_condition.objects
+    emitters = {
+        (dag_id, task.task_id)
+        for dag_id in DAG_IDS
+        for task in dagbag.dags[dag_id].tasks
+        if awaited in task.outlets
+    }
+    assert emitters == {("lakemeta_discovery", "publish"), ("lakemeta_rebuild", "publish")}
+    for dag_id in ("lakemeta_discovery", "lakemeta_rebuild"):
+        publish = dagbag.dags[dag_id].get_task("publish")
+        assert step_of(publish) == "publish_catalog" and publish.outlets == [awaited]
+
+
+def test_failure_notifications_are_off_by_default_and_mail_a_failed_run_when_enabled(dagbag, monkeypatch):
+    from airflow.providers.smtp.notifications.smtp import SmtpNotifier
+
+    assert all(not dagbag.dags[dag_id].on_failure_callback for dag_id in DAG_IDS)
+    with SmtpSink() as sink:
+        monkeypatch.setenv("LAKEMETA_NOTIFY_EMAIL", "ops@example.com, data@example.com")
+        monkeypatch.setenv(
+            "AIRFLOW_CONN_SMTP_DEFAULT",
+            json.dumps(
+                {
+                    "conn_type": "smtp",
+                    "host": "127.0.0.1",
+                    "port": sink.port,
+                    "extra": {"from_email": "airflow@example.com", "disable_ssl": True, "disable_tls": True},
+                }
+            ),
+        )
+        notified = parse()
+        for dag_id in DAG_IDS:
+            (notifier,) = notified.dags[dag_id].on_failure_callback
+            assert isinstance(notifier, SmtpNotifier)
+        # The context Airflow hands a DAG's failure callback (a run that timed out has no task instance).
+        dag = notified.dags["lakemeta_incremental"]
+        dag.on_failure_callback[0]({"dag": dag, "run_id": "scheduled__1", "reason": "timed_out"})
+    (message,) = sink.messages
+    assert message["to"] == ["ops@example.com", "data@example.com"]
+    mail = email.message_from_string(message["data"])
+    assert mail["Subject"] == "lakemeta: lakemeta_incremental run scheduled__1 failed"
+    (body,) = [part.get_payload(decode=True).decode() for part in mail.walk() if not part.is_multipart()]
+    assert body == "<p>lakemeta_incremental run scheduled__1 failed: timed_out</p>"
+
+
+class SmtpSink(threading.Thread):
+    """A one-connection-at-a-time SMTP server on 127.0.0.1 that keeps what it is sent."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        self.messages: list[dict] = []
+
+    def __enter__(self) -> SmtpSink:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.server.close()
+
+    def run(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                connection, _ = self.server.accept()
+                with connection, connection.makefile("rwb") as stream:
+                    self._serve(stream)
+
+    def _serve(self, stream) -> None:
+        def reply(line: str) -> None:
+            stream.write(f"{line}\r\n".encode())
+            stream.flush()
+
+        reply("220 sink")
+        message: dict = {"to": []}
+        while line := stream.readline().decode():
+            command = line.strip().upper()
+            if command.startswith(("EHLO", "HELO")):
+                reply("250 sink")
+            elif command.startswith("RCPT TO:"):
+                message["to"].append(line.strip()[8:].strip("<> "))
+                reply("250 ok")
+            elif command == "DATA":
+                reply("354 go on")
+                lines = []
+                while (data := stream.readline().decode()) not in (".\r\n", ""):
+                    lines.append(data)
+                message["data"] = "".join(lines)
+                self.messages.append(message)
+                message = {"to": []}
+                reply("250 ok")
+            elif command == "QUIT":
+                reply("221 bye")
+                return
+            else:  # MAIL FROM, RSET, NOOP
+                reply("250 ok")

@@ -12,7 +12,7 @@ LIB = Path(__file__).resolve().parents[2] / "lib"
 PACKAGES = {"profile", "sketches", "values", "agreesets", "joinsearch", "inds", "fks"}
 # Lowest first; a module may import from its own layer and the ones below it.
 LAYERS = [
-    {"hashing", "arrays", "config", "logs", "crash_points", "storage", "ports"},
+    {"hashing", "arrays", "config", "dag_settings", "logs", "crash_points", "storage", "ports"},
     {"spark"},
     {"catalog"},
     {"lake"},

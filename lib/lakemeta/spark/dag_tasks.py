@@ -9,35 +9,12 @@ JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import timedelta
 
 from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 from airflow.sdk import Asset
 
-from lakemeta.config import load_config
+from lakemeta.dag_settings import PUBLISHED_ASSET, SPARK_POOL
 from lakemeta.spark.connect import AIRFLOW_CONNECTION
-
-# Steps are idempotent, so retries are safe; backing off rides out a busy cluster, a locked table or a
-# Connect server that is restarting.
-DEFAULT_ARGS = {
-    "retries": 3,
-    "retry_delay": timedelta(seconds=30),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=10),
-}
-
-
-# The publish step publishes what the quality gate task of the same DAG run audited (its return value).
-PUBLISH_ARGS = ["--audit", "{{ ti.xcom_pull(task_ids='quality_gate') }}"]
-
-
-def state_asset() -> Asset:
-    """The committed state: lakemeta_incremental's commit produces it, lakemeta_discovery runs on it."""
-    catalog = load_config().catalog
-    if catalog is None:
-        return Asset(name="lakemeta_state")
-    state = catalog / "state"
-    return Asset(name="lakemeta_state", uri=f"file://{state}" if state.is_local else state.uri)
 
 
 def run_step(step: str, argv: list[str], spark=None) -> None:  # noqa: ANN001 (the provider's session)
@@ -51,11 +28,24 @@ def spark_step(
     task_id: str, step: str, arguments: Sequence[str] = (), outlets: Sequence[Asset] = ()
 ) -> PySparkOperator:
     """The task that runs step ``step`` of ``lakemeta.steps`` (``discover``, ``update_state``...) with
-    ``arguments`` (templated) on the Connect server of the ``lakemeta_connect`` connection."""
+    ``arguments`` (templated) on the Connect server of the ``lakemeta_connect`` connection, in the pool
+    ``lakemeta_spark``."""
     return PySparkOperator(
         task_id=task_id,
         python_callable=run_step,
         op_args=[step, list(arguments)],
         conn_id=AIRFLOW_CONNECTION,
+        pool=SPARK_POOL,
         outlets=list(outlets),
+    )
+
+
+def publish_step() -> PySparkOperator:
+    """The task that publishes what the quality gate task of the same DAG run audited (its return value),
+    and on success emits the asset ``lakemeta_catalog_published``."""
+    return spark_step(
+        "publish",
+        "publish_catalog",
+        ["--audit", "{{ ti.xcom_pull(task_ids='quality_gate') }}"],
+        outlets=[PUBLISHED_ASSET],
     )
