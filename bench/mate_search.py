@@ -427,7 +427,7 @@ def main() -> None:
         variants = {
             "xash": frozen[bits],
             "xash_fitted": fitted[bits],
-            **{f"xash_alpha_{a}": XashHasher(bits, a, frozen[bits].char_frequencies) for a in ALPHAS},
+            **{f"xash_alpha_{a}": XashHasher.eq5(bits, a, frozen[bits].char_frequencies) for a in ALPHAS},
             "bloom": bloom[bits],
         }
         row = {}
