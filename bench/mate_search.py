@@ -371,7 +371,9 @@ def main() -> None:
     n_items = sum(t.num_rows * t.num_columns for t in corpus)
     print(f"corpus: {len(corpus)} tables ({len(samples)} sample tables), up to {n_items} cells")
 
-    frozen = {bits: posting_hasher(JoinSearchConfig(hash_bits=bits)) for bits in HASH_SIZES}
+    frozen = {
+        bits: posting_hasher(JoinSearchConfig(hash_bits=bits, xash_scheme="eq5")) for bits in HASH_SIZES
+    }
     every_value = pa.chunked_array([as_strings(c) for t in corpus for c in t.columns], pa.string())
     distinct = pc.unique(pc.drop_null(every_value).combine_chunks())
     fitted = {bits: XashHasher.from_corpus(distinct, bits) for bits in HASH_SIZES}
