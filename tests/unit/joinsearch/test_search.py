@@ -227,3 +227,17 @@ def test_degenerate_queries() -> None:
         mate_search(index, [pa.array(["a"])], 1, XashHasher.eq5(256, 3, (0,) * N_CHAR_CLASSES))
     empty = PostingIndex.from_arrays(pa.array([], pa.string()), [], [], [], np.zeros((0, 2), np.uint64))
     assert scr_search(empty, [pa.array(["a"])], 2).tables == []
+
+
+def test_a_better_table_replaces_the_later_visited_of_equal_ones() -> None:
+    # k = 2. Tables 1 and 2 (3 items of the initial column each, J = 1) fill the top-k; table 3 (2 items,
+    # visited last, J = 2) replaces the one of J = 1 visited later (table 2): at the k-th place the table
+    # Algorithm 1 visits first stays.
+    query = columns_of([["a", "1"], ["b", "2"]], 2)
+    equal = [["a", "1"], ["a", "7"], ["b", "8"]]
+    tables = {1: equal, 2: [list(row) for row in equal], 3: [["a", "1"], ["b", "2"]]}
+    hasher = XashHasher.authors(128)
+    index = build_index(tables, hasher)
+    for result in (mate_search(index, query, 2, hasher), scr_search(index, query, 2)):
+        assert [(t.table_id, t.joinability) for t in result.tables] == [(3, 2), (1, 1)]
+        assert result.counters.tables_evaluated == 3
