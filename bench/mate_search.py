@@ -300,9 +300,13 @@ def spark_maintenance(tables: list[pa.Table], rng: np.random.Generator, n_change
         start = time.perf_counter()
         PostingLists(pipeline.catalog, lake, pipeline.config).update(plan)
         seconds = time.perf_counter() - start
-        # Items inserted plus items removed, as the MERGE's commit recorded them.
+        # Items inserted plus items removed, as the commit recorded them: a MERGE, or the append of
+        # posting lists that held no items (a first build, a rebuild).
         metrics = pipeline.catalog.last_commit_metrics(STATE)
-        changed = int(metrics["numTargetRowsInserted"]) + int(metrics["numTargetRowsDeleted"])
+        if "numTargetRowsInserted" in metrics:
+            changed = int(metrics["numTargetRowsInserted"]) + int(metrics["numTargetRowsDeleted"])
+        else:
+            changed = int(metrics["numOutputRows"])
         pipeline.commit_batches(plan)
         return seconds, changed, pipeline
 
