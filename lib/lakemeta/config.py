@@ -81,12 +81,16 @@ class JoinSearchConfig:
 
     # Super-key size in bits: 128 (MATE's default in §7.1), 256 or 512; changing it needs a rebuild.
     hash_bits: int = 128
-    # The number of unique values alpha follows from (Eq. 5): the DWTC's 700M (§5.3.1), which gives
-    # alpha = 6, 5, 4 at 128, 256, 512 bits. Frozen, like the character frequencies, so that stored super
-    # keys keep covering the keys of the same values hashed later (§6.3); changing it needs a rebuild.
+    # The XASH scheme (joinsearch.xash): "authors", as the MATE authors' code computes it (the 5 least
+    # frequent characters within the value, at every size), or "eq5", the paper's text with alpha from Eq. 5
+    # and characters ranked by corpus frequencies. Changing it needs a rebuild.
+    xash_scheme: str = "authors"
+    # eq5 only. The number of unique values alpha follows from (Eq. 5): the DWTC's 700M (§5.3.1), which
+    # gives alpha = 6, 5, 4 at 128, 256, 512 bits. Frozen, like the character frequencies, so that stored
+    # super keys keep covering the keys of the same values hashed later (§6.3); changing it needs a rebuild.
     unique_values: int = 700_000_000
-    # Shares of the 37 character classes (§5.3.2) ranking the characters XASH encodes; None: the shares
-    # measured on the MATE paper's sample tables (joinsearch.state.DEFAULT_CHAR_FREQUENCIES).
+    # eq5 only. Shares of the 37 character classes (§5.3.2) ranking the characters XASH encodes; None: the
+    # shares measured on the MATE paper's sample tables (joinsearch.state.DEFAULT_CHAR_FREQUENCIES).
     char_frequencies: tuple[int, ...] | None = None
     # Tables a search returns when the request names no k.
     k: int = 10
@@ -94,6 +98,8 @@ class JoinSearchConfig:
     def __post_init__(self) -> None:
         if self.hash_bits not in (128, 256, 512):
             raise ValueError(f"joinsearch.hash_bits must be 128, 256 or 512, got {self.hash_bits}")
+        if self.xash_scheme not in ("authors", "eq5"):
+            raise ValueError(f"joinsearch.xash_scheme must be 'authors' or 'eq5', got {self.xash_scheme!r}")
         if self.char_frequencies is not None:
             object.__setattr__(self, "char_frequencies", tuple(int(f) for f in self.char_frequencies))
 

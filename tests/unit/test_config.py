@@ -71,3 +71,13 @@ def test_locations_are_paths_or_uris(given: str, uri: str):
 def test_unsupported_locations_are_named(given: str):
     with pytest.raises(ValueError, match="location"):
         load_config({"lake": given}, environ={})
+
+
+def test_xash_scheme_is_read_and_checked(tmp_path: Path):
+    assert load_config(environ={}).joinsearch.xash_scheme == "authors"
+    config_file = tmp_path / "lakemeta.yaml"
+    config_file.write_text("joinsearch:\n  xash_scheme: eq5\n")
+    assert load_config(environ={"LAKEMETA_CONFIG": str(config_file)}).joinsearch.xash_scheme == "eq5"
+    config_file.write_text("joinsearch:\n  xash_scheme: murmur\n")
+    with pytest.raises(ValueError, match="xash_scheme"):
+        load_config(environ={"LAKEMETA_CONFIG": str(config_file)})

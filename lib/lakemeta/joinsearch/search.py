@@ -28,13 +28,16 @@ The search follows Algorithm 1:
    mapping of column ids). This is Eq. 2 exactly, since every joinable (row, tuple) pair has an item of its
    q' value and passes the filter.
 
+Lines 1-6 run in numpy; lines 7-24, the loop over the candidate tables with both rules, the row filter,
+calculateJ and the top-k heap, run in one numba kernel (``_visit_tables``). The heap orders by J and, among
+equal J, evicts the table visited later, so at the k-th place the table visited first stays.
+
 Values of the query are normalised with ``normalise.normalise_values``; the index must hold normalised
 values (``index.table_postings`` does so) and super keys made with the same hasher.
 """
 
 from __future__ import annotations
 
-import heapq
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -396,12 +399,182 @@ def _mappings_of_pairs(
     return mappings, mapping_tuples, counts
 
 
-def _best_mapping(mappings: np.ndarray, mapping_tuples: np.ndarray) -> tuple[int, tuple[int, ...]]:
-    """Eq. 2: the mapping that collects the most distinct tuples, and that number."""
-    distinct = np.unique(np.column_stack([mappings, mapping_tuples]), axis=0)
-    unique_mappings, n_tuples = np.unique(distinct[:, :-1], axis=0, return_counts=True)
-    best = int(np.argmax(n_tuples))
-    return int(n_tuples[best]), tuple(int(c) for c in unique_mappings[best])
+@numba.njit(cache=True, nogil=True)
+def _best_mapping(mappings: np.ndarray, mapping_tuples: np.ndarray, best: np.ndarray) -> int:
+    """Eq. 2: the mapping that collects the most distinct tuples (ties: the lexicographically smallest),
+    written to ``best``; returns that number. The (mapping, tuple) rows are put in lexicographic order by
+    stable sorts from the last key to the first, then each mapping's run counts its distinct tuples."""
+    n, m = mappings.shape
+    order = np.argsort(mapping_tuples, kind="mergesort")
+    for j in range(m - 1, -1, -1):
+        order = order[np.argsort(mappings[order, j], kind="mergesort")]
+    best_count = 0
+    run_count = 0
+    for r in range(n):
+        row = order[r]
+        if r == 0:
+            new_mapping = True
+        else:
+            previous = order[r - 1]
+            new_mapping = False
+            for j in range(m):
+                if mappings[row, j] != mappings[previous, j]:
+                    new_mapping = True
+                    break
+        if new_mapping:
+            run_count = 1
+        elif mapping_tuples[row] != mapping_tuples[previous]:
+            run_count += 1
+        if run_count > best_count:  # strictly more: the first (smallest) mapping keeps a tie
+            best_count = run_count
+            best[:] = mappings[row]
+    return best_count
+
+
+@numba.njit(cache=True, inline="always")
+def _ranks_below(j: np.ndarray, position: np.ndarray, a: int, b: int) -> bool:
+    """Heap order of Alg. 1's top-k (line 22): by J, and among equal J the table visited later first, so
+    that it is the one a better table replaces (the earlier-visited keeps its place at the k-th rank)."""
+    return j[a] < j[b] or (j[a] == j[b] and position[a] > position[b])
+
+
+@numba.njit(cache=True, inline="always")
+def _sift_down(heap: np.ndarray, size: int, j: np.ndarray, position: np.ndarray, at: int) -> None:
+    while True:
+        smallest = at
+        for child in (2 * at + 1, 2 * at + 2):
+            if child < size and _ranks_below(j, position, heap[child], heap[smallest]):
+                smallest = child
+        if smallest == at:
+            return
+        heap[at], heap[smallest] = heap[smallest], heap[at]
+        at = smallest
+
+
+@numba.njit(cache=True, inline="always")
+def _sift_up(heap: np.ndarray, j: np.ndarray, position: np.ndarray, at: int) -> None:
+    while at > 0:
+        parent = (at - 1) // 2
+        if not _ranks_below(j, position, heap[at], heap[parent]):
+            return
+        heap[at], heap[parent] = heap[parent], heap[at]
+        at = parent
+
+
+@numba.njit(cache=True, nogil=True)
+def _visit_tables(
+    visit: np.ndarray,
+    table_starts: np.ndarray,
+    hits: np.ndarray,
+    fetched: np.ndarray,
+    pairs_per_item: np.ndarray,
+    item_code: np.ndarray,
+    item_keys: np.ndarray,
+    tuple_start: np.ndarray,
+    tuple_order: np.ndarray,
+    tuple_keys: np.ndarray,
+    tuples: np.ndarray,
+    initial: int,
+    use_super_key: bool,
+    k: int,
+    column_ids: np.ndarray,
+    row_of_item: np.ndarray,
+    row_offsets: np.ndarray,
+    row_items: np.ndarray,
+    max_width: int,
+    counters: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Alg. 1 lines 7-24 over the tables in visiting order, with the top-k heap.
+
+    Returns, for the (at most k) tables kept: their index into ``table_starts``, J and mapping, in heap
+    order. ``counters`` receives rule-1 stops, items checked, passed, pairs compared,
+    items joinable, rule-2 skips and tables evaluated."""
+    m = tuples.shape[1]
+    slot_table = np.empty(k, np.int64)  # entry s of the top-k: table, J, visiting position, mapping
+    slot_j = np.empty(k, np.int64)
+    slot_position = np.empty(k, np.int64)
+    slot_mapping = np.empty((k, m), np.int64)
+    heap = np.arange(k)  # entries by heap order; slots are filled in order and then reused by replacement
+    size = 0
+    capacity = 0
+    for t in visit:
+        capacity = max(capacity, pairs_per_item[table_starts[t] : table_starts[t] + hits[t]].sum())
+    pair_items = np.empty(capacity, np.int64)
+    pair_tuples = np.empty(capacity, np.int64)
+    best = np.empty(m, np.int64)
+    for position in range(visit.shape[0]):
+        t = visit[position]
+        full = size == k
+        kth = slot_j[heap[0]] if full else 0
+        if full and hits[t] <= kth:  # rule 1, line 9
+            counters[0] = visit.shape[0] - position
+            break
+        items = fetched[table_starts[t] : table_starts[t] + hits[t]]
+        checked, n_pairs, passed, compared, skipped = _scan_table(
+            items,
+            item_code,
+            item_keys,
+            tuple_start,
+            tuple_order,
+            tuple_keys,
+            tuples,
+            initial,
+            use_super_key,
+            full,
+            kth,
+            column_ids,
+            row_of_item,
+            row_offsets,
+            row_items,
+            max_width,
+            pair_items,
+            pair_tuples,
+        )
+        counters[1] += checked
+        counters[2] += passed
+        counters[3] += compared
+        # Line 21; a table skipped by rule 2 only has its passed pairs verified, for the counters.
+        mappings, mapping_tuples, per_pair = _mappings_of_pairs(
+            pair_items[:n_pairs],
+            pair_tuples[:n_pairs],
+            tuples,
+            initial,
+            column_ids,
+            item_code,
+            row_of_item,
+            row_offsets,
+            row_items,
+            max_width,
+            1 if skipped else np.iinfo(np.int64).max,
+        )
+        last_joinable = -1  # the pairs of one item are consecutive
+        for p in range(n_pairs):
+            if per_pair[p] > 0 and pair_items[p] != last_joinable:
+                counters[4] += 1
+                last_joinable = pair_items[p]
+        if skipped:
+            counters[5] += 1
+            continue
+        counters[6] += 1
+        if mappings.shape[0] == 0:
+            continue
+        joinability = _best_mapping(mappings, mapping_tuples, best)
+        if not full:  # line 22
+            slot = size
+            size += 1
+        elif joinability > kth:
+            slot = heap[0]
+        else:
+            continue
+        slot_table[slot], slot_j[slot], slot_position[slot] = t, joinability, position
+        slot_mapping[slot] = best
+        if full:
+            _sift_down(heap, size, slot_j, slot_position, 0)
+        else:
+            heap[size - 1] = slot
+            _sift_up(heap, slot_j, slot_position, size - 1)
+    kept = heap[:size]
+    return slot_table[kept], slot_j[kept], slot_mapping[kept]
 
 
 def algorithm_1(
@@ -440,73 +613,49 @@ def algorithm_1(
 
     query_keys = tuple_super_keys(query, hasher)  # line 6
     tuple_start = query_keys.start
-    max_width = index.max_row_width()
-    pairs_per_item = tuple_start[item_code[fetched] + 1] - tuple_start[item_code[fetched]]
-    top: list[tuple[int, int, int, tuple[int, ...]]] = []  # min-heap of (J, -visit position, table, mapping)
-    for position, t in enumerate(visit):
-        full = len(top) == k
-        kth = top[0][0] if full else 0
-        if full and hits[t] <= kth:  # rule 1, line 9
-            counters.tables_stopped_rule1 = len(visit) - position
-            break
-        items = fetched[table_starts[t] : table_starts[t] + hits[t]]
-        capacity = int(pairs_per_item[table_starts[t] : table_starts[t] + hits[t]].sum())
-        pair_items = np.empty(capacity, np.int64)
-        pair_tuples = np.empty(capacity, np.int64)
-        checked, n_pairs, passed, compared, skipped = _scan_table(
-            items,
-            item_code,
-            index.super_keys,
-            tuple_start,
-            query_keys.order,
-            query_keys.keys,
-            tuples,
-            initial,
-            hasher is not None,
-            full,
-            kth,
-            index.column_ids,
-            index.row_of_item,
-            index.row_offsets,
-            index.row_items,
-            max_width,
-            pair_items,
-            pair_tuples,
-        )
-        counters.items_checked += checked
-        counters.items_passed += passed
-        counters.pairs_compared += compared
-        pair_items, pair_tuples = pair_items[:n_pairs], pair_tuples[:n_pairs]
-        # Line 21; a table skipped by rule 2 only has its passed pairs verified, for the counters.
-        mappings, mapping_tuples, per_pair = _mappings_of_pairs(
-            pair_items,
-            pair_tuples,
-            tuples,
-            initial,
-            index.column_ids,
-            item_code,
-            index.row_of_item,
-            index.row_offsets,
-            index.row_items,
-            max_width,
-            1 if skipped else np.iinfo(np.int64).max,
-        )
-        counters.items_joinable += len(np.unique(pair_items[per_pair > 0]))
-        if skipped:
-            counters.tables_skipped_rule2 += 1
-            continue
-        counters.tables_evaluated += 1
-        if len(mappings) == 0:
-            continue
-        joinability, mapping = _best_mapping(mappings, mapping_tuples)
-        entry = (joinability, -position, int(tables[t]), mapping)
-        if not full:  # line 22
-            heapq.heappush(top, entry)
-        elif joinability > kth:
-            heapq.heapreplace(top, entry)
-    ranked = sorted(top, key=lambda e: (-e[0], e[2]))
+    counts = np.zeros(7, np.int64)
+    kept, joinability, mappings = _visit_tables(
+        visit,
+        table_starts,
+        hits,
+        fetched,
+        tuple_start[item_code[fetched] + 1] - tuple_start[item_code[fetched]],
+        item_code,
+        index.super_keys,
+        tuple_start,
+        query_keys.order,
+        query_keys.keys,
+        tuples,
+        initial,
+        hasher is not None,
+        k,
+        index.column_ids,
+        index.row_of_item,
+        index.row_offsets,
+        index.row_items,
+        index.max_row_width(),
+        counts,
+    )
+    (
+        counters.tables_stopped_rule1,
+        counters.items_checked,
+        counters.items_passed,
+        counters.pairs_compared,
+        counters.items_joinable,
+        counters.tables_skipped_rule2,
+        counters.tables_evaluated,
+    ) = (int(c) for c in counts)
+    table_ids = tables[kept]
+    ranked = np.lexsort((table_ids, -joinability))
     counters.filter_and_join_seconds = time.perf_counter() - fetched_at
-    return SearchResult([JoinableTable(e[2], e[0], e[3]) for e in ranked], initial, counters)
+    return SearchResult(
+        [
+            JoinableTable(int(table_ids[r]), int(joinability[r]), tuple(int(c) for c in mappings[r]))
+            for r in ranked
+        ],
+        initial,
+        counters,
+    )
 
 
 def mate_search(

@@ -36,17 +36,24 @@ Row ids: content-addressed occurrences
     do not enter super keys, but they are part of a row's content (h).
 
 Frozen XASH inputs
-    XASH (§5.3) depends on the corpus: character frequencies rank the characters a value encodes
-    (§5.3.2) and alpha follows from the number of unique values (Eq. 5). Computed from the data they would
-    drift with every batch, and the super keys already stored would stop covering the keys of the same
-    values hashed anew, breaking the no-false-negative lemma of §6.3. They are therefore fixed:
+    The hasher is the configured XASH scheme (``joinsearch.xash_scheme``, ``xash``'s module docstring)
+    at the configured size. The ``authors`` scheme (the default) reads nothing but the value. The ``eq5``
+    scheme depends on the corpus: character frequencies rank the characters a value encodes (§5.3.2) and
+    alpha follows from the number of unique values (Eq. 5). Computed from the data they would drift with
+    every batch, and the super keys already stored would stop covering the keys of the same values hashed
+    anew, breaking the no-false-negative lemma of §6.3. They are therefore fixed:
     :data:`DEFAULT_CHAR_FREQUENCIES` (character-class shares per million counted over the distinct
     normalised values of the MATE paper's sample tables, Dresden web tables and German open data) and alpha
     from ``joinsearch.unique_values`` (default the 700M unique values of the DWTC, §5.3.1: alpha = 6, 5, 4
-    for 128, 256, 512 bits). Configuration may override both, and the hash size; the hasher in force is
-    recorded as a table property of the posting lists (:data:`HASHER_PROPERTY`). An update with another
-    hasher while items exist is refused (a rebuild truncates the state, after which the new hasher is
-    recorded), and searches hash their queries with the recorded hasher.
+    for 128, 256, 512 bits). Configuration may override both, and the hash size.
+
+    The hasher in force, its scheme's name and version included (``XashHasher.to_dict``), is recorded as
+    a table property of the posting lists (:data:`HASHER_PROPERTY`). An update whose configured hasher is
+    another one (scheme, version, size or parameters) while items exist is refused with an error that
+    names both and says to run ``lakemeta rebuild`` (a rebuild truncates the state, after which the new
+    hasher is recorded); a version of a scheme that this code does not make cannot be read at all
+    (``XashHasher.from_dict``). Searches hash their queries with the recorded hasher, so stored super keys
+    and query keys always come from the same function.
 
 Exactly once
     All changes of a run go into the posting lists in one commit tagged with the component's transaction
@@ -89,7 +96,7 @@ from lakemeta.config import JoinSearchConfig
 from lakemeta.hashing import ColumnHashes
 from lakemeta.joinsearch.index import table_postings
 from lakemeta.joinsearch.superkey import super_keys_from_binary
-from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher, ones_per_value
+from lakemeta.joinsearch.xash import AUTHORS, EQ5, N_CHAR_CLASSES, XashHasher, ones_per_value
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.rows import content_hashes
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
@@ -144,12 +151,15 @@ ROW_IDS = "content-xxh64-v2"
 
 
 def posting_hasher(config: JoinSearchConfig) -> XashHasher:
-    """The frozen XASH hasher of the posting lists (module docstring); alpha from ``unique_values``, Eq. 5."""
+    """The frozen XASH hasher of the posting lists (module docstring): the configured scheme and size;
+    for ``eq5``, alpha from ``unique_values`` (Eq. 5) and the configured or default character shares."""
+    if config.xash_scheme == AUTHORS:
+        return XashHasher.authors(config.hash_bits)
     frequencies = config.char_frequencies or DEFAULT_CHAR_FREQUENCIES
     if len(frequencies) != N_CHAR_CLASSES:
         raise ValueError(f"joinsearch.char_frequencies needs {N_CHAR_CLASSES} shares, got {len(frequencies)}")
     alpha = ones_per_value(config.unique_values, config.hash_bits)
-    return XashHasher(config.hash_bits, alpha, tuple(int(f) for f in frequencies))
+    return XashHasher.eq5(config.hash_bits, alpha, tuple(int(f) for f in frequencies))
 
 
 def recorded_hasher(catalog: Catalog) -> XashHasher | None:
@@ -245,13 +255,26 @@ def _record_hasher(
         return
     if holds_items:
         raise ValueError(
-            f"{STATE} holds items made with XASH {recorded[HASHER_PROPERTY]} and row ids "
-            f"{recorded[ROW_IDS_PROPERTY]}, this version makes XASH {wanted[HASHER_PROPERTY]} and row ids "
-            f"{ROW_IDS}: old super keys would not cover new query keys, and old row ids would not be "
-            "removed by new ones; run `lakemeta rebuild` to rebuild the posting lists"
+            f"{STATE} holds items made with {_recorded_text(recorded[HASHER_PROPERTY])} and row ids "
+            f"{recorded[ROW_IDS_PROPERTY]}; the configuration makes {hasher.describe()} and this version "
+            f"row ids {ROW_IDS}: old super keys would not cover new query keys, and old row ids would not be "
+            "removed by new ones. Run `lakemeta rebuild` to rebuild the posting lists with the configured "
+            "hasher, or configure joinsearch (xash_scheme, hash_bits, unique_values, char_frequencies) as "
+            "the posting lists were built"
         )
     with catalog.committing("set properties of", STATE):
         table.alter.set_table_properties(wanted, raise_if_not_exists=False)
+
+
+def _recorded_text(record: str | None) -> str:
+    """A recorded hasher in words; a record without a scheme is an ``eq5`` one (``XashHasher.from_dict``)."""
+    if record is None:
+        return "no recorded hasher"
+    data = json.loads(record)
+    return (
+        f"XASH scheme {data.get('scheme', EQ5)!r} version {data.get('version', 1)}, "
+        f"{data.get('hash_bits')} bits, alpha {data.get('alpha')}"
+    )
 
 
 def _holds_items(table: deltalake.DeltaTable) -> bool:

@@ -134,3 +134,9 @@ def test_random_batches_equal_the_posting_lists_of_the_final_snapshot(spark, tmp
     wider = dataclasses.replace(pipeline.config, joinsearch=JoinSearchConfig(hash_bits=256))
     with pytest.raises(ValueError, match="rebuild"):
         PostingLists(pipeline.catalog, lake, wider).update(pipeline.detect_batches())
+    # another scheme at the same size: refused, naming both schemes and the rebuild
+    eq5 = dataclasses.replace(pipeline.config, joinsearch=JoinSearchConfig(xash_scheme="eq5"))
+    with pytest.raises(
+        ValueError, match=r"scheme 'authors' version 1.*scheme 'eq5' version 1.*lakemeta rebuild"
+    ):
+        PostingLists(pipeline.catalog, lake, eq5).update(pipeline.detect_batches())

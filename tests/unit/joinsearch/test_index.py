@@ -9,7 +9,7 @@ from lakemeta.joinsearch.xash import N_CHAR_CLASSES, XashHasher
 
 from .corpus import build_index
 
-HASHER = XashHasher(128, 5, (0,) * N_CHAR_CLASSES)
+HASHER = XashHasher.eq5(128, 5, (0,) * N_CHAR_CLASSES)
 
 
 def test_table_postings_one_item_per_non_null_cell() -> None:

@@ -62,9 +62,12 @@ def xash_for(tables: dict[int, Table], hash_bits: int) -> XashHasher:
 
 
 def all_variants(tables: dict[int, Table], query: list[pa.Array], k: int) -> dict[str, SearchResult]:
-    results = {"scr": scr_search(build_index(tables, XashHasher(128, 1, (0,) * N_CHAR_CLASSES)), query, k)}
+    results = {
+        "scr": scr_search(build_index(tables, XashHasher.eq5(128, 1, (0,) * N_CHAR_CLASSES)), query, k)
+    }
     hashers = {f"xash{bits}": xash_for(tables, bits) for bits in (128, 256, 512)}
-    hashers["xash128_alpha6"] = XashHasher(128, 6, tuple(range(N_CHAR_CLASSES)))
+    hashers.update({f"xash_authors{bits}": XashHasher.authors(bits) for bits in (128, 256, 512)})
+    hashers["xash128_alpha6"] = XashHasher.eq5(128, 6, tuple(range(N_CHAR_CLASSES)))
     hashers["bloom"] = BloomHasher.for_row_width(256, 4)
     for name, hasher in hashers.items():
         results[name] = mate_search(build_index(tables, hasher), query, k, hasher)
@@ -80,7 +83,7 @@ def test_figure_1_running_example() -> None:
             (1, 5, (0, 1, 2)),
             (2, 3, (3, 2, 1)),
         ], name
-    hasher = XashHasher(128, 6, (0,) * N_CHAR_CLASSES)
+    hasher = XashHasher.eq5(128, 6, (0,) * N_CHAR_CLASSES)
     counters = mate_search(build_index(tables, hasher), query, 2, hasher).counters
     # "Muhammad Ali US" is a candidate row of "Muhammad" that cannot hold (muhammad, lee, us) or
     # (muhammad, lee, germany): the super key drops it (Example 3). Items: 6 in T1, 3 in table 2.
@@ -147,7 +150,7 @@ def test_rule_1_stops_the_search() -> None:
     query_rows = [["a", "1"], ["b", "2"], ["c", "3"], ["d", "4"]]
     tables = {0: [list(r) for r in query_rows], 1: [["a", "1"], ["b", "2"], ["c", "3"]], 2: [["a", "1"]]}
     result = scr_search(
-        build_index(tables, XashHasher(128, 3, (0,) * N_CHAR_CLASSES)), columns_of(query_rows, 2), 1
+        build_index(tables, XashHasher.eq5(128, 3, (0,) * N_CHAR_CLASSES)), columns_of(query_rows, 2), 1
     )
     assert [(t.table_id, t.joinability) for t in result.tables] == [(0, 4)]
     assert result.counters.tables_stopped_rule1 == 2 and result.counters.tables_evaluated == 1
@@ -162,8 +165,8 @@ def test_rule_2_skips_a_table() -> None:
         0: [["k", "1"], ["k", "2"], ["k", "3"]] * 2,
         1: [["k", "7"], ["k", "8"], ["k", "9"], ["k", "1"], ["k", "2"]],
     }
-    for hasher in (XashHasher(128, 4, (0,) * N_CHAR_CLASSES), None):
-        index = build_index(tables, hasher or XashHasher(128, 4, (0,) * N_CHAR_CLASSES))
+    for hasher in (XashHasher.eq5(128, 4, (0,) * N_CHAR_CLASSES), None):
+        index = build_index(tables, hasher or XashHasher.eq5(128, 4, (0,) * N_CHAR_CLASSES))
         query = columns_of(query_rows, 2)
         result = mate_search(index, query, 1, hasher) if hasher else scr_search(index, query, 1)
         assert [(t.table_id, t.joinability) for t in result.tables] == [(0, 3)]
@@ -185,7 +188,7 @@ def test_rules_keep_a_table_that_can_still_win() -> None:
         [["k", "8"], ["k", "9"], ["k", "1"], ["k", "2"], ["k", "3"], ["k", "4"]],
     ):
         tables = {0: first, 1: second}
-        hasher = XashHasher(128, 4, (0,) * N_CHAR_CLASSES)
+        hasher = XashHasher.eq5(128, 4, (0,) * N_CHAR_CLASSES)
         index = build_index(tables, hasher)
         for result in (mate_search(index, query, 1, hasher), scr_search(index, query, 1)):
             assert [(t.table_id, t.joinability) for t in result.tables] == [(1, 4)]
@@ -196,7 +199,7 @@ def test_initial_column_has_the_smallest_cardinality() -> None:
     query_rows = [["a", "x", None], ["b", "x", "p"], ["c", "y", "p"], ["c", "y", "p"]]
     tables = {0: [["p", "y", "c"]]}
     result = scr_search(
-        build_index(tables, XashHasher(128, 2, (0,) * N_CHAR_CLASSES)), columns_of(query_rows, 3), 3
+        build_index(tables, XashHasher.eq5(128, 2, (0,) * N_CHAR_CLASSES)), columns_of(query_rows, 3), 3
     )
     # complete distinct tuples: (b, x, p), (c, y, p) -> cardinalities 2, 2, 1
     assert result.initial_column == 2
@@ -207,13 +210,13 @@ def test_repeated_value_in_a_key_needs_two_columns() -> None:
     # the tuple (a, a) joins a row only where "a" fills two different columns
     query = columns_of([["a", "A"]], 2)
     tables = {0: [["a", "b"]], 1: [["b", "a", "a"]]}
-    result = scr_search(build_index(tables, XashHasher(256, 3, (0,) * N_CHAR_CLASSES)), query, 5)
+    result = scr_search(build_index(tables, XashHasher.eq5(256, 3, (0,) * N_CHAR_CLASSES)), query, 5)
     assert [(t.table_id, t.joinability, t.column_mapping) for t in result.tables] == [(1, 1, (1, 2))]
     assert joinability({("a", "a")}, [["b", "a", "a"]], (1, 2)) == 1
 
 
 def test_degenerate_queries() -> None:
-    hasher = XashHasher(128, 3, (0,) * N_CHAR_CLASSES)
+    hasher = XashHasher.eq5(128, 3, (0,) * N_CHAR_CLASSES)
     index = build_index({0: [["a", "b"]]}, hasher)
     assert mate_search(index, [pa.array([None, ""], pa.string())], 3, hasher).tables == []
     assert mate_search(index, [pa.array(["zzz"])], 3, hasher).tables == []
@@ -221,6 +224,20 @@ def test_degenerate_queries() -> None:
     with pytest.raises(ValueError):
         mate_search(index, [pa.array(["a"])], 0, hasher)
     with pytest.raises(ValueError):
-        mate_search(index, [pa.array(["a"])], 1, XashHasher(256, 3, (0,) * N_CHAR_CLASSES))
+        mate_search(index, [pa.array(["a"])], 1, XashHasher.eq5(256, 3, (0,) * N_CHAR_CLASSES))
     empty = PostingIndex.from_arrays(pa.array([], pa.string()), [], [], [], np.zeros((0, 2), np.uint64))
     assert scr_search(empty, [pa.array(["a"])], 2).tables == []
+
+
+def test_a_better_table_replaces_the_later_visited_of_equal_ones() -> None:
+    # k = 2. Tables 1 and 2 (3 items of the initial column each, J = 1) fill the top-k; table 3 (2 items,
+    # visited last, J = 2) replaces the one of J = 1 visited later (table 2): at the k-th place the table
+    # Algorithm 1 visits first stays.
+    query = columns_of([["a", "1"], ["b", "2"]], 2)
+    equal = [["a", "1"], ["a", "7"], ["b", "8"]]
+    tables = {1: equal, 2: [list(row) for row in equal], 3: [["a", "1"], ["b", "2"]]}
+    hasher = XashHasher.authors(128)
+    index = build_index(tables, hasher)
+    for result in (mate_search(index, query, 2, hasher), scr_search(index, query, 2)):
+        assert [(t.table_id, t.joinability) for t in result.tables] == [(3, 2), (1, 1)]
+        assert result.counters.tables_evaluated == 3

@@ -32,10 +32,14 @@ def rows_and_keys(draw: st.DrawFn) -> tuple[list[list[str | None]], list[list[st
 
 
 def _hashers(alpha: int, frequencies: list[int]) -> list:
-    return [XashHasher(bits, alpha, tuple(frequencies)) for bits in (128, 256, 512)] + [
-        BloomHasher(128, 3),
-        BloomHasher(512, 9),
-    ]
+    return (
+        [XashHasher.eq5(bits, alpha, tuple(frequencies)) for bits in (128, 256, 512)]
+        + [XashHasher.authors(bits, alpha) for bits in (128, 256, 512)]
+        + [
+            BloomHasher(128, 3),
+            BloomHasher(512, 9),
+        ]
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -58,7 +62,7 @@ def test_super_key_never_drops_a_joinable_row(data: tuple, alpha: int, frequenci
 
 def test_filter_rejects_a_row_missing_a_key_value() -> None:
     # Example 3 of §6.3 in spirit: the row (muhammad, ali, us) cannot hold (muhammad, lee, us)
-    hasher = XashHasher(128, 6, (0,) * N_CHAR_CLASSES)
+    hasher = XashHasher.eq5(128, 6, (0,) * N_CHAR_CLASSES)
     row = row_super_keys([pa.array(["muhammad"]), pa.array(["ali"]), pa.array(["us"])], hasher)
     query = row_super_keys([pa.array(["muhammad"]), pa.array(["lee"]), pa.array(["us"])], hasher)
     assert not covers(row, query)[0]
@@ -66,7 +70,7 @@ def test_filter_rejects_a_row_missing_a_key_value() -> None:
 
 
 def test_wide_and_long_aggregation_agree() -> None:
-    hasher = XashHasher(256, 5, tuple(range(N_CHAR_CLASSES)))
+    hasher = XashHasher.eq5(256, 5, tuple(range(N_CHAR_CLASSES)))
     columns = [pa.array(["a", None, "c"]), pa.array(["x", "y", None]), pa.array([None, "q", "r"])]
     wide = row_super_keys(columns, hasher)
     cells = pa.array(["a", "x", "y", "q", "c", "r"])

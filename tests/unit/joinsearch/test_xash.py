@@ -1,6 +1,7 @@
-"""XASH (xash.py): segment sizes (Eq. 6), alpha (Eq. 5), and the bit layout of §5.3 on hand-checked values.
+"""XASH (xash.py): segment sizes (Eq. 6), alpha (Eq. 5), and the bits of both schemes (§5.3) on
+hand-checked values.
 
-Bit positions are counted from the left of the paper's bit array (0 = first bit of the length segment).
+Bit positions are counted from the left of the bit array (0 = first bit of the length segment).
 """
 
 import math
@@ -13,6 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakemeta.joinsearch.xash import (
+    AUTHORS,
+    EQ5,
     N_CHAR_CLASSES,
     XashHasher,
     char_frequencies,
@@ -34,7 +37,13 @@ def set_bits(words: np.ndarray) -> set[int]:
 def xash_bits(
     value: str | None, hash_bits: int = 128, alpha: int = 4, frequencies: tuple[int, ...] = UNIFORM
 ) -> set[int]:
-    return set_bits(XashHasher(hash_bits, alpha, frequencies).hash_values(pa.array([value], pa.string()))[0])
+    return set_bits(
+        XashHasher.eq5(hash_bits, alpha, frequencies).hash_values(pa.array([value], pa.string()))[0]
+    )
+
+
+def authors_bits(value: str | None, hash_bits: int = 128, alpha: int = 6) -> set[int]:
+    return set_bits(XashHasher.authors(hash_bits, alpha).hash_values(pa.array([value], pa.string()))[0])
 
 
 def frequencies_with(rare: dict[str, int], default: int = 100) -> tuple[int, ...]:
@@ -123,7 +132,7 @@ def test_larger_hashes() -> None:
 
 
 def test_null_alpha_one_and_shapes() -> None:
-    hasher = XashHasher(256, 6, UNIFORM)
+    hasher = XashHasher.eq5(256, 6, UNIFORM)
     out = hasher.hash_values(pa.array(["x", None, ""], pa.string()))
     assert out.shape == (3, 4) and out.dtype == np.uint64
     assert not out[1].any()
@@ -148,7 +157,7 @@ def test_null_alpha_one_and_shapes() -> None:
 def test_bit_count_and_segments(
     values: list[str | None], hash_bits: int, alpha: int, frequencies: list[int]
 ) -> None:
-    hashes = XashHasher(hash_bits, alpha, tuple(frequencies)).hash_values(pa.array(values, pa.string()))
+    hashes = XashHasher.eq5(hash_bits, alpha, tuple(frequencies)).hash_values(pa.array(values, pa.string()))
     length_bits = length_segment_bits(hash_bits)
     for value, words in zip(values, hashes, strict=True):
         bits = set_bits(words)
@@ -171,6 +180,67 @@ def test_char_frequencies_match_counter() -> None:
     np.testing.assert_array_equal(char_frequencies(pa.chunked_array([values[:2], values[2:]])), expected)
 
 
+def test_authors_muhammad_hand_checked() -> None:
+    # "muhammad", |a| = 128: β = 3, |a_l| = 17, 37·β = 111. Occurrences in the value (§5.3.2, "least
+    # frequent characters inside a word", ties by character): d, h, u once, a twice, m three times: the
+    # 5 picks are d, h, u, a, m. 0-based positions: m 0,4,5; u 1; h 2; a 3,6; d 7; l_v = 8.
+    # Area (§5.3.3, the authors' loop): least i with mean <= (i + 1)·8/3, thresholds 2.67, 5.33, 8:
+    #   d mean 7 -> i = 2; h mean 2 -> 0; u mean 1 -> 0; a mean 4.5 -> 1; m mean 3 -> 1.
+    # Bit from the least significant end, index·β + i (space 0, digits 1-10, letters 11-36):
+    #   d (14) 44, h (18) 54, u (31) 93, a (11) 34, m (23) 70.
+    # Rotation (§5.3.5, the authors' code): d = floor(111·(8 mod 17)/17) = 52, inside the 111 bits:
+    #   96, 106, 145 - 111 = 34, 86, 122 - 111 = 11. Length bit: 111 + 8 mod 17 = 119.
+    # From the left (127 - p): 31, 21, 93, 41, 116 and 8.
+    assert authors_bits("muhammad") == {8, 21, 31, 41, 93, 116}
+    assert authors_bits("MUHAMMAD") == authors_bits("muhammad")  # ASCII upper case folds
+    # alpha = 2 picks d alone: {8, 31}; the picks do not depend on any other value (no corpus statistics)
+    assert authors_bits("muhammad", alpha=2) == {8, 31}
+
+
+def test_authors_characters_outside_the_alphabet_use_a_pick() -> None:
+    # "a-b", 128 bits: each character once; by code point '-' (45) < 'a' < 'b'. '-' has no segment and
+    # sets no bit. l_v = 3: rotation floor(111·3/17) = 19; thresholds (i + 1)·3/3 = 1, 2, 3:
+    #   a mean 1 -> i = 0 -> 11·3 + 0 = 33 -> 52 -> from the left 127 - 52 = 75
+    #   b mean 2 -> i = 1 -> 12·3 + 1 = 37 -> 56 -> 71;  length 111 + 3 = 114 -> 13
+    assert authors_bits("a-b") == {13, 71, 75}
+    # the space is a character of its own (index 0), unlike eq5's catch-all class
+    assert authors_bits("a b") != authors_bits("a-b")
+    # "über", 256 bits: β = 6, |a_l| = 34, 37·β = 222, l_v = 4, picks b, e, r, ü (ü: no bit).
+    # Rotation floor(222·4/34) = 26; thresholds (i + 1)·4/6:
+    #   b position 1 -> i = 1 -> 12·6 + 1 = 73; e 2 -> i = 2 -> 15·6 + 2 = 92; r 3 -> i = 4 -> 28·6 + 4
+    #   = 172; rotated 99, 118, 198 -> from the left 255 - p: 156, 137, 57; length 222 + 4 -> 29
+    assert authors_bits("über", hash_bits=256) == {29, 57, 137, 156}
+
+
+def test_authors_five_characters_at_every_size() -> None:
+    # "abcdefg", 512 bits: β = 13, |a_l| = 31, 37·β = 481. Seven characters, once each: the 5 picks are
+    # a-e (ties by character), whatever the size (Eq. 5 would give alpha - 1 = 3 at 512 bits).
+    # l_v = 7, rotation floor(481·7/31) = 108; area of 0-based position j: least i with j <= (i + 1)·7/13:
+    #   a 0 -> 0, b 1 -> 1, c 2 -> 3, d 3 -> 5, e 4 -> 7; bits 143, 157, 172, 187, 202, rotated
+    #   251, 265, 280, 295, 310 -> from the left (511 - p) 260, 246, 231, 216, 201; length 481 + 7 -> 23
+    assert authors_bits("abcdefg", hash_bits=512) == {23, 201, 216, 231, 246, 260}
+    for hash_bits in (128, 256, 512):
+        assert len(authors_bits("abcdefg", hash_bits)) == 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.text(max_size=20)), max_size=15), st.sampled_from([128, 256, 512]))
+def test_authors_bit_count_and_length_segment(values: list[str | None], hash_bits: int) -> None:
+    hashes = XashHasher.authors(hash_bits).hash_values(pa.array(values, pa.string()))
+    length_bits = length_segment_bits(hash_bits)
+    for value, words in zip(values, hashes, strict=True):
+        bits = set_bits(words)
+        if value is None:
+            assert bits == set()
+            continue
+        folded = "".join(c.lower() if c.isascii() else c for c in value)
+        counts = Counter(folded)
+        picks = sorted(counts, key=lambda c: (counts[c], c))[:5]
+        encoded = [c for c in picks if c == " " or (c.isascii() and c.isalnum())]
+        assert len(bits) == 1 + len(encoded)
+        assert [b for b in bits if b < length_bits] == [length_bits - 1 - len(value) % length_bits]
+
+
 def test_from_corpus_and_serialisation() -> None:
     corpus = pa.array(["lee", "us", "muhammad", None])
     hasher = XashHasher.from_corpus(corpus, 128)
@@ -178,7 +248,29 @@ def test_from_corpus_and_serialisation() -> None:
     assert hasher.char_frequencies == tuple(int(f) for f in char_frequencies(corpus))
     assert XashHasher.from_dict(hasher.to_dict()) == hasher
     assert hasher.n_words == 2
+    assert hasher.to_dict()["scheme"] == EQ5 and hasher.to_dict()["version"] == 1
+    authors = XashHasher.authors(512)
+    assert authors.to_dict() == {
+        "kind": "xash",
+        "scheme": AUTHORS,
+        "version": 1,
+        "hash_bits": 512,
+        "alpha": 6,
+    }
+    assert XashHasher.from_dict(authors.to_dict()) == authors
+    # a record from before schemes were recorded is the eq5 scheme, whose bits have not changed
+    legacy = {k: v for k, v in hasher.to_dict().items() if k not in ("scheme", "version")}
+    assert XashHasher.from_dict(legacy) == hasher
+    # bits of another version cannot be reproduced: the error says to rebuild
+    with pytest.raises(ValueError, match="rebuild"):
+        XashHasher.from_dict({**authors.to_dict(), "version": 2})
+    with pytest.raises(ValueError, match="rebuild"):
+        XashHasher.from_dict({**authors.to_dict(), "scheme": "other"})
     with pytest.raises(ValueError):
         XashHasher.from_dict({"kind": "bloom", "hash_bits": 128, "n_hashes": 3})
     with pytest.raises(ValueError):
-        XashHasher(128, 4, (1, 2))
+        XashHasher.eq5(128, 4, (1, 2))
+    with pytest.raises(ValueError):
+        XashHasher(128, AUTHORS, 6, UNIFORM)
+    with pytest.raises(ValueError):
+        XashHasher(128, "other", 6)
