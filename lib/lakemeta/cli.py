@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -109,6 +109,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--yes",
         action="store_true",
         help="drop the state without asking (needed when stdin is not a terminal)",
+    )
+
+    _add_command(
+        commands,
+        "maintain",
+        "compact, checkpoint and VACUUM the catalog's tables, keeping maintenance.retention_days (no JVM)",
     )
 
     joinable = _add_command(commands, "joinable", "top-k tables joinable with a query table (MATE)")
@@ -295,6 +301,19 @@ def _confirm_rebuild(config: Config) -> None:
         raise ValueError("not confirmed; nothing dropped")
 
 
+def _maintain(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.catalog.maintenance import maintain_catalog
+
+    if config.catalog is None:
+        raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
+    done = maintain_catalog(config.catalog, timedelta(days=config.maintenance.retention_days))
+    print(
+        f"{len(done)} tables maintained: {sum(t.files_before for t in done)} data files before, "
+        f"{sum(t.files_after for t in done)} after, {sum(t.vacuumed for t in done)} deleted by VACUUM"
+    )
+    return EXIT_OK
+
+
 def _joinable(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.joinsearch.discover import format_matches, parse_key_columns
 
@@ -365,6 +384,7 @@ COMMANDS = {
     "ingest": _ingest,
     "run": _run,
     "rebuild": _rebuild,
+    "maintain": _maintain,
     "joinable": _joinable,
     "graph": _graph,
     "show": _show,

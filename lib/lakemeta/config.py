@@ -201,6 +201,19 @@ class ScanConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class MaintenanceConfig:
+    """Table maintenance of the catalog (``lakemeta.catalog.maintenance``)."""
+
+    # Versions committed this many days back stay readable (time travel, ``show --as-of``); the published
+    # versions stay readable however old.
+    retention_days: float = 7.0
+
+    def __post_init__(self) -> None:
+        if self.retention_days < 0:
+            raise ValueError(f"maintenance.retention_days must not be negative, got {self.retention_days}")
+
+
+@dataclasses.dataclass(frozen=True)
 class Config:
     # Local folders or object-store prefixes (``lakemeta.storage``): /data/lake, file:///data/lake,
     # s3://bucket/lake.
@@ -220,6 +233,7 @@ class Config:
     joinsearch: JoinSearchConfig = dataclasses.field(default_factory=JoinSearchConfig)
     inds: IndConfig = dataclasses.field(default_factory=IndConfig)
     fks: FkConfig = dataclasses.field(default_factory=FkConfig)
+    maintenance: MaintenanceConfig = dataclasses.field(default_factory=MaintenanceConfig)
 
     def __post_init__(self) -> None:
         for name in ("lake", "catalog"):
@@ -368,6 +382,7 @@ _SECTIONS: dict[str, type] = {
     "joinsearch": JoinSearchConfig,
     "inds": IndConfig,
     "fks": FkConfig,
+    "maintenance": MaintenanceConfig,
 }
 
 

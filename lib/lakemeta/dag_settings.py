@@ -9,6 +9,7 @@ set these variables in the environment of every Airflow component (``infra/airfl
 
 - ``LAKEMETA_INCREMENTAL_SCHEDULE``: lakemeta_incremental's schedule, a cron expression or preset
   (default ``@hourly``).
+- ``LAKEMETA_MAINTENANCE_SCHEDULE``: lakemeta_maintenance's schedule (default ``@daily``).
 - ``LAKEMETA_TASK_TIMEOUT_MINUTES``: every task's ``execution_timeout`` (default 120): an attempt running
   longer fails, and is retried like any failure.
 - ``LAKEMETA_DAG_RUN_TIMEOUT_MINUTES``: every DAG's ``dagrun_timeout`` (default 720): a run going longer
@@ -99,6 +100,11 @@ def dag_arguments() -> dict[str, Any]:
 def incremental_schedule() -> str:
     """lakemeta_incremental's schedule: ``LAKEMETA_INCREMENTAL_SCHEDULE``, hourly by default."""
     return os.environ.get("LAKEMETA_INCREMENTAL_SCHEDULE", "").strip() or "@hourly"
+
+
+def maintenance_schedule() -> str:
+    """lakemeta_maintenance's schedule: ``LAKEMETA_MAINTENANCE_SCHEDULE``, daily by default."""
+    return os.environ.get("LAKEMETA_MAINTENANCE_SCHEDULE", "").strip() or "@daily"
 
 
 def configured_param(setting: str, *, type: str, description: str, **schema: Any) -> Param:

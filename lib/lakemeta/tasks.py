@@ -37,3 +37,16 @@ def batch_audit() -> str | None:
     lake, catalog = load_config().require_paths()
     audit = audit_batches(catalog, lake)
     return None if audit is None else str(audit.path)
+
+
+def maintain_catalog() -> int:
+    """Compact, checkpoint and VACUUM the configured catalog's tables (``lakemeta.catalog.maintenance``);
+    the number of tables maintained."""
+    from datetime import timedelta
+
+    from lakemeta.catalog.maintenance import maintain_catalog as maintain
+
+    configure_logging()
+    config = load_config()
+    _lake, catalog = config.require_paths()
+    return len(maintain(catalog, timedelta(days=config.maintenance.retention_days)))

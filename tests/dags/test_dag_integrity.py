@@ -45,7 +45,13 @@ def parse(folder: Path = REPO / "dags"):
     return DagBag(dag_folder=str(folder))
 
 
-DAG_IDS = {"lakemeta_incremental", "lakemeta_discovery", "lakemeta_joinable_search", "lakemeta_rebuild"}
+DAG_IDS = {
+    "lakemeta_incremental",
+    "lakemeta_discovery",
+    "lakemeta_joinable_search",
+    "lakemeta_rebuild",
+    "lakemeta_maintenance",
+}
 
 
 def test_dags_import_without_errors(dagbag):
@@ -123,8 +129,9 @@ def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect
     for dag_id in DAG_IDS:
         for task in dagbag.dags[dag_id].tasks:
             assert task.retries >= 1 and task.retry_exponential_backoff
-            # No Spark: planning reads Delta logs, the audits run Great Expectations over files.
-            if task.task_id in ("detect_batches", "quality_gate", "batch_audit"):
+            # No Spark: planning reads Delta logs, the audits run Great Expectations over files, the
+            # maintenance is delta-rs's.
+            if task.task_id in ("detect_batches", "quality_gate", "batch_audit", "maintain_catalog"):
                 assert task.python_callable.__module__ == "lakemeta.tasks"
                 assert task.pool == "default_pool"
                 continue
@@ -252,6 +259,13 @@ def configuration_of(task, params: dict, config_file: Path):
     args = task.render_template(arguments_of(task), {"params": params, "run_id": "manual__1"})
     settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
     return load_config(parse_settings(settings), environ={"LAKEMETA_CONFIG": str(config_file)})
+
+
+def test_maintenance_runs_daily_one_task_without_spark(dagbag):
+    dag = dagbag.dags["lakemeta_maintenance"]
+    assert upstream(dag) == {"maintain_catalog": []}
+    assert dag.max_active_runs == 1
+    assert dag.schedule == "@daily"
 
 
 def test_rebuild_dag_asks_for_confirmation(dagbag):

@@ -221,3 +221,25 @@ def test_rebuild_without_a_terminal_or_yes_exits_2_and_drops_nothing(tmp_path: P
     assert "stdin is not a terminal: give --yes; nothing dropped" in result.stderr
     state = deltalake.DeltaTable(catalog / "state" / "hll_counters")
     assert (state.version(), state.to_pyarrow_table().to_pylist()) == (0, counters.to_pylist())
+
+
+def test_maintain_compacts_the_catalogs_tables_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
+    catalog = tmp_path / "catalog"
+    for value in range(3):
+        deltalake.write_deltalake(str(catalog / "runs"), pa.table({"n": [value]}), mode="append")
+    schema = pa.schema(
+        [
+            ("table_name", pa.string()),
+            ("version", pa.int64()),
+            ("published_at", pa.timestamp("us", tz="UTC")),
+            ("audit", pa.string()),
+        ]
+    )
+    deltalake.write_deltalake(str(catalog / "published"), schema.empty_table())
+
+    assert cli.main(["maintain", "--catalog", str(catalog), "--set", "maintenance.retention_days=0"]) == 0
+
+    assert "2 tables maintained: 3 data files before, 1 after, 3 deleted by VACUUM" in capsys.readouterr().out
+    assert len(deltalake.DeltaTable(str(catalog / "runs")).file_uris()) == 1

@@ -1,0 +1,113 @@
+"""Table maintenance of the catalog: compaction, log checkpoints and VACUUM of every state and catalog table
+(``lakemeta maintain``, the DAG ``lakemeta_maintenance``), with delta-rs: no JVM.
+
+Why: every run MERGEs the state tables and rewrites result tables, so hourly runs leave about 8,760 versions
+per table a year and ever more small files, which every read lists and opens. Compaction rewrites the small
+files of a table (of each partition of the tables partitioned by ``table_name``) into few; a checkpoint
+spares readers the replay of the JSON log; VACUUM deletes the data files no kept version reads.
+
+What stays readable: every version committed inside the retention window (``maintenance.retention_days``,
+default 7 days: ``lakemeta show --as-of`` and Delta time travel), and, however old, the version of each
+table that the newest publication points the database's views and ``lakemeta show`` at (``published``).
+A file a version reads was removed, if ever, by a later commit, whose time is not before that version's;
+VACUUM deletes only files removed before its horizon, so a horizon at or before a version's commit time
+keeps the version whole. The horizon of a table is the earlier of now - retention and the commit time of its
+published version, in whole hours (delta-rs's VACUUM takes hours), rounded so as to keep more.
+
+The state lease is held alone meanwhile (as a rebuild holds it): no step writes a table while it is
+compacted, and the steps that start wait for the maintenance to end.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from datetime import UTC, datetime, timedelta
+
+import pyarrow.compute as pc
+
+from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
+from lakemeta.catalog.store import read_small
+from lakemeta.storage import Location
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class TableMaintenance:
+    """What maintenance did to one table: its data files before and after, the files compaction rewrote
+    and VACUUM deleted, and the horizon of its VACUUM (versions committed since stay readable)."""
+
+    table: str
+    files_before: int
+    files_after: int
+    compacted: int
+    vacuumed: int
+    horizon: datetime
+
+
+def published_versions(root: Location) -> dict[str, int]:
+    """The version of each catalog table that the newest publication points at (none before the first)."""
+    published = read_small(root, "published")
+    if published.num_rows == 0:
+        return {}
+    newest = published.filter(pc.equal(published["published_at"], pc.max(published["published_at"])))
+    return {row["table_name"]: row["version"] for row in newest.select(["table_name", "version"]).to_pylist()}
+
+
+def _commit_time(location: Location, version: int) -> datetime:
+    """When ``version`` of the table was committed (its log entry's timestamp)."""
+    table = location.delta_table()
+    entry = next(e for e in table.history(table.version() - version + 1) if e["version"] == version)
+    return datetime.fromtimestamp(entry["timestamp"] / 1000, UTC)
+
+
+def maintain_table(location: Location, name: str, kept_hours: int) -> TableMaintenance:
+    """Compact the table, checkpoint its log and VACUUM the files that no version of the last
+    ``kept_hours`` hours reads."""
+    table = location.delta_table()
+    files_before = len(table.file_uris())
+    metrics = table.optimize.compact()
+    table = location.delta_table()
+    table.create_checkpoint()
+    deleted = table.vacuum(retention_hours=kept_hours, dry_run=False, enforce_retention_duration=False)
+    return TableMaintenance(
+        name,
+        files_before,
+        len(location.delta_table().file_uris()),
+        int(metrics.get("numFilesRemoved", 0)),
+        len(deleted),
+        datetime.now(UTC) - timedelta(hours=kept_hours),
+    )
+
+
+def _hours_since(moment: datetime) -> int:
+    # delta-rs's VACUUM takes whole hours; rounded up, its horizon only moves earlier: more is kept
+    return max(0, math.ceil((datetime.now(UTC) - moment).total_seconds() / 3600))
+
+
+def maintain_catalog(root: Location, retention: timedelta) -> list[TableMaintenance]:
+    """Maintain every Delta table of the catalog at ``root`` (module docstring), holding the state lease
+    alone; what was done, per table."""
+    done = []
+    with Lease(root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "maintaining the catalog's tables"):
+        published = published_versions(root)
+        retention_hours = math.ceil(retention.total_seconds() / 3600)
+        for location in sorted(root.walk_tables(), key=str):
+            name = root.relative(location)
+            kept_hours = retention_hours
+            if name in published:
+                kept_hours = max(kept_hours, _hours_since(_commit_time(location, published[name])))
+            done.append(maintain_table(location, name, kept_hours))
+    log.info(
+        "maintained %d tables: %d data files before, %d after; %d compacted, %d deleted by VACUUM "
+        "(retention %s, published versions kept)",
+        len(done),
+        sum(t.files_before for t in done),
+        sum(t.files_after for t in done),
+        sum(t.compacted for t in done),
+        sum(t.vacuumed for t in done),
+        retention,
+    )
+    return done

@@ -1,0 +1,101 @@
+"""Table maintenance (``lakemeta.catalog.maintenance``) on a catalog written with delta-rs: compaction,
+VACUUM within the retention, and the published version kept however short the retention."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from lakemeta.catalog.maintenance import maintain_catalog
+from lakemeta.storage import Location
+
+PUBLISHED = pa.schema(
+    [
+        ("table_name", pa.string()),
+        ("version", pa.int64()),
+        ("published_at", pa.timestamp("us", tz="UTC")),
+        ("audit", pa.string()),
+    ]
+)
+
+
+def rows(value: int) -> pa.Table:
+    return pa.table({"table_name": ["t"], "n": [value]})
+
+
+@pytest.fixture
+def catalog(tmp_path):
+    """A catalog: ``columns`` overwritten four times (versions 0-3, version 1 published), ``runs``
+    overwritten twice (nothing published), and ``state/column_values`` partitioned by table, appended to
+    six times (six small files in each of two partitions)."""
+    root = tmp_path / "catalog"
+    for value in range(4):
+        write_deltalake(str(root / "columns"), rows(value), mode="overwrite")
+    for value in range(2):
+        write_deltalake(str(root / "runs"), rows(value), mode="overwrite")
+    for value in range(6):
+        batch = pa.table({"table_name": ["a", "b"], "hash": [value, value], "count": [1, 1]})
+        write_deltalake(
+            str(root / "state" / "column_values"), batch, mode="append", partition_by=["table_name"]
+        )
+    published = pa.table(
+        {
+            "table_name": ["columns"],
+            "version": [1],
+            "published_at": [datetime.now(UTC)],
+            "audit": ["audit-1.json"],
+        },
+        schema=PUBLISHED,
+    )
+    write_deltalake(str(root / "published"), published)
+    return root
+
+
+def readable(path, version: int) -> bool:
+    """Whether every file of the version is there."""
+    try:
+        DeltaTable(str(path), version=version).to_pyarrow_table()
+    except OSError:
+        return False
+    return True
+
+
+def test_no_retention_vacuums_old_versions_but_keeps_the_published_one(catalog):
+    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(0))}
+
+    assert set(done) == {"columns", "runs", "published", "state/column_values"}
+    # nothing published: the overwritten version's file is gone, the newest is whole
+    assert done["runs"].vacuumed == 1
+    assert not readable(catalog / "runs", 0)
+    assert DeltaTable(str(catalog / "runs")).to_pyarrow_table()["n"].to_pylist() == [1]
+    # the published version 1 reads as it was, and with it every later version
+    assert DeltaTable(str(catalog / "columns"), version=1).to_pyarrow_table()["n"].to_pylist() == [1]
+    for version in (2, 3):
+        assert readable(catalog / "columns", version)
+
+
+def test_compaction_leaves_a_file_per_partition_and_the_same_rows(catalog):
+    path = catalog / "state" / "column_values"
+    before = (
+        DeltaTable(str(path)).to_pyarrow_table().sort_by([("table_name", "ascending"), ("hash", "ascending")])
+    )
+
+    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(days=7))}
+
+    assert (done["state/column_values"].files_before, done["state/column_values"].files_after) == (12, 2)
+    assert done["state/column_values"].compacted == 12
+    after = DeltaTable(str(path)).to_pyarrow_table()
+    assert after.sort_by([("table_name", "ascending"), ("hash", "ascending")]).equals(
+        before.select(after.column_names)
+    )
+    # within the retention nothing is deleted: the version before the compaction still reads
+    assert done["state/column_values"].vacuumed == 0
+    assert readable(path, 5)
+
+
+def test_a_checkpoint_is_written(catalog):
+    maintain_catalog(Location.parse(catalog), timedelta(days=7))
+    assert list((catalog / "columns" / "_delta_log").glob("*.checkpoint.parquet"))
