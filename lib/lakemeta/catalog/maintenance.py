@@ -102,12 +102,12 @@ def maintain_catalog(root: Location, retention: timedelta) -> list[TableMaintena
             done.append(maintain_table(location, name, kept_hours))
     log.info(
         "maintained %d tables: %d data files before, %d after; %d compacted, %d deleted by VACUUM "
-        "(retention %s, published versions kept)",
+        "(retention %g days, published versions kept)",
         len(done),
         sum(t.files_before for t in done),
         sum(t.files_after for t in done),
         sum(t.compacted for t in done),
         sum(t.vacuumed for t in done),
-        retention,
+        retention.total_seconds() / 86400,
     )
     return done
