@@ -25,8 +25,12 @@ def kill_when_named(label: str) -> None:
     """SIGKILL this process when ``label`` is the one ``LAKEMETA_CRASH_AT`` names: no handler, no
     ``finally`` and no JVM shutdown hook runs, so the catalog is left exactly as the crash leaves it."""
     if os.environ.get(ENVIRONMENT_VARIABLE) == label:
-        log.warning("crash point %r reached: %s kills process %d", label, ENVIRONMENT_VARIABLE, os.getpid())
+        message = f"crash point {label!r} reached: {ENVIRONMENT_VARIABLE} kills process {os.getpid()}"
+        log.warning(message)
         logging.shutdown()
+        # A log handler may still hold the line when SIGKILL comes (an Airflow task's logs go to its
+        # supervisor through a buffered socket): it goes to stderr too, written at once.
+        os.write(2, f"{message}\n".encode())
         os.kill(os.getpid(), signal.SIGKILL)
 
 
