@@ -7,13 +7,14 @@ import logging
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemeta import __version__
 from lakemeta.config import (
     Config,
+    add_joinable_query_arguments,
     add_location_arguments,
     add_settings_argument,
     load_config,
@@ -118,15 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     joinable = _add_command(commands, "joinable", "top-k tables joinable with a query table (MATE)")
-    joinable.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
-    joinable.add_argument("--key", required=True, help="key columns of the query, comma-separated")
-    joinable.add_argument("--k", type=int, help="tables to return (default: joinsearch.k, 10)")
-    joinable.add_argument(
-        "--hash-bits",
-        type=int,
-        choices=[128, 256, 512],
-        help="super-key size (default: joinsearch.hash_bits)",
-    )
+    add_joinable_query_arguments(joinable)
     joinable.add_argument("--query-id", default="cli", help="results go to joinable_tables under this id")
 
     graph = _add_command(commands, "graph", "draw the schemas: accepted FKs per schema graph (no JVM)")
@@ -306,7 +299,7 @@ def _maintain(args: argparse.Namespace, config: Config) -> int:
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    done = maintain_catalog(config.catalog, timedelta(days=config.maintenance.retention_days))
+    done = maintain_catalog(config.catalog, config.maintenance.retention)
     print(
         f"{len(done)} tables maintained: {sum(t.files_before for t in done)} data files before, "
         f"{sum(t.files_after for t in done)} after, {sum(t.vacuumed for t in done)} deleted by VACUUM"

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import os
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Any
 
 import yaml
@@ -212,6 +213,10 @@ class MaintenanceConfig:
         if self.retention_days < 0:
             raise ValueError(f"maintenance.retention_days must not be negative, got {self.retention_days}")
 
+    @property
+    def retention(self) -> timedelta:
+        return timedelta(days=self.retention_days)
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:
@@ -356,6 +361,20 @@ def add_location_arguments(
         "--catalog",
         default=default,
         help="catalog root, a folder or s3://bucket/prefix (default: LAKEMETA_CATALOG / config file)",
+    )
+
+
+def add_joinable_query_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of a joinable-table search (``lakemeta joinable`` and the search DAG's step): the query
+    table and its key columns, and the settings of ``joinsearch`` a search may override."""
+    parser.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
+    parser.add_argument("--key", required=True, help="key columns of the query, comma-separated")
+    parser.add_argument("--k", type=int, help="tables to return (default: joinsearch.k)")
+    parser.add_argument(
+        "--hash-bits",
+        type=int,
+        choices=[128, 256, 512],
+        help="super-key size (default: joinsearch.hash_bits)",
     )
 
 

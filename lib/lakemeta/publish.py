@@ -15,10 +15,9 @@ import logging
 from datetime import UTC, datetime
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.store import read_small
+from lakemeta.catalog.store import published_versions
 from lakemeta.crash_points import crash_point
 from lakemeta.quality.gate import AUDITED, Audit, require_success
 from lakemeta.spark.jobs import describe_jobs
@@ -36,13 +35,10 @@ def _path_identifier(path: str) -> str:
 def publication_is_current(root: Location) -> bool:
     """Whether the newest publication holds the latest version of every audited catalog table: nothing
     was written since it, so there is nothing to audit or publish (Delta logs only: no Spark)."""
-    published = read_small(root, "published")
-    if published.num_rows == 0:
-        return False
-    newest = pc.equal(published["published_at"], pc.max(published["published_at"]))
-    rows = published.filter(newest).select(["table_name", "version"]).to_pylist()
-    versions = {row["table_name"]: row["version"] for row in rows}
-    return all(versions.get(name) == (root / name).delta_table().version() for name in AUDITED)
+    versions = published_versions(root)
+    return bool(versions) and all(
+        versions.get(name) == (root / name).delta_table().version() for name in AUDITED
+    )
 
 
 def publish_catalog(catalog: Catalog, audit: Audit) -> int:

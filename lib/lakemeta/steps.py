@@ -14,7 +14,13 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from lakemeta.config import add_location_arguments, add_settings_argument, load_config, parse_settings
+from lakemeta.config import (
+    add_joinable_query_arguments,
+    add_location_arguments,
+    add_settings_argument,
+    load_config,
+    parse_settings,
+)
 from lakemeta.joinsearch.discover import format_matches, parse_key_columns
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
@@ -106,15 +112,7 @@ def rebuild_state(argv: Sequence[str] | None = None, spark: SparkSession | None 
 def joinable_search(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:
     """The joinable-table search of a manually triggered DAG run (MATE §6), stored under ``--query-id``."""
     parser = _parser("lakemeta joinable-table search")
-    parser.add_argument("--query", required=True, help="lake table name, or CSV / Parquet file in the lake")
-    parser.add_argument("--key", required=True, help="key columns of the query, comma-separated")
-    parser.add_argument("--k", type=int, help="tables to return (default: joinsearch.k)")
-    parser.add_argument(
-        "--hash-bits",
-        type=int,
-        choices=[128, 256, 512],
-        help="super-key size (default: joinsearch.hash_bits)",
-    )
+    add_joinable_query_arguments(parser)
     parser.add_argument("--query-id", required=True)
     args = parser.parse_args(argv)
     pipeline = _open("joinable search", args, spark)

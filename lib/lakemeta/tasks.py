@@ -42,11 +42,9 @@ def batch_audit() -> str | None:
 def maintain_catalog() -> int:
     """Compact, checkpoint and VACUUM the configured catalog's tables (``lakemeta.catalog.maintenance``);
     the number of tables maintained."""
-    from datetime import timedelta
-
     from lakemeta.catalog.maintenance import maintain_catalog as maintain
 
     configure_logging()
     config = load_config()
     _lake, catalog = config.require_paths()
-    return len(maintain(catalog, timedelta(days=config.maintenance.retention_days)))
+    return len(maintain(catalog, config.maintenance.retention))

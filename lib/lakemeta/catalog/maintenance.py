@@ -25,10 +25,8 @@ import logging
 import math
 from datetime import UTC, datetime, timedelta
 
-import pyarrow.compute as pc
-
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
-from lakemeta.catalog.store import read_small
+from lakemeta.catalog.store import published_versions
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -47,35 +45,24 @@ class TableMaintenance:
     horizon: datetime
 
 
-def published_versions(root: Location) -> dict[str, int]:
-    """The version of each catalog table that the newest publication points at (none before the first)."""
-    published = read_small(root, "published")
-    if published.num_rows == 0:
-        return {}
-    newest = published.filter(pc.equal(published["published_at"], pc.max(published["published_at"])))
-    return {row["table_name"]: row["version"] for row in newest.select(["table_name", "version"]).to_pylist()}
-
-
-def _commit_time(location: Location, version: int) -> datetime:
-    """When ``version`` of the table was committed (its log entry's timestamp)."""
-    table = location.delta_table()
-    entry = next(e for e in table.history(table.version() - version + 1) if e["version"] == version)
-    return datetime.fromtimestamp(entry["timestamp"] / 1000, UTC)
-
-
-def maintain_table(location: Location, name: str, kept_hours: int) -> TableMaintenance:
+def maintain_table(
+    location: Location, name: str, retention_hours: int, published: int | None
+) -> TableMaintenance:
     """Compact the table, checkpoint its log and VACUUM the files that no version of the last
-    ``kept_hours`` hours reads."""
-    table = location.delta_table()
+    ``retention_hours`` hours reads, nor the ``published`` version (None: none published)."""
+    table = location.delta_table()  # delta-rs moves it to each version it commits
+    kept_hours = retention_hours
+    if published is not None:
+        entry = next(e for e in table.history(table.version() - published + 1) if e["version"] == published)
+        kept_hours = max(kept_hours, _hours_since(datetime.fromtimestamp(entry["timestamp"] / 1000, UTC)))
     files_before = len(table.file_uris())
     metrics = table.optimize.compact()
-    table = location.delta_table()
     table.create_checkpoint()
     deleted = table.vacuum(retention_hours=kept_hours, dry_run=False, enforce_retention_duration=False)
     return TableMaintenance(
         name,
         files_before,
-        len(location.delta_table().file_uris()),
+        len(table.file_uris()),
         int(metrics.get("numFilesRemoved", 0)),
         len(deleted),
         datetime.now(UTC) - timedelta(hours=kept_hours),
@@ -96,10 +83,7 @@ def maintain_catalog(root: Location, retention: timedelta) -> list[TableMaintena
         retention_hours = math.ceil(retention.total_seconds() / 3600)
         for location in sorted(root.walk_tables(), key=str):
             name = root.relative(location)
-            kept_hours = retention_hours
-            if name in published:
-                kept_hours = max(kept_hours, _hours_since(_commit_time(location, published[name])))
-            done.append(maintain_table(location, name, kept_hours))
+            done.append(maintain_table(location, name, retention_hours, published.get(name)))
     log.info(
         "maintained %d tables: %d data files before, %d after; %d compacted, %d deleted by VACUUM "
         "(retention %g days, published versions kept)",

@@ -95,6 +95,16 @@ def read_small(root: Location, name: str) -> pa.Table:
     return (root / name).delta_table().to_pyarrow_table()
 
 
+def published_versions(root: Location) -> dict[str, int]:
+    """The version of each catalog table that the newest publication points the views and ``lakemeta show``
+    at (none before the first publication)."""
+    published = read_small(root, "published")
+    if published.num_rows == 0:
+        return {}
+    newest = published.filter(pc.equal(published["published_at"], pc.max(published["published_at"])))
+    return {row["table_name"]: row["version"] for row in newest.select(["table_name", "version"]).to_pylist()}
+
+
 class Catalog:
     """The catalog rooted at ``root``: result tables at the top, state under ``state/``.
 
@@ -168,7 +178,7 @@ class Catalog:
         """A table through Spark; only the rows of ``tables`` (by ``table_name``: the partitions of a table
         partitioned by it) unless that is None."""
         rows = self.spark.read.format("delta").load(self.path(name))
-        return rows if tables is None else rows.where(F.col("table_name").isin(list(tables)))
+        return rows if tables is None else rows.where(F.col("table_name").isin(sorted(set(tables))))
 
     def merge_into(
         self, name: str, source: DataFrame, on: str, clauses: Sequence[str], tables: Sequence[str]

@@ -175,7 +175,7 @@ def compute_inputs(
     parts = (
         (
             # by table name first: the scan's own filter is what prunes the value sets' partitions
-            catalog.read(ColumnValues.state_table(), sorted(set(table_names)))
+            catalog.read(ColumnValues.state_table(), table_names)
             .join(F.broadcast(asked), ["table_name", "column_name"])
             .select("column_id", "level", "hash", "count", "integer")
             .mapInArrow(_column_parts(params, np.sort(null_hashes[valid]), kept_values), _PARTS_SCHEMA)

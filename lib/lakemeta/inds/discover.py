@@ -264,7 +264,7 @@ def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np
     ids = arrow_frame(spark, ids_table)
     values = (
         # by table name first: the scan's own filter is what prunes the value sets' partitions
-        catalog.read(ColumnValues.state_table(), sorted(set(ids_table["table_name"].to_pylist())))
+        catalog.read(ColumnValues.state_table(), ids_table["table_name"].to_pylist())
         .join(F.broadcast(ids), ["table_name", "column_name"])
         .select("column_id", "hash")
     )
