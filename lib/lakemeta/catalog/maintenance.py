@@ -14,6 +14,9 @@ VACUUM deletes only files removed before its horizon, so a horizon at or before 
 keeps the version whole. The horizon of a table is the earlier of now - retention and the commit time of its
 published version, in whole hours (delta-rs's VACUUM takes hours), rounded so as to keep more.
 
+Its commits change no table's rows (Delta's OPTIMIZE and VACUUM): the newest publication stays current
+(``publish.publication_is_current``), so the next run with nothing changed does not audit and publish again.
+
 The state lease is held alone meanwhile (as a rebuild holds it): no step writes a table while it is
 compacted, and the steps that start wait for the maintenance to end.
 """

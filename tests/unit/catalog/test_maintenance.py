@@ -10,6 +10,8 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.catalog.maintenance import maintain_catalog
+from lakemeta.publish import publication_is_current
+from lakemeta.quality.gate import AUDITED
 from lakemeta.storage import Location
 
 PUBLISHED = pa.schema(
@@ -99,3 +101,29 @@ def test_compaction_leaves_a_file_per_partition_and_the_same_rows(catalog):
 def test_a_checkpoint_is_written(catalog):
     maintain_catalog(Location.parse(catalog), timedelta(days=7))
     assert list((catalog / "columns" / "_delta_log").glob("*.checkpoint.parquet"))
+
+
+def test_a_publication_stays_current_through_maintenance_and_not_through_a_write(tmp_path):
+    root = tmp_path / "catalog"
+    for name in AUDITED:
+        for value in range(3):  # three small files each, for compaction to rewrite
+            write_deltalake(str(root / name), rows(value), mode="append")
+    published = pa.table(
+        {
+            "table_name": list(AUDITED),
+            "version": [2] * len(AUDITED),
+            "published_at": [datetime.now(UTC)] * len(AUDITED),
+            "audit": ["audit-1.json"] * len(AUDITED),
+        },
+        schema=PUBLISHED,
+    )
+    write_deltalake(str(root / "published"), published)
+    assert publication_is_current(Location.parse(root))
+
+    done = maintain_catalog(Location.parse(root), timedelta(0))
+
+    assert all(DeltaTable(str(root / name)).version() > 2 for name in AUDITED)  # maintenance committed
+    assert sum(t.compacted for t in done) >= 3 * len(AUDITED)
+    assert publication_is_current(Location.parse(root))
+    write_deltalake(str(root / AUDITED[0]), rows(9), mode="append")
+    assert not publication_is_current(Location.parse(root))
