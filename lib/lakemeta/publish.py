@@ -32,13 +32,28 @@ def _path_identifier(path: str) -> str:
     return "`" + path.replace("`", "``") + "`"
 
 
+# Commits that rewrite or delete a table's files without changing its rows (Delta's dataChange=false):
+# those of table maintenance (lakemeta.catalog.maintenance), after which nothing needs auditing again.
+_ROWS_KEPT = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
+
+
 def publication_is_current(root: Location) -> bool:
-    """Whether the newest publication holds the latest version of every audited catalog table: nothing
-    was written since it, so there is nothing to audit or publish (Delta logs only: no Spark)."""
+    """Whether the newest publication holds the rows of every audited catalog table as they are: nothing
+    but maintenance was committed since it, so there is nothing to audit or publish (Delta logs only: no
+    Spark)."""
     versions = published_versions(root)
     return bool(versions) and all(
-        versions.get(name) == (root / name).delta_table().version() for name in AUDITED
+        name in versions and _rows_unchanged_since(root / name, versions[name]) for name in AUDITED
     )
+
+
+def _rows_unchanged_since(location: Location, version: int) -> bool:
+    table = location.delta_table()
+    newer = table.version() - version
+    if newer <= 0:
+        return newer == 0
+    since = table.history(newer)  # the newest first; fewer when the log was cleaned up: not known, False
+    return len(since) == newer and all(entry["operation"] in _ROWS_KEPT for entry in since)
 
 
 def publish_catalog(catalog: Catalog, audit: Audit) -> int:

@@ -279,7 +279,7 @@ class Location:
         """The Delta table here, at ``version`` (the newest when None)."""
         return deltalake.DeltaTable(self.uri, version=version, storage_options=self.storage_options())
 
-    def write_delta(self, data: pa.Table, **options: object) -> None:
+    def write_delta(self, data: pa.Table | pa.RecordBatchReader, **options: object) -> None:
         """``deltalake.write_deltalake`` here with the location's storage options."""
         deltalake.write_deltalake(self.uri, data, storage_options=self.storage_options(), **options)
 

@@ -14,6 +14,13 @@ VACUUM deletes only files removed before its horizon, so a horizon at or before 
 keeps the version whole. The horizon of a table is the earlier of now - retention and the commit time of its
 published version, in whole hours (delta-rs's VACUUM takes hours), rounded so as to keep more.
 
+Its commits change no table's rows (Delta's OPTIMIZE and VACUUM): the newest publication stays current
+(``publish.publication_is_current``), so the next run with nothing changed does not audit and publish again.
+
+A state table that its component keeps partitioned by ``table_name`` (``StateComponent.partitioned_by_table``)
+but that a catalog created before that layout holds unpartitioned is rewritten partitioned, once: a batch's
+MERGE then reads and rewrites only the files of the tables it changes.
+
 The state lease is held alone meanwhile (as a rebuild holds it): no step writes a table while it is
 compacted, and the steps that start wait for the maintenance to end.
 """
@@ -26,7 +33,8 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
-from lakemeta.catalog.store import published_versions
+from lakemeta.catalog.store import TABLE_LAYOUT, published_versions
+from lakemeta.registry import open_catalog
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -34,28 +42,35 @@ log = logging.getLogger(__name__)
 
 @dataclasses.dataclass(frozen=True)
 class TableMaintenance:
-    """What maintenance did to one table: its data files before and after, the files compaction rewrote
-    and VACUUM deleted, and the horizon of its VACUUM (versions committed since stay readable)."""
+    """What maintenance did to one table: its data files before and after, whether it was rewritten
+    partitioned by ``table_name``, the files compaction rewrote and VACUUM deleted, and the horizon of its
+    VACUUM (versions committed since stay readable)."""
 
     table: str
     files_before: int
     files_after: int
+    repartitioned: bool
     compacted: int
     vacuumed: int
     horizon: datetime
 
 
 def maintain_table(
-    location: Location, name: str, retention_hours: int, published: int | None
+    location: Location, name: str, retention_hours: int, published: int | None, by_table: bool = False
 ) -> TableMaintenance:
     """Compact the table, checkpoint its log and VACUUM the files that no version of the last
-    ``retention_hours`` hours reads, nor the ``published`` version (None: none published)."""
+    ``retention_hours`` hours reads, nor the ``published`` version (None: none published); first rewrite
+    it partitioned by ``table_name`` if ``by_table`` and it is not."""
     table = location.delta_table()  # delta-rs moves it to each version it commits
     kept_hours = retention_hours
     if published is not None:
         entry = next(e for e in table.history(table.version() - published + 1) if e["version"] == published)
         kept_hours = max(kept_hours, _hours_since(datetime.fromtimestamp(entry["timestamp"] / 1000, UTC)))
     files_before = len(table.file_uris())
+    repartitioned = by_table and table.metadata().partition_columns != ["table_name"]
+    if repartitioned:
+        _partition_by_table(location)
+        table.update_incremental()
     metrics = table.optimize.compact()
     table.create_checkpoint()
     deleted = table.vacuum(retention_hours=kept_hours, dry_run=False, enforce_retention_duration=False)
@@ -63,10 +78,19 @@ def maintain_table(
         name,
         files_before,
         len(table.file_uris()),
+        repartitioned,
         int(metrics.get("numFilesRemoved", 0)),
         len(deleted),
         datetime.now(UTC) - timedelta(hours=kept_hours),
     )
+
+
+def _partition_by_table(location: Location) -> None:
+    """Rewrite the table partitioned by ``table_name``, with the layout's properties, in one commit.
+    Streamed: batches are read and written a few at a time, and the files read stay until a VACUUM."""
+    rows = location.delta_table().to_pyarrow_dataset().scanner().to_reader()
+    location.write_delta(rows, mode="overwrite", partition_by=["table_name"], schema_mode="overwrite")
+    location.delta_table().alter.set_table_properties(TABLE_LAYOUT)
 
 
 def _hours_since(moment: datetime) -> int:
@@ -80,16 +104,20 @@ def maintain_catalog(root: Location, retention: timedelta) -> list[TableMaintena
     done = []
     with Lease(root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "maintaining the catalog's tables"):
         published = published_versions(root)
+        by_table = open_catalog(None, root).partitioned_by_table
         retention_hours = math.ceil(retention.total_seconds() / 3600)
         for location in sorted(root.walk_tables(), key=str):
             name = root.relative(location)
-            done.append(maintain_table(location, name, retention_hours, published.get(name)))
+            done.append(
+                maintain_table(location, name, retention_hours, published.get(name), name in by_table)
+            )
     log.info(
-        "maintained %d tables: %d data files before, %d after; %d compacted, %d deleted by VACUUM "
-        "(retention %g days, published versions kept)",
+        "maintained %d tables: %d data files before, %d after; %d rewritten partitioned by table, "
+        "%d compacted, %d deleted by VACUUM (retention %g days, published versions kept)",
         len(done),
         sum(t.files_before for t in done),
         sum(t.files_after for t in done),
+        sum(t.repartitioned for t in done),
         sum(t.compacted for t in done),
         sum(t.vacuumed for t in done),
         retention.total_seconds() / 86400,

@@ -10,6 +10,9 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.catalog.maintenance import maintain_catalog
+from lakemeta.catalog.store import TABLE_LAYOUT
+from lakemeta.publish import publication_is_current
+from lakemeta.quality.gate import AUDITED
 from lakemeta.storage import Location
 
 PUBLISHED = pa.schema(
@@ -99,3 +102,51 @@ def test_compaction_leaves_a_file_per_partition_and_the_same_rows(catalog):
 def test_a_checkpoint_is_written(catalog):
     maintain_catalog(Location.parse(catalog), timedelta(days=7))
     assert list((catalog / "columns" / "_delta_log").glob("*.checkpoint.parquet"))
+
+
+def test_a_publication_stays_current_through_maintenance_and_not_through_a_write(tmp_path):
+    root = tmp_path / "catalog"
+    for name in AUDITED:
+        for value in range(3):  # three small files each, for compaction to rewrite
+            write_deltalake(str(root / name), rows(value), mode="append")
+    published = pa.table(
+        {
+            "table_name": list(AUDITED),
+            "version": [2] * len(AUDITED),
+            "published_at": [datetime.now(UTC)] * len(AUDITED),
+            "audit": ["audit-1.json"] * len(AUDITED),
+        },
+        schema=PUBLISHED,
+    )
+    write_deltalake(str(root / "published"), published)
+    assert publication_is_current(Location.parse(root))
+
+    done = maintain_catalog(Location.parse(root), timedelta(0))
+
+    assert all(DeltaTable(str(root / name)).version() > 2 for name in AUDITED)  # maintenance committed
+    assert sum(t.compacted for t in done) >= 3 * len(AUDITED)
+    assert publication_is_current(Location.parse(root))
+    write_deltalake(str(root / AUDITED[0]), rows(9), mode="append")
+    assert not publication_is_current(Location.parse(root))
+
+
+def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_once(tmp_path):
+    path = tmp_path / "catalog" / "state" / "column_values"
+    for value in range(3):  # unpartitioned, as catalogs created before the layout hold it
+        batch = pa.table({"table_name": ["a", "b", "c"], "hash": [value] * 3, "count": [1, 2, 3]})
+        write_deltalake(str(path), batch, mode="append")
+    write_deltalake(str(tmp_path / "catalog" / "published"), PUBLISHED.empty_table())  # none published
+    before = DeltaTable(str(path)).to_pyarrow_table()
+
+    done = {t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7))}
+
+    table = DeltaTable(str(path))
+    assert done["state/column_values"].repartitioned
+    assert table.metadata().partition_columns == ["table_name"]
+    assert table.metadata().configuration == TABLE_LAYOUT
+    assert sorted(table.to_pyarrow_table().select(before.column_names).to_pylist(), key=repr) == sorted(
+        before.to_pylist(), key=repr
+    )
+    assert len(table.file_uris()) == 3  # a file per table after compaction
+    again = {t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7))}
+    assert not again["state/column_values"].repartitioned
