@@ -300,9 +300,11 @@ def _maintain(args: argparse.Namespace, config: Config) -> int:
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
     done = maintain_catalog(config.catalog, config.maintenance.retention)
+    repartitioned = [t.table for t in done if t.repartitioned]
     print(
         f"{len(done)} tables maintained: {sum(t.files_before for t in done)} data files before, "
         f"{sum(t.files_after for t in done)} after, {sum(t.vacuumed for t in done)} deleted by VACUUM"
+        + (f"; rewritten partitioned by table: {', '.join(repartitioned)}" if repartitioned else "")
     )
     return EXIT_OK
 
