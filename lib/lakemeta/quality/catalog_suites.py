@@ -1,5 +1,6 @@
 """What the catalog must satisfy before analysts see it: one Great Expectations suite per catalog table,
-plus suites over frames that relate two tables (docs/architecture.md, "The catalog contract").
+plus suites that check a table against the tables it refers to (docs/architecture.md, "The catalog
+contract").
 
 * Ranges: estimates (present unless undetermined), coverages, FD errors and EMD_n in [0, 1] (EMD_n is
   normalised by the dimension, so a cell's corner distance is at most 1), counts non-negative, ranks

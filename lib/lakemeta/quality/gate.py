@@ -156,6 +156,7 @@ def audit_catalog(catalog: Location) -> Audit:
         },
     )
     n_expectations = sum(len(s["results"]) for s in suites.values())
+    docs = _data_docs(validation, path)
     log.info(
         "quality gate: %d suites, %d expectations over %d catalog tables, %d failed; results in %s%s",
         len(suites),
@@ -163,7 +164,7 @@ def audit_catalog(catalog: Location) -> Audit:
         len(versions),
         len(failures),
         path,
-        _data_docs(validation, path),
+        docs,
     )
     return Audit(path, number, not failures, versions, failures)
 
