@@ -139,8 +139,11 @@ def render_data_docs(context: AbstractDataContext, quality: Location, current: s
         SITE_NAME,
         {
             "class_name": "SiteBuilder",
-            "store_backend": {"class_name": LocationStoreBackend.__name__, "module_name": __name__}
-            | {"base_uri": site.uri},
+            "store_backend": {
+                "class_name": LocationStoreBackend.__name__,
+                "module_name": __name__,
+                "base_uri": site.uri,
+            },
             "show_how_to_buttons": False,  # GX's tutorial buttons: nothing a reader of these audits needs
         },
     )
