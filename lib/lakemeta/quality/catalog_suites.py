@@ -1,5 +1,6 @@
 """What the catalog must satisfy before analysts see it: one Great Expectations suite per catalog table,
-plus suites over frames that relate two tables (docs/architecture.md, "The catalog contract").
+plus suites that check a table against the tables it refers to (docs/architecture.md, "The catalog
+contract").
 
 * Ranges: estimates (present unless undetermined), coverages, FD errors and EMD_n in [0, 1] (EMD_n is
   normalised by the dimension, so a cell's corner distance is at most 1), counts non-negative, ranks
@@ -10,11 +11,17 @@ plus suites over frames that relate two tables (docs/architecture.md, "The catal
   or a key that the FK step checked exactly on a table without agree-set state or that was declared);
   ``columns`` describes exactly the tables of ``tables`` with their row counts; the last run succeeded and
   its counts are the sums of its batches.
+
+Every suite validates a catalog table (its data asset), as written, with array cells as comparable strings.
+A check across tables validates the table whose rows it constrains, with the values it needs from the
+tables it refers to as suite parameters (GX's ``$PARAMETER``: the suite stays one definition, and each
+validation result shows the values it was checked against). What GX cannot express over one table's rows
+is computed here and said where: a key name made of a table and its column list, and per-table counts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import great_expectations as gx
 import pandas as pd
@@ -25,11 +32,18 @@ E = gx.expectations
 
 @dataclass(frozen=True)
 class Check:
-    """A suite and the frame it validates (a catalog table, or a frame relating two of them)."""
+    """A suite and the frame it validates: the table ``asset`` (the suite's name when None) as a frame;
+    ``parameters`` are the values of the suite's ``$PARAMETER`` references."""
 
     name: str
     frame: pd.DataFrame
     expectations: list
+    asset: str | None = None
+    parameters: dict = field(default_factory=dict)
+
+    @property
+    def asset_name(self) -> str:
+        return self.asset or self.name
 
 
 def _joined(values: pd.Series) -> pd.Series:
@@ -41,13 +55,18 @@ def _key_names(tables: pd.Series, columns: pd.Series) -> pd.Series:
     return tables + "(" + _joined(columns) + ")"
 
 
-def _shapes(frame: pd.DataFrame) -> dict[str, str]:
-    """Per table (the index), its shape as one comparable string: columns x rows."""
-    return {name: f"{int(row.n_columns)}x{int(row.n_rows)}" for name, row in frame.iterrows()}
+def _shape_names(names: pd.Series, n_columns: pd.Series, n_rows: pd.Series) -> pd.Series:
+    """Each table's shape as one comparable string, "table: columns x rows"."""
+    return names + ": " + n_columns.astype("Int64").astype(str) + "x" + n_rows.astype("Int64").astype(str)
 
 
 def _between(column: str, low: float, high: float | None = None) -> E.ExpectColumnValuesToBeBetween:
     return E.ExpectColumnValuesToBeBetween(column=column, min_value=low, max_value=high)
+
+
+def _parameter(name: str) -> dict:
+    """A reference to the suite parameter ``name``, given when the suite is validated."""
+    return {"$PARAMETER": name}
 
 
 def _not_null(*columns: str) -> list:
@@ -149,10 +168,13 @@ def catalog_checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
         ),
         Check(
             "accepted_fks",  # each dependent references at most one key (lakemeta.fks.choice)
-            tables["fk_candidates"][_is_true(tables["fk_candidates"]["accepted"])].assign(
-                fk_columns=lambda frame: _joined(frame["fk_columns"])
-            ),
-            [E.ExpectCompoundColumnsToBeUnique(column_list=["fk_table", "fk_columns"])],
+            tables["fk_candidates"].assign(fk_columns=_joined(tables["fk_candidates"]["fk_columns"])),
+            [
+                E.ExpectCompoundColumnsToBeUnique(
+                    column_list=["fk_table", "fk_columns"], row_condition=ACCEPTED
+                )
+            ],
+            asset="fk_candidates",
         ),
         Check(
             "table_overlaps",
@@ -213,55 +235,87 @@ def _is_true(flags: pd.Series) -> pd.Series:
     return flags.astype("boolean").fillna(False).astype(bool)
 
 
+# A row condition (GX turns it into a pandas query), not a comparison; a null flag is not accepted.
+ACCEPTED = Column("accepted") == True  # noqa: E712
+
+
 def _cross_table_checks(tables: dict[str, pd.DataFrame]) -> list[Check]:
     fks, uccs, columns = tables["fk_candidates"], tables["unique_column_combinations"], tables["columns"]
+    # A key is a table and a list of its columns: GX compares one column with a set, so both sides name
+    # the key as one string, "table(column,...)".
     known_keys = set(_key_names(uccs["table_name"], uccs["columns"]))
     unique = columns[_is_true(columns["is_unique"])]
     known_keys |= set(unique["table_name"] + "(" + unique["column_name"] + ")")
-    accepted = fks[_is_true(fks["accepted"])]
-    # Keys of tables without agree-set state were checked exactly by the FK step, or declared.
-    from_agree_sets = accepted[~accepted["pk_source"].isin(["checked", "declared"])]
-    referenced = pd.DataFrame({"key": _key_names(from_agree_sets["pk_table"], from_agree_sets["pk_columns"])})
 
+    # Per-table counts of the rows of ``columns``: GX has no expectation that compares a count per group
+    # with another table's value, so each table's shape is counted here and compared as a string.
     described = columns.groupby("table_name").agg(n_columns=("column_name", "size"), n_rows=("n_rows", "max"))
-    listed = tables["tables"].set_index("table_name")[["n_columns", "n_rows"]]
-    shapes = pd.DataFrame({"table": sorted(set(described.index) | set(listed.index))})
-    shapes["described"] = shapes["table"].map(_shapes(described))
-    shapes["listed"] = shapes["table"].map(_shapes(listed))
+    described = described.reset_index()
+    listed = tables["tables"]
 
     runs, batches = tables["runs"], tables["state/batches"]
-    last = runs.sort_values("run_id").tail(1)
-    of_last = batches[batches["run_id"].isin(last["run_id"])]
-    counts = pd.DataFrame(
-        {
-            "status": last["status"],
-            "counts": last["tables_changed"].astype("Int64").astype(str)
-            + "/"
-            + last["rows_inserted"].astype("Int64").astype(str)
-            + "/"
-            + last["rows_deleted"].astype("Int64").astype(str),
-        }
-    )
-    batch_counts = (
-        f"{len(of_last)}/{int(of_last['rows_inserted'].sum())}/{int(of_last['rows_deleted'].sum())}"
-    )
+    last_run = int(runs["run_id"].max()) if len(runs) else -1  # no run: no row is the last run's
+    of_last = batches[batches["run_id"] == last_run]
+    is_last = Column("run_id") == last_run
     return [
         Check(
             "accepted_fks_reference_keys",
-            referenced,
-            [E.ExpectColumnValuesToBeInSet(column="key", value_set=sorted(known_keys))],
+            fks.assign(
+                fk_columns=_joined(fks["fk_columns"]),
+                pk_columns=_joined(fks["pk_columns"]),
+                pk_key=_key_names(fks["pk_table"], fks["pk_columns"]),
+            ),
+            [
+                E.ExpectColumnValuesToBeInSet(
+                    column="pk_key",
+                    value_set=_parameter("known_keys"),
+                    # Keys of tables without agree-set state were checked exactly by the FK step, or declared.
+                    row_condition=ACCEPTED & Column("pk_source").is_not_in(["checked", "declared"]),
+                )
+            ],
+            asset="fk_candidates",
+            parameters={"known_keys": sorted(known_keys)},
+        ),
+        Check(
+            "tables_are_described",
+            listed.assign(shape=_shape_names(listed["table_name"], listed["n_columns"], listed["n_rows"])),
+            [E.ExpectColumnValuesToBeInSet(column="shape", value_set=_parameter("described_shapes"))],
+            asset="tables",
+            parameters={
+                "described_shapes": sorted(
+                    _shape_names(described["table_name"], described["n_columns"], described["n_rows"])
+                )
+            },
         ),
         Check(
             "columns_describe_tables",
-            shapes,
-            [E.ExpectColumnPairValuesToBeEqual(column_A="described", column_B="listed")],
+            columns,
+            [E.ExpectColumnValuesToBeInSet(column="table_name", value_set=_parameter("listed_tables"))],
+            asset="columns",
+            parameters={"listed_tables": sorted(listed["table_name"].dropna())},
         ),
         Check(
             "last_run_counts_its_batches",
-            counts,
+            runs,
             [
-                E.ExpectColumnValuesToBeInSet(column="status", value_set=["succeeded"]),
-                E.ExpectColumnValuesToBeInSet(column="counts", value_set=[batch_counts]),
+                E.ExpectColumnValuesToBeInSet(
+                    column="status", value_set=["succeeded"], row_condition=is_last
+                ),
+                E.ExpectColumnValuesToBeInSet(
+                    column="tables_changed", value_set=_parameter("batches"), row_condition=is_last
+                ),
+                E.ExpectColumnValuesToBeInSet(
+                    column="rows_inserted", value_set=_parameter("rows_inserted"), row_condition=is_last
+                ),
+                E.ExpectColumnValuesToBeInSet(
+                    column="rows_deleted", value_set=_parameter("rows_deleted"), row_condition=is_last
+                ),
             ],
+            asset="runs",
+            parameters={
+                "batches": [len(of_last)],
+                "rows_inserted": [int(of_last["rows_inserted"].sum())],
+                "rows_deleted": [int(of_last["rows_deleted"].sum())],
+            },
         ),
     ]

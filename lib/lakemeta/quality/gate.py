@@ -5,6 +5,13 @@ The audit reads each catalog table at its latest Delta version with delta-rs (no
 versions beside the results in ``<catalog>/_quality/audit-<time>.json``; ``publish_catalog`` publishes
 exactly the audited versions, so a table written again after its audit is not published unvalidated.
 
+Each suite is a GX ``ExpectationSuite`` over its catalog table (a pandas data asset), run by a
+``ValidationDefinition``; an audit runs them all under one GX run id, named after its results file, and
+renders the Data Docs of the last audits beside the results (``data_docs``), as a checkpoint with an
+``UpdateDataDocsAction`` would. Not a ``Checkpoint`` itself: a checkpoint hands every validation definition
+the same batch parameters, and a dataframe asset takes its frame from them, so a checkpoint validates one
+frame, where an audit validates a table per suite.
+
 Each run's batches are audited too, for schema drift (``batch_suites``), before the run commits.
 """
 
@@ -14,6 +21,7 @@ import json
 import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import pandas as pd
 
@@ -48,7 +56,7 @@ class Audit:
         )
 
 
-def _failure(suite: str, outcome: dict) -> str:
+def _failure(suite: str, table: str, outcome: dict) -> str:
     config, result = outcome["expectation_config"], outcome.get("result", {})
     kwargs = config["kwargs"]
     where = kwargs.get("column") or kwargs.get("column_list") or ""
@@ -56,27 +64,59 @@ def _failure(suite: str, outcome: dict) -> str:
         detail = f"missing: {sorted(set(kwargs['value_set']) - set(result.get('observed_value') or []))}"
     else:
         detail = f"unexpected: {result.get('partial_unexpected_list') or result.get('observed_value')}"
-    return f"{suite}: {config['type']} {where} failed; {detail}"
+    on = suite if suite == table else f"{suite} on {table}"
+    return f"{on}: {config['type']} {where} failed; {detail}"
 
 
-def _validate(source_name: str, checks: list) -> tuple[dict[str, dict], list[str]]:
-    """Validate each check's frame against its suite in an ephemeral Great Expectations context; the
-    results by suite, and one line per failed expectation."""
+@dataclass(frozen=True)
+class _Validation:
+    context: Any  # the GX context holding the suites and their results, for Data Docs
+    suites: dict[str, dict]  # each suite's validation result as recorded (``data_docs.recorded_result``)
+    failures: list[str]
+
+
+def _validate(source_name: str, checks: list, run_name: str, run_time: datetime) -> _Validation:
+    """Validate each check's frame, its table as a data asset of the pandas data source ``source_name``,
+    with its suite, in an ephemeral GX context, all under the run id ``run_name``."""
     # Great Expectations takes seconds to import: only the audits load it, not every job importing this.
     import great_expectations as gx
+    from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
+    from lakemeta.quality.data_docs import recorded_result
+
+    # Ephemeral: the stores are in memory, so nothing the verdict needs is read from or written to disk
+    # but the tables and the results file; Data Docs come after the verdict (``data_docs``).
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     source = context.data_sources.add_pandas(source_name)
-    suites, failures = {}, []
+    run_id = RunIdentifier(run_name=run_name, run_time=run_time)
+    batches, suites, failures = {}, {}, []
     for check in checks:
-        batch = source.add_dataframe_asset(check.name).add_batch_definition_whole_dataframe("whole")
-        suite = gx.ExpectationSuite(name=check.name, expectations=check.expectations)
-        result = batch.get_batch(batch_parameters={"dataframe": pd.DataFrame(check.frame)}).validate(suite)
-        suites[check.name] = result.to_json_dict()
-        failures += [_failure(check.name, r) for r in suites[check.name]["results"] if not r["success"]]
-    return suites, failures
+        if check.asset_name not in batches:
+            asset = source.add_dataframe_asset(check.asset_name)
+            batches[check.asset_name] = asset.add_batch_definition_whole_dataframe("latest version")
+        definition = context.validation_definitions.add(
+            gx.ValidationDefinition(
+                name=check.name,
+                data=batches[check.asset_name],
+                suite=context.suites.add(
+                    gx.ExpectationSuite(name=check.name, expectations=check.expectations)
+                ),
+            )
+        )
+        result = definition.run(
+            batch_parameters={"dataframe": pd.DataFrame(check.frame)},
+            expectation_parameters=check.parameters,
+            run_id=run_id,
+        )
+        suites[check.name] = recorded_result(result)
+        failures += [
+            _failure(check.name, check.asset_name, outcome)
+            for outcome in suites[check.name]["results"]
+            if not outcome["success"]
+        ]
+    return _Validation(context, suites, failures)
 
 
 def _write(path: Location, record: dict) -> None:
@@ -95,10 +135,13 @@ def audit_catalog(catalog: Location) -> Audit:
         table = (catalog / name).delta_table()
         versions[name] = table.version()
         frames[name] = table.to_pandas()
-    suites, failures = _validate("lakemeta_catalog", catalog_checks(frames))
     audited_at = datetime.now(UTC)
     number = int(audited_at.timestamp() * 1_000_000)
     path = catalog / QUALITY_FOLDER / f"audit-{audited_at:%Y%m%dT%H%M%S%fZ}.json"
+    validation = _validate(
+        "lakemeta_catalog", catalog_checks(frames), path.name.removesuffix(".json"), audited_at
+    )
+    suites, failures = validation.suites, validation.failures
     versions = {name: version for name, version in versions.items() if name in AUDITED}
     _write(
         path,
@@ -113,15 +156,37 @@ def audit_catalog(catalog: Location) -> Audit:
         },
     )
     n_expectations = sum(len(s["results"]) for s in suites.values())
+    docs = _data_docs(validation, path)
     log.info(
-        "quality gate: %d suites, %d expectations over %d catalog tables, %d failed; results in %s",
+        "quality gate: %d suites, %d expectations over %d catalog tables, %d failed; results in %s%s",
         len(suites),
         n_expectations,
         len(versions),
         len(failures),
         path,
+        docs,
     )
     return Audit(path, number, not failures, versions, failures)
+
+
+def _data_docs(validation: _Validation, results: Location) -> str:
+    """Render the Data Docs of the audit whose results were written to ``results``; where they are, as the
+    end of the gate's log line. The verdict is in the results already and never depends on the Data Docs:
+    they are a view of the results that the next audit renders again, so a failure to render them is a
+    warning naming the error, and the run goes on to publish. No crash point: a crash here leaves nothing
+    that a retry, or a publish, reads."""
+    from lakemeta.quality.data_docs import render_data_docs
+
+    try:
+        index = render_data_docs(validation.context, results.parent, results.name)
+    except Exception as error:  # any failure of a derived view, named in the warning
+        log.warning(
+            "quality gate: Data Docs not rendered (%s: %s); the results are complete",
+            type(error).__name__,
+            error,
+        )
+        return ""
+    return f"; Data Docs in {index}"
 
 
 def audit_batches(catalog: Location, lake: Location) -> Audit | None:
@@ -139,8 +204,10 @@ def audit_batches(catalog: Location, lake: Location) -> Audit | None:
     from lakemeta.quality.batch_suites import batch_checks  # Great Expectations: seconds to import
 
     columns = (catalog / "columns").delta_table().to_pandas()
-    suites, failures = _validate("lakemeta_batches", batch_checks(plan.batches, columns, lake))
     path = catalog / QUALITY_FOLDER / f"batches-run-{plan.run_id}.json"
+    checks = batch_checks(plan.batches, columns, lake)
+    validation = _validate("lakemeta_batches", checks, path.name.removesuffix(".json"), datetime.now(UTC))
+    suites, failures = validation.suites, validation.failures
     versions = {batch.table_name: batch.to_version for batch in plan.batches if batch.kind != "drop"}
     _write(
         path,

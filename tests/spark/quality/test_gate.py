@@ -1,12 +1,15 @@
-"""The quality gate (write-audit-publish): a catalog the pipeline wrote passes its suites; ranges, duplicates
-and an accepted FK without a key fail it, with the failures named and the results kept; a failed audit
-publishes nothing, nor does one older than the audit published. A run's batches are audited for schema
-drift."""
+"""The quality gate (write-audit-publish): a catalog the pipeline wrote passes its suites; ranges, duplicates,
+an accepted FK without a key and a table that ``columns`` does not describe fail it, with the failures named
+by suite, table and column, and the GX validation results kept; the Data Docs of the last audits are beside
+them, and a failure to render them changes no verdict. A failed audit publishes nothing, nor does one older
+than the audit published. A run's batches are audited for schema drift."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,14 +20,21 @@ from lakemeta.catalog.store import Txn, arrow_schema
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
 from lakemeta.publish import publish_catalog
-from lakemeta.quality.gate import QualityGateError, audit_batches
+from lakemeta.quality.gate import Audit, QualityGateError, audit_batches
 
 from ..lake_changes import process
 
 pytestmark = pytest.mark.spark
 
 
-def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path: Path) -> None:
+def run_name(audit: Audit) -> str:
+    """The GX run of an audit: its results file's name."""
+    return audit.path.name.removesuffix(".json")
+
+
+def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
+    spark, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     lake = tmp_path / "lake"
     write_deltalake(str(lake / "orders"), pa.table({"id": [1, 2, 3, 4], "note": ["a", None, "c", "a"]}))
     write_deltalake(str(lake / "items"), pa.table({"order_id": [1, 1, 2, 4, 3]}))
@@ -37,8 +47,16 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path
     recorded = json.loads(passed.path.read_text())
     catalog = tmp_path / "catalog"
     assert recorded["versions"]["fk_candidates"] == DeltaTable(str(catalog / "fk_candidates")).version()
-    assert set(recorded["suites"]) >= {"fk_candidates", "runs", "accepted_fks_reference_keys"}
-    assert sum(len(suite["results"]) for suite in recorded["suites"].values()) > 40
+    suites = recorded["suites"]
+    assert set(suites) >= {"fk_candidates", "runs", "accepted_fks_reference_keys", "tables_are_described"}
+    assert sum(len(suite["results"]) for suite in suites.values()) > 40
+    # Each suite is a GX validation of the catalog table itself, one GX run per audit, named after it.
+    assert suites["accepted_fks_reference_keys"]["meta"]["active_batch_definition"]["data_asset_name"] == (
+        "fk_candidates"
+    )
+    assert {suite["meta"]["run_id"]["run_name"] for suite in suites.values()} == {run_name(passed)}
+    index = catalog / "_quality" / "data_docs" / "index.html"
+    assert run_name(passed) in index.read_text() and "accepted_fks_reference_keys" in index.read_text()
 
     bad_fks = pa.Table.from_pylist(
         [
@@ -49,12 +67,51 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(spark, tmp_path
         schema=arrow_schema("fk_candidates"),
     )
     write_deltalake(str(catalog / "fk_candidates"), bad_fks, mode="append")
+    ghost = {
+        "table_name": ["ghost"],
+        "n_rows": [5],
+        "n_columns": [1],
+        "last_version": [0],
+        "updated_at": [None],
+    }
+    write_deltalake(str(catalog / "tables"), pa.table(ghost, schema=arrow_schema("tables")), mode="append")
     failed = pipeline.audit()
     assert not failed.success and failed.path != passed.path
     text = "\n".join(failed.failures)
     assert "fk_candidates: expect_column_values_to_be_between emd" in text and "1.5" in text
     assert "fk_candidates: expect_compound_columns_to_be_unique" in text
-    assert "accepted_fks_reference_keys" in text and "orders(note)" in text
+    # The checks across tables fail on the rows of the real tables, with the values of the tables they
+    # refer to as the suites' parameters.
+    assert (
+        "accepted_fks_reference_keys on fk_candidates: expect_column_values_to_be_in_set pk_key failed; "
+        "unexpected: ['orders(note)', 'orders(note)']"
+    ) in failed.failures
+    assert (
+        "tables_are_described on tables: expect_column_values_to_be_in_set shape failed; "
+        "unexpected: ['ghost: 1x5']"
+    ) in failed.failures
+    assert "columns_describe_tables" not in text  # every described table is listed still
+    (reference_keys,) = json.loads(failed.path.read_text())["suites"]["accepted_fks_reference_keys"][
+        "results"
+    ]
+    assert not reference_keys["success"]
+    assert "orders(id)" in reference_keys["expectation_config"]["kwargs"]["value_set"]
+    # The Data Docs show both audits, the failed one's page with the row that failed.
+    site = catalog / "_quality" / "data_docs"
+    assert run_name(passed) in index.read_text() and run_name(failed) in index.read_text()
+    (page,) = (site / "validations" / "accepted_fks_reference_keys" / run_name(failed)).rglob("*.html")
+    assert "orders(note)" in page.read_text()
+
+    # Data Docs are a view of the results: a site that cannot be written is a warning, not a verdict.
+    shutil.rmtree(site)
+    site.write_text("a file where the site's folder was")
+    with caplog.at_level(logging.WARNING, logger="lakemeta.quality.gate"):
+        again = pipeline.audit()
+    assert (
+        again.failures == failed.failures
+        and json.loads(again.path.read_text())["failures"] == failed.failures
+    )
+    assert "Data Docs not rendered" in caplog.text
     with pytest.raises(QualityGateError, match="expectations failed"):
         publish_catalog(pipeline.catalog, failed)
     assert not DeltaTable.is_deltatable(str(catalog / "published")) or not len(
