@@ -248,12 +248,15 @@ def _pipeline(config: Config, metastore: bool = False) -> Pipeline:
 def _audit_and_publish(pipeline: Pipeline) -> int:
     """Write-audit-publish's last two steps; EXIT_AUDIT_FAILED (nothing published) when the gate fails."""
     audit = pipeline.audit()
+    where = f"results in {audit.path}" + (
+        "" if audit.data_docs is None else f", Data Docs in {audit.data_docs}"
+    )
     if not audit.success:
-        print(f"quality gate failed, nothing published; results in {audit.path}:", file=sys.stderr)
+        print(f"quality gate failed, nothing published; {where}:", file=sys.stderr)
         print("\n".join(f"  {failure}" for failure in audit.failures), file=sys.stderr)
         return EXIT_AUDIT_FAILED
     n_tables = pipeline.publish(audit)
-    print(f"quality gate passed; {n_tables} catalog tables published (results in {audit.path})")
+    print(f"quality gate passed; {n_tables} catalog tables published ({where})")
     return EXIT_OK
 
 
@@ -299,12 +302,14 @@ def _maintain(args: argparse.Namespace, config: Config) -> int:
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    done = maintain_catalog(config.catalog, config.maintenance.retention)
+    maintained = maintain_catalog(config.catalog, config.maintenance.retention)
+    done = maintained.tables
     repartitioned = [t.table for t in done if t.repartitioned]
     print(
         f"{len(done)} tables maintained: {sum(t.files_before for t in done)} data files before, "
         f"{sum(t.files_after for t in done)} after, {sum(t.vacuumed for t in done)} deleted by VACUUM"
         + (f"; rewritten partitioned by table: {', '.join(repartitioned)}" if repartitioned else "")
+        + f"; {len(maintained.results_deleted)} old results files of the quality gate deleted"
     )
     return EXIT_OK
 

@@ -47,4 +47,4 @@ def maintain_catalog() -> int:
     configure_logging()
     config = load_config()
     _lake, catalog = config.require_paths()
-    return len(maintain(catalog, config.maintenance.retention))
+    return len(maintain(catalog, config.maintenance.retention).tables)

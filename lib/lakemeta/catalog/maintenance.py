@@ -21,6 +21,10 @@ A state table that its component keeps partitioned by ``table_name`` (``StateCom
 but that a catalog created before that layout holds unpartitioned is rewritten partitioned, once: a batch's
 MERGE then reads and rewrites only the files of the tables it changes.
 
+The quality gate's results files (``_quality/``: one per audit, one per run's batch audit) go the same way
+once older than the retention, but for the newest ``AUDITS_SHOWN`` of each kind, which the Data Docs show,
+and the audit the newest publication names.
+
 The state lease is held alone meanwhile (as a rebuild holds it): no step writes a table while it is
 compacted, and the steps that start wait for the maintenance to end.
 """
@@ -33,7 +37,8 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
-from lakemeta.catalog.store import TABLE_LAYOUT, published_versions
+from lakemeta.catalog.store import TABLE_LAYOUT, newest_publication, published_versions, read_small
+from lakemeta.quality.gate import AUDITS_SHOWN, QUALITY_FOLDER, results_file_kind
 from lakemeta.registry import open_catalog
 from lakemeta.storage import Location
 
@@ -53,6 +58,14 @@ class TableMaintenance:
     compacted: int
     vacuumed: int
     horizon: datetime
+
+
+@dataclasses.dataclass(frozen=True)
+class CatalogMaintenance:
+    """What maintenance did: per table, and the quality gate's results files it deleted."""
+
+    tables: list[TableMaintenance]
+    results_deleted: list[str]
 
 
 def maintain_table(
@@ -98,9 +111,35 @@ def _hours_since(moment: datetime) -> int:
     return max(0, math.ceil((datetime.now(UTC) - moment).total_seconds() / 3600))
 
 
-def maintain_catalog(root: Location, retention: timedelta) -> list[TableMaintenance]:
-    """Maintain every Delta table of the catalog at ``root`` (module docstring), holding the state lease
-    alone; what was done, per table."""
+def prune_results(root: Location, retention: timedelta) -> list[str]:
+    """Delete the quality gate's results files from before ``now - retention`` (an audit by its time, a
+    batch audit by its run's start), but the newest ``AUDITS_SHOWN`` of each kind and the audit of the
+    newest publication; the names deleted."""
+    folder = root / QUALITY_FOLDER
+    if not folder.exists():
+        return []
+    horizon = datetime.now(UTC) - retention
+    runs = read_small(root, "runs").select(["run_id", "started_at"]).to_pylist()
+    started = {row["run_id"]: row["started_at"].replace(tzinfo=UTC) for row in runs}
+    published = {Location.parse(audit).name for audit in newest_publication(root)["audit"].to_pylist()}
+    by_kind: dict[str, list[tuple[datetime | int, str]]] = {"audit": [], "batches": []}
+    for name, is_folder in folder.children():
+        kind = None if is_folder else results_file_kind(name)
+        if kind is not None:
+            by_kind[kind[0]].append((kind[1], name))
+    old = []
+    for kind, files in by_kind.items():
+        for key, name in sorted(files)[:-AUDITS_SHOWN]:
+            at = key if kind == "audit" else started.get(key)
+            if at is not None and at < horizon and name not in published:
+                old.append(name)
+    folder.delete(old)
+    return old
+
+
+def maintain_catalog(root: Location, retention: timedelta) -> CatalogMaintenance:
+    """Maintain every Delta table of the catalog at ``root`` and its results files (module docstring),
+    holding the state lease alone; what was done."""
     done = []
     with Lease(root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "maintaining the catalog's tables"):
         published = published_versions(root)
@@ -111,15 +150,18 @@ def maintain_catalog(root: Location, retention: timedelta) -> list[TableMaintena
             done.append(
                 maintain_table(location, name, retention_hours, published.get(name), name in by_table)
             )
+        pruned = prune_results(root, retention)
     log.info(
         "maintained %d tables: %d data files before, %d after; %d rewritten partitioned by table, "
-        "%d compacted, %d deleted by VACUUM (retention %g days, published versions kept)",
+        "%d compacted, %d deleted by VACUUM; %d results files of the quality gate deleted (retention %g "
+        "days, published versions kept)",
         len(done),
         sum(t.files_before for t in done),
         sum(t.files_after for t in done),
         sum(t.repartitioned for t in done),
         sum(t.compacted for t in done),
         sum(t.vacuumed for t in done),
+        len(pruned),
         retention.total_seconds() / 86400,
     )
-    return done
+    return CatalogMaintenance(done, pruned)

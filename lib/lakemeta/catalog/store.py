@@ -95,14 +95,20 @@ def read_small(root: Location, name: str) -> pa.Table:
     return (root / name).delta_table().to_pyarrow_table()
 
 
+def newest_publication(root: Location) -> pa.Table:
+    """The rows of ``published`` of the newest publication: a version of each catalog table, and the audit
+    (none before the first publication)."""
+    published = read_small(root, "published")
+    if published.num_rows == 0:
+        return published
+    return published.filter(pc.equal(published["published_at"], pc.max(published["published_at"])))
+
+
 def published_versions(root: Location) -> dict[str, int]:
     """The version of each catalog table that the newest publication points the views and ``lakemeta show``
     at (none before the first publication)."""
-    published = read_small(root, "published")
-    if published.num_rows == 0:
-        return {}
-    newest = published.filter(pc.equal(published["published_at"], pc.max(published["published_at"])))
-    return {row["table_name"]: row["version"] for row in newest.select(["table_name", "version"]).to_pylist()}
+    newest = newest_publication(root).select(["table_name", "version"])
+    return {row["table_name"]: row["version"] for row in newest.to_pylist()}
 
 
 class Catalog:

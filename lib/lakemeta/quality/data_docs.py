@@ -28,11 +28,11 @@ from great_expectations.data_context.types.resource_identifiers import (
 )
 from great_expectations.exceptions import InvalidKeyError
 
+from lakemeta.quality.gate import AUDITS_SHOWN
 from lakemeta.storage import Location
 
 SITE_NAME = "lakemeta_quality"
 DATA_DOCS_FOLDER = "data_docs"
-AUDITS_SHOWN = 10  # about 1 MB of pages per audit of a small catalog (16 suites), and GX's 4 MB of assets
 
 
 class LocationStoreBackend(TupleStoreBackend):

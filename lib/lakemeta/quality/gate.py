@@ -33,6 +33,32 @@ log = logging.getLogger(__name__)
 
 AUDITED = [name for name in CATALOG_SCHEMAS if name != "published"]
 QUALITY_FOLDER = "_quality"
+AUDITS_SHOWN = 10  # the audits the Data Docs show, about 1 MB of pages each for a small catalog
+
+
+_AUDIT_TIME = "%Y%m%dT%H%M%S%fZ"
+
+
+def audit_file(audited_at: datetime) -> str:
+    """The name of the results file of an audit: by its time, so that names sort in time order."""
+    return f"audit-{audited_at.strftime(_AUDIT_TIME)}.json"
+
+
+def batches_file(run_id: int) -> str:
+    """The name of the results file of a run's batch audit (a retry of the audit writes it again)."""
+    return f"batches-run-{run_id}.json"
+
+
+def results_file_kind(name: str) -> tuple[str, datetime | int] | None:
+    """Which results file ``name`` is: ("audit", its time) or ("batches", its run); None for neither."""
+    stem = name.removesuffix(".json")
+    if stem != name and stem.startswith("audit-"):
+        try:
+            return "audit", datetime.strptime(stem.removeprefix("audit-"), _AUDIT_TIME).replace(tzinfo=UTC)
+        except ValueError:
+            return None
+    run = stem.removeprefix("batches-run-")
+    return ("batches", int(run)) if stem != name and run != stem and run.isdigit() else None
 
 
 class QualityGateError(RuntimeError):
@@ -46,6 +72,7 @@ class Audit:
     success: bool
     versions: dict[str, int]  # the audited version of each catalog table
     failures: list[str]  # one line per failed expectation
+    data_docs: Location | None = None  # the Data Docs' index page, when this audit rendered them
 
     @staticmethod
     def load(path: Location | str) -> Audit:
@@ -137,7 +164,7 @@ def audit_catalog(catalog: Location) -> Audit:
         frames[name] = table.to_pandas()
     audited_at = datetime.now(UTC)
     number = int(audited_at.timestamp() * 1_000_000)
-    path = catalog / QUALITY_FOLDER / f"audit-{audited_at:%Y%m%dT%H%M%S%fZ}.json"
+    path = catalog / QUALITY_FOLDER / audit_file(audited_at)
     validation = _validate(
         "lakemeta_catalog", catalog_checks(frames), path.name.removesuffix(".json"), audited_at
     )
@@ -164,14 +191,14 @@ def audit_catalog(catalog: Location) -> Audit:
         len(versions),
         len(failures),
         path,
-        docs,
+        "" if docs is None else f"; Data Docs in {docs}",
     )
-    return Audit(path, number, not failures, versions, failures)
+    return Audit(path, number, not failures, versions, failures, docs)
 
 
-def _data_docs(validation: _Validation, results: Location) -> str:
-    """Render the Data Docs of the audit whose results were written to ``results``; where they are, as the
-    end of the gate's log line. The verdict is in the results already and never depends on the Data Docs:
+def _data_docs(validation: _Validation, results: Location) -> Location | None:
+    """Render the Data Docs of the audit whose results were written to ``results``; their index page, None
+    when they could not be rendered. The verdict is in the results already and never depends on the Data Docs:
     they are a view of the results that the next audit renders again, so a failure to render them is a
     warning naming the error, and the run goes on to publish. No crash point: a crash here leaves nothing
     that a retry, or a publish, reads."""
@@ -185,8 +212,8 @@ def _data_docs(validation: _Validation, results: Location) -> str:
             type(error).__name__,
             error,
         )
-        return ""
-    return f"; Data Docs in {index}"
+        return None
+    return index
 
 
 def audit_batches(catalog: Location, lake: Location) -> Audit | None:
@@ -204,7 +231,7 @@ def audit_batches(catalog: Location, lake: Location) -> Audit | None:
     from lakemeta.quality.batch_suites import batch_checks  # Great Expectations: seconds to import
 
     columns = (catalog / "columns").delta_table().to_pandas()
-    path = catalog / QUALITY_FOLDER / f"batches-run-{plan.run_id}.json"
+    path = catalog / QUALITY_FOLDER / batches_file(plan.run_id)
     checks = batch_checks(plan.batches, columns, lake)
     validation = _validate("lakemeta_batches", checks, path.name.removesuffix(".json"), datetime.now(UTC))
     suites, failures = validation.suites, validation.failures

@@ -12,14 +12,15 @@ from deltalake import DeltaTable, write_deltalake
 from lakemeta.catalog.maintenance import maintain_catalog
 from lakemeta.catalog.store import TABLE_LAYOUT
 from lakemeta.publish import publication_is_current
-from lakemeta.quality.gate import AUDITED
+from lakemeta.quality.gate import AUDITED, QUALITY_FOLDER, audit_file, batches_file
 from lakemeta.storage import Location
 
+PUBLISHED_AT = pa.timestamp("us", tz="UTC")
 PUBLISHED = pa.schema(
     [
         ("table_name", pa.string()),
         ("version", pa.int64()),
-        ("published_at", pa.timestamp("us", tz="UTC")),
+        ("published_at", PUBLISHED_AT),
         ("audit", pa.string()),
     ]
 )
@@ -67,7 +68,7 @@ def readable(path, version: int) -> bool:
 
 
 def test_no_retention_vacuums_old_versions_but_keeps_the_published_one(catalog):
-    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(0))}
+    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(0)).tables}
 
     assert set(done) == {"columns", "runs", "published", "state/column_values"}
     # nothing published: the overwritten version's file is gone, the newest is whole
@@ -86,7 +87,7 @@ def test_compaction_leaves_a_file_per_partition_and_the_same_rows(catalog):
         DeltaTable(str(path)).to_pyarrow_table().sort_by([("table_name", "ascending"), ("hash", "ascending")])
     )
 
-    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(days=7))}
+    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(days=7)).tables}
 
     assert (done["state/column_values"].files_before, done["state/column_values"].files_after) == (12, 2)
     assert done["state/column_values"].compacted == 12
@@ -121,7 +122,7 @@ def test_a_publication_stays_current_through_maintenance_and_not_through_a_write
     write_deltalake(str(root / "published"), published)
     assert publication_is_current(Location.parse(root))
 
-    done = maintain_catalog(Location.parse(root), timedelta(0))
+    done = maintain_catalog(Location.parse(root), timedelta(0)).tables
 
     assert all(DeltaTable(str(root / name)).version() > 2 for name in AUDITED)  # maintenance committed
     assert sum(t.compacted for t in done) >= 3 * len(AUDITED)
@@ -138,7 +139,9 @@ def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_once
     write_deltalake(str(tmp_path / "catalog" / "published"), PUBLISHED.empty_table())  # none published
     before = DeltaTable(str(path)).to_pyarrow_table()
 
-    done = {t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7))}
+    done = {
+        t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7)).tables
+    }
 
     table = DeltaTable(str(path))
     assert done["state/column_values"].repartitioned
@@ -148,5 +151,44 @@ def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_once
         before.to_pylist(), key=repr
     )
     assert len(table.file_uris()) == 3  # a file per table after compaction
-    again = {t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7))}
+    again = {
+        t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7)).tables
+    }
     assert not again["state/column_values"].repartitioned
+
+
+def test_old_results_files_are_deleted_but_the_newest_and_the_published_audit(tmp_path):
+    root = tmp_path / "catalog"
+    quality = root / QUALITY_FOLDER
+    quality.mkdir(parents=True)
+    now = datetime.now(UTC)
+    audits = [audit_file(now - timedelta(days=30 - day)) for day in range(15)]  # 30 to 16 days old
+    audits.append(audit_file(now - timedelta(hours=1)))
+    for name in [*audits, *(batches_file(run) for run in range(1, 14)), "notes.txt"]:
+        (quality / name).write_text("{}")
+    runs = pa.table(
+        {
+            "run_id": pa.array(range(1, 14), pa.int64()),
+            "started_at": pa.array([now - timedelta(days=20 - run) for run in range(1, 14)], PUBLISHED_AT),
+        }
+    )
+    write_deltalake(str(root / "runs"), runs)
+    published = pa.table(
+        {
+            "table_name": ["columns"],
+            "version": [0],
+            "published_at": [now],
+            "audit": [str(Location.parse(quality / audits[2]))],  # an old audit, still published
+        },
+        schema=PUBLISHED,
+    )
+    write_deltalake(str(root / "published"), published)
+
+    deleted = maintain_catalog(Location.parse(root), timedelta(days=7)).results_deleted
+
+    kept = {path.name for path in quality.iterdir()}
+    # audits: the 6 oldest but the published one go (16 files, the newest 10 are kept whatever their age)
+    assert sorted(deleted) == sorted(
+        [*(audits[i] for i in (0, 1, 3, 4, 5)), *(batches_file(run) for run in (1, 2, 3))]
+    )
+    assert audits[2] in kept and "notes.txt" in kept and batches_file(4) in kept
