@@ -32,13 +32,27 @@ Figures, in one run:
 
     .venv/bin/python bench/mate_search.py [--quick] [--tables 5000] [--queries 20] [--lake-tables 200]
         [--width-tables 2000] [--frequent-tables 500]
+
+With ``--delta-path``, instead, MATE and SCR on the path users run (``bench/results/mate_search_delta.json``):
+a lake of ``--tables`` Delta tables (the corpus above, or for fewer tables than 5,000 a corpus generated
+the same way at that size), its posting lists built by ``PostingLists`` through Spark (``local[2]``), then
+for each of ``--delta-queries`` queries per key size ``find_joinable`` (the function ``lakemeta joinable``
+and the search DAG call) with ``scheme`` MATE and SCR in alternating order: latency, candidate rows, rows
+fetched, Parquet files and bytes of the scans (Spark's scan metrics: ``discover.FetchCounters``), and the
+top-k of both checked against SCR on the in-process index of the same tables (exact checks: the brute
+force's answer). Last, ``lakemeta joinable`` on that lake from the command line, which starts its own JVM.
+
+    .venv/bin/python bench/mate_search.py --delta-path [--tables 5000] [--delta-queries 5] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -47,6 +61,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
 
 from lakemeta.config import Config, JoinSearchConfig
 from lakemeta.joinsearch.index import PostingIndex, table_postings
@@ -62,6 +77,7 @@ BENCH = Path(__file__).resolve().parent
 SAMPLES = BENCH.parents[1] / "shared" / "data" / "webtables" / "mate"
 SCRATCH = BENCH / "results" / "scratch" / "mate_search"
 RESULT = BENCH / "results" / "mate_search.json"
+DELTA_RESULT = BENCH / "results" / "mate_search_delta.json"
 K = 10  # top-10, as in MATE's experiments (§7.1)
 # Noise columns per generated table in the row-width sweep: the default corpus's, then wider ones.
 NOISE_COLUMNS = ((1, 3), (5, 10), (10, 30), (1, 30))
@@ -163,7 +179,7 @@ def queries(rng: np.random.Generator, families: list, n_queries: int) -> list[tu
     """(key size, key columns) pairs: 2-column keys from A, 3-column keys from a family's rows."""
     out = []
     for n_keys in (2, 3):
-        for f in rng.choice(len(families), size=n_queries, replace=False):
+        for f in rng.choice(len(families), size=min(n_queries, len(families)), replace=False):
             base = families[f]
             rows = pa.array(rng.choice(len(base[0]), size=min(100, len(base[0])), replace=False))
             out.append((n_keys, [column.take(rows) for column in base[:n_keys]]))
@@ -360,6 +376,155 @@ def spark_maintenance(tables: list[pa.Table], rng: np.random.Generator, n_change
     }
 
 
+def delta_path(n_samples: int, corpus: list[pa.Table], workload: list) -> dict:
+    """MATE and SCR through ``find_joinable`` on Delta posting lists (module docstring, ``--delta-path``);
+    the corpus's first ``n_samples`` tables are sample tables."""
+    from lakemeta.joinsearch.discover import MATE, SCR, find_joinable
+    from lakemeta.pipeline import Pipeline
+    from lakemeta.spark import get_session
+
+    root = SCRATCH / "delta_path"
+    shutil.rmtree(root, ignore_errors=True)
+    lake, catalog = root / "lake", root / "catalog"
+    start = time.perf_counter()
+    names = [f"t{i:05d}" for i in range(len(corpus))]
+    for name, table in zip(names, corpus, strict=True):
+        deltalake.write_deltalake(str(lake / name), table)
+    write_s = time.perf_counter() - start
+    print(f"Delta path: {len(corpus)} lake tables written in {write_s:.1f} s")
+
+    spark = get_session("local[2]", "bench mate search delta path", catalog=catalog)
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
+    plan = pipeline.detect_batches()
+    start = time.perf_counter()
+    PostingLists(pipeline.catalog, lake, pipeline.config).update(plan)
+    build_s = time.perf_counter() - start
+    pipeline.commit_batches(plan)
+    state = deltalake.DeltaTable(str(catalog / STATE))
+    files = pa.table(state.get_add_actions(flatten=True))
+    posting_lists = {
+        "items": int(pc.sum(files["num_records"]).as_py()),
+        "files": files.num_rows,
+        "bytes": int(pc.sum(files["size_bytes"]).as_py()),
+        "build_s": build_s,
+    }
+    print(f"Delta path: posting lists {posting_lists} ")
+
+    hasher = posting_hasher(JoinSearchConfig())
+    index = build_index(corpus_items(corpus, hasher)[0])
+    hash_bits = JoinSearchConfig().hash_bits
+    keyed = [(n_keys, pa.table({f"k{j}": c for j, c in enumerate(keys)})) for n_keys, keys in workload]
+    find_joinable(
+        pipeline.catalog, pipeline.lake, keyed[0][1], keyed[0][1].column_names, K, hash_bits, "warm-up"
+    )
+    per_query = []
+    for q, (n_keys, query) in enumerate(keyed):
+        keys = query.column_names
+        runs = {}
+        for scheme in (MATE, SCR) if q % 2 == 0 else (SCR, MATE):
+            start = time.perf_counter()
+            found = find_joinable(
+                pipeline.catalog,
+                pipeline.lake,
+                query,
+                keys,
+                K,
+                hash_bits,
+                f"bench-{scheme}-{q}",
+                scheme=scheme,
+            )
+            runs[scheme] = (time.perf_counter() - start, found)
+        exact = scr_search(index, query.columns, K).tables
+        truth = [(names[t.table_id], t.joinability) for t in exact]
+        row: dict = {"key_columns": n_keys, "first": MATE if q % 2 == 0 else SCR}
+        for scheme, (seconds, found) in runs.items():
+            fetch = found.fetch
+            row[scheme] = {
+                "seconds": seconds,
+                "fetch_s": fetch.fetch_seconds,
+                "search_s": fetch.search_seconds,
+                "candidate_rows": fetch.candidate_rows,
+                "rows_fetched": fetch.rows_fetched,
+                "items_read": fetch.items_read,
+                "files_scanned": fetch.files_scanned,
+                "bytes_scanned": fetch.bytes_scanned,
+                "top_k_equals_exact": [(m.table_name, m.joinability) for m in found.matches] == truth,
+                "joinability_equals_exact": [m.joinability for m in found.matches] == [j for _, j in truth],
+            }
+        row["scr_over_mate_seconds"] = row[SCR]["seconds"] / row[MATE]["seconds"]
+        per_query.append(row)
+        print(
+            f"query {q} ({n_keys} keys): MATE {row[MATE]['seconds']:.2f} s, SCR {row[SCR]['seconds']:.2f} s; "
+            f"rows fetched {row[MATE]['rows_fetched']} / {row[SCR]['rows_fetched']} of "
+            f"{row[MATE]['candidate_rows']}; bytes scanned {row[MATE]['bytes_scanned']} / "
+            f"{row[SCR]['bytes_scanned']}; top-k exact: {row[MATE]['top_k_equals_exact']} / "
+            f"{row[SCR]['top_k_equals_exact']}"
+        )
+    spark.stop()
+
+    summary = {}
+    for n_keys in sorted({r["key_columns"] for r in per_query}):
+        rows = [r for r in per_query if r["key_columns"] == n_keys]
+        figures: dict = {"queries": len(rows)}
+        for scheme in (MATE, SCR):
+            for name in ("seconds", "fetch_s", "search_s", "rows_fetched", "bytes_scanned", "files_scanned"):
+                figures[f"{scheme}_median_{name}"] = float(np.median([r[scheme][name] for r in rows]))
+        figures["median_candidate_rows"] = float(np.median([r[MATE]["candidate_rows"] for r in rows]))
+        figures["scr_over_mate_total_seconds"] = sum(r[SCR]["seconds"] for r in rows) / sum(
+            r[MATE]["seconds"] for r in rows
+        )
+        figures["scr_over_mate_total_fetch_s"] = sum(r[SCR]["fetch_s"] for r in rows) / sum(
+            r[MATE]["fetch_s"] for r in rows
+        )
+        figures["scr_over_mate_rows_fetched"] = sum(r[SCR]["rows_fetched"] for r in rows) / max(
+            1, sum(r[MATE]["rows_fetched"] for r in rows)
+        )
+        figures["scr_over_mate_bytes_scanned"] = sum(r[SCR]["bytes_scanned"] for r in rows) / sum(
+            r[MATE]["bytes_scanned"] for r in rows
+        )
+        figures["top_k_equal_exact"] = all(r[s]["top_k_equals_exact"] for r in rows for s in (MATE, SCR))
+        figures["joinability_equal_exact"] = all(
+            r[s]["joinability_equals_exact"] for r in rows for s in (MATE, SCR)
+        )
+        summary[f"{n_keys}_column_keys"] = figures
+    return {
+        "lake_tables": len(corpus),
+        "sample_tables": n_samples,
+        "lake_write_s": write_s,
+        "posting_lists": posting_lists,
+        "k": K,
+        "summary": summary,
+        "per_query": per_query,
+        "cli": cli_latency(lake, catalog, [keyed[0], keyed[-1]]),
+    }
+
+
+def cli_latency(lake: Path, catalog: Path, keyed: list) -> list[dict]:
+    """``lakemeta joinable`` on the lake for each query (a Parquet file in the lake), in a process of its
+    own that starts its own JVM (no --remote)."""
+    (lake / "queries").mkdir(exist_ok=True)
+    runs = []
+    for q, (_n_keys, query) in enumerate(keyed):
+        path = lake / "queries" / f"q{q}.parquet"
+        pq.write_table(query, path)
+        command = [
+            str(Path(sys.executable).with_name("lakemeta")),
+            "joinable",
+            "--lake", str(lake),
+            "--catalog", str(catalog),
+            "--master", "local[2]",
+            "--query", f"queries/q{q}.parquet",
+            "--key", ",".join(query.column_names),
+            "--k", str(K),
+        ]  # fmt: skip
+        start = time.perf_counter()
+        done = subprocess.run(command, capture_output=True, text=True, env=os.environ.copy(), check=True)
+        seconds = time.perf_counter() - start
+        runs.append({"key_columns": query.num_columns, "seconds": seconds, "stdout": done.stdout})
+        print(f"lakemeta joinable, {query.num_columns} key columns: {seconds:.1f} s")
+    return runs
+
+
 def _quoted(text: str | None) -> str:
     return (text or "").replace("'", "''")
 
@@ -372,6 +537,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions per query (best kept)")
     parser.add_argument("--lake-tables", type=int, default=200, help="Delta tables of the Spark part")
     parser.add_argument("--width-tables", type=int, default=2000, help="generated tables per width sweep")
+    parser.add_argument("--delta-path", action="store_true", help="only MATE and SCR through find_joinable")
+    parser.add_argument("--delta-queries", type=int, default=5, help="queries per key size on the Delta path")
     parser.add_argument(
         "--frequent-tables",
         type=int,
@@ -385,9 +552,21 @@ def main() -> None:
     rng = np.random.default_rng(2024)
 
     samples = read_samples()
-    generated, families = generate(rng, samples, max(0, args.tables - len(samples)))
-    corpus = samples + generated
-    workload = queries(rng, families, args.queries)
+    if args.delta_path and args.quick:
+        args.tables, args.delta_queries = 200, 2
+    in_lake = samples[: round(args.tables * len(samples) / 5000)]  # the default corpus's share of samples
+    if not args.delta_path or args.tables >= len(samples):
+        in_lake = samples
+    generated, families = generate(rng, samples, max(0, args.tables - len(in_lake)))
+    corpus = in_lake + generated
+    workload = queries(rng, families, args.delta_queries if args.delta_path else args.queries)
+    if args.delta_path:
+        results = delta_path(len(in_lake), corpus, workload)
+        results["command"] = " ".join(["bench/mate_search.py", *sys.argv[1:]])
+        if not args.quick:
+            DELTA_RESULT.write_text(json.dumps(results, indent=2) + "\n")
+            print(f"wrote {DELTA_RESULT}")
+        return
     n_items = sum(t.num_rows * t.num_columns for t in corpus)
     print(f"corpus: {len(corpus)} tables ({len(samples)} sample tables), up to {n_items} cells")
 

@@ -11,7 +11,8 @@ discover   a search over those posting lists, which Spark fetches, into the cata
 
 All but ``state`` and ``discover`` run without Spark (the package imports neither: the core runs inside
 ``mapInArrow`` tasks). The baselines MATE is measured against, Bloom super keys (§7.1.2) and SCR (§7.1.1),
-are in ``lakemeta.reference.bloom_superkey`` and ``lakemeta.reference.scr_search``.
+are in ``lakemeta.reference.bloom_superkey`` and ``lakemeta.reference.scr_search``; over the Delta posting
+lists, SCR is ``discover.find_joinable`` with ``scheme=SCR``.
 """
 
 from lakemeta.joinsearch.index import PostingIndex, table_postings

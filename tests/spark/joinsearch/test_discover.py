@@ -17,7 +17,7 @@ import pytest
 
 from lakemeta.cli import main
 from lakemeta.config import Config, JoinSearchConfig
-from lakemeta.joinsearch.discover import find_joinable, load_query_table
+from lakemeta.joinsearch.discover import SCR, find_joinable, load_query_table
 from lakemeta.joinsearch.normalise import normalise_values
 from lakemeta.pipeline import Pipeline
 from lakemeta.storage import Location
@@ -125,9 +125,18 @@ def test_top_k_equals_brute_force(searchable_lake, n_keys: int, k: int):
         }
     )
     keys = ["given", "family"] if n_keys == 2 else ["number", "given", "country"]
-    matches = find_joinable(
-        pipeline.catalog, pipeline.lake, query, keys, k, JoinSearchConfig().hash_bits, f"q{n_keys}"
-    )
+    search = (pipeline.catalog, pipeline.lake, query, keys, k, JoinSearchConfig().hash_bits, f"q{n_keys}")
+    # The SCR baseline first: the MATE search's results are the ones left stored under the query id.
+    scr = find_joinable(*search, scheme=SCR)
+    mate = find_joinable(*search)
+    matches = mate.matches
+    assert scr.matches == matches
+    # Both read the candidate rows of the initial column; MATE fetches the cells of those passing the
+    # super-key filter only, SCR those of every one (rows here often hold one key value without the rest).
+    assert mate.fetch.candidate_rows == scr.fetch.candidate_rows
+    assert 0 < mate.fetch.rows_fetched < scr.fetch.rows_fetched == scr.fetch.candidate_rows
+    assert 0 < mate.fetch.bytes_scanned <= scr.fetch.bytes_scanned
+    assert mate.fetch.files_scanned <= scr.fetch.files_scanned
     truth = brute_force(pipeline.lake, names, query, keys)
     assert [m.joinability for m in matches] == sorted((j for j in truth.values() if j > 0), reverse=True)[:k]
     for match in matches:
@@ -147,10 +156,10 @@ def test_a_repeated_query_replaces_its_results(searchable_lake):
     pipeline, _names, entities = searchable_lake
     query = pa.table({"a": [e[0] for e in entities], "b": [e[2] for e in entities]})
     search = (pipeline.catalog, pipeline.lake, query, ["a", "b"], 5, JoinSearchConfig().hash_bits, "again")
-    first = find_joinable(*search)
+    first = find_joinable(*search).matches
     assert first
     best = first[0].table_name
-    again = find_joinable(*search, exclude_tables=[best])
+    again = find_joinable(*search, exclude_tables=[best]).matches
     assert best not in {m.table_name for m in again}
     stored = pipeline.catalog.read_small("joinable_tables").filter(pc.field("query_id") == "again")
     assert sorted(stored["table_name"].to_pylist()) == sorted(m.table_name for m in again)
