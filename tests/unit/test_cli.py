@@ -151,7 +151,9 @@ class _RecordingPipeline:
 
     def audit(self) -> SimpleNamespace:
         self.steps.append("audit")
-        return SimpleNamespace(success=self.audit_passes, path="audit-results", failures=["a failed check"])
+        return SimpleNamespace(
+            success=self.audit_passes, path="audit-results", failures=["a failed check"], data_docs=None
+        )
 
     def publish(self, audit: SimpleNamespace) -> int:
         self.steps.append("publish")
