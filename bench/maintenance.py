@@ -45,9 +45,9 @@ import pyarrow.csv as pa_csv
 from deltalake import write_deltalake
 from small_change import change, tpch
 
-from lakemeta.catalog.maintenance import maintain_catalog
 from lakemeta.config import Config
 from lakemeta.demo.webtables import write_web_tables
+from lakemeta.maintenance import maintain_catalog
 from lakemeta.pipeline import Pipeline
 from lakemeta.ports import free_port
 from lakemeta.spark import get_session

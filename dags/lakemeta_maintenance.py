@@ -1,5 +1,5 @@
 """lakemeta_maintenance: daily, compact, checkpoint and VACUUM every state and catalog table
-(`lakemeta.catalog.maintenance`), keeping the versions of the retention window
+(`lakemeta.maintenance`), keeping the versions of the retention window
 (`maintenance.retention_days`) and the published ones.
 
 Wiring only. One Python task: delta-rs does the work, no Spark. It holds the state lease alone, so a run's

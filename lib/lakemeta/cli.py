@@ -298,7 +298,7 @@ def _confirm_rebuild(config: Config) -> None:
 
 
 def _maintain(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.catalog.maintenance import maintain_catalog
+    from lakemeta.maintenance import maintain_catalog
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")

@@ -203,7 +203,7 @@ class ScanConfig:
 
 @dataclasses.dataclass(frozen=True)
 class MaintenanceConfig:
-    """Table maintenance of the catalog (``lakemeta.catalog.maintenance``)."""
+    """Table maintenance of the catalog (``lakemeta.maintenance``)."""
 
     # Versions committed this many days back stay readable (time travel, ``show --as-of``); the published
     # versions stay readable however old.

@@ -40,9 +40,9 @@ def batch_audit() -> str | None:
 
 
 def maintain_catalog() -> int:
-    """Compact, checkpoint and VACUUM the configured catalog's tables (``lakemeta.catalog.maintenance``);
+    """Compact, checkpoint and VACUUM the configured catalog's tables (``lakemeta.maintenance``);
     the number of tables maintained."""
-    from lakemeta.catalog.maintenance import maintain_catalog as maintain
+    from lakemeta.maintenance import maintain_catalog as maintain
 
     configure_logging()
     config = load_config()

@@ -20,7 +20,7 @@ LAYERS = [
     {"component", "quality"},
     PACKAGES,
     {"reference"},
-    {"registry", "publish"},
+    {"registry", "publish", "maintenance"},
     {"pipeline"},
     {"steps", "tasks", "cli", "demo", "show", "warm_up"},
 ]

@@ -1,4 +1,4 @@
-"""Table maintenance (``lakemeta.catalog.maintenance``) on a catalog written with delta-rs: compaction,
+"""Table maintenance (``lakemeta.maintenance``) on a catalog written with delta-rs: compaction,
 VACUUM within the retention, and the published version kept however short the retention."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta.catalog.maintenance import maintain_catalog
 from lakemeta.catalog.store import TABLE_LAYOUT
+from lakemeta.maintenance import maintain_catalog
 from lakemeta.publish import publication_is_current
 from lakemeta.quality.gate import AUDITED, QUALITY_FOLDER, audit_file, batches_file
 from lakemeta.storage import Location
