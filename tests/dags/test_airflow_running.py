@@ -39,9 +39,10 @@ from lakemeta.config import load_config
 from lakemeta.pipeline import Pipeline
 from lakemeta.ports import free_port
 from lakemeta.reference.s3_server import SECRET_KEY, S3Server
-from lakemeta.registry import all_schemas
+from lakemeta.registry import STATE_COMPONENTS, all_schemas
 from lakemeta.show import read_catalog_table
 from lakemeta.spark.connect import SERVER_CLASS
+from lakemeta.spark.lineage import dataset_name
 from lakemeta.spark.session import spark_environment
 from lakemeta.storage import Location
 
@@ -70,6 +71,7 @@ KILLED_AT = "after merge state/hll_counters"
 # The task during which the Connect server is SIGKILLed (start.sh starts it again).
 SERVER_KILLED_DURING = "update_posting_lists"
 TOKEN = "connect-token-of-the-test"
+LINEAGE_NAMESPACE = "lakemeta-test"
 
 # The cluster runs with production's Spark settings (infra/production/spark-defaults.conf): every
 # connection authenticated with a shared secret and encrypted, the master's REST server off. The master,
@@ -265,6 +267,11 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         # Every HLL task's process SIGKILLs itself once its MERGE has committed; Airflow retries the task,
         # whose retry finds the MERGE committed and finishes (lakemeta.crash_points).
         crash_points.ENVIRONMENT_VARIABLE: KILLED_AT,
+        # Airflow's OpenLineage provider writes every task's events to a file, one JSON line each.
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+            {"type": "file", "log_file_path": str(root / "openlineage.jsonl"), "append": True}
+        ),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": LINEAGE_NAMESPACE,
     }
     log_path = root / "airflow.log"
     log = log_path.open("w")
@@ -554,6 +561,60 @@ def test_the_commit_starts_discovery_which_fills_audits_and_publishes_the_catalo
     assert [(e["source_dag_id"], e["source_task_id"], e["source_run_id"]) for e in events] == [
         ("lakemeta_discovery", "publish", run["dag_run_id"])
     ]
+
+
+def lineage_events(airflow: Airflow) -> list[dict]:
+    return [json.loads(line) for line in (airflow.root / "openlineage.jsonl").read_text().splitlines()]
+
+
+def names(datasets: list[dict]) -> set[tuple[str, str]]:
+    return {(dataset["namespace"], dataset["name"]) for dataset in datasets}
+
+
+def test_every_task_reports_the_tables_it_read_and_wrote_to_openlineage(
+    airflow: Airflow, incremental_run: dict
+) -> None:
+    """Airflow's OpenLineage provider (file transport) emitted a START and a COMPLETE event for each task
+    of the runs, and each Spark step's COMPLETE event lists the lake and catalog tables it read and wrote."""
+    airflow.succeeded_run("lakemeta_discovery")
+    events = lineage_events(airflow)
+    assert {event["job"]["namespace"] for event in events} == {LINEAGE_NAMESPACE}
+    by_job: dict[str, dict[str, list[dict]]] = {}
+    for event in events:
+        by_job.setdefault(event["job"]["name"], {}).setdefault(event["eventType"], []).append(event)
+    run_path = f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}"
+    tasks = [i["task_id"] for i in airflow.request("GET", f"{run_path}/taskInstances")["task_instances"]]
+    for task_id in tasks:
+        kinds = by_job.get(f"lakemeta_incremental.{task_id}", {})
+        assert kinds.get("START") and kinds.get("COMPLETE"), (task_id, sorted(kinds))
+
+    table = dataset_name  # a table's (namespace, name)
+    lake_tables = {
+        table(airflow.lake / name) for name in ("regions", "shop/items", "shop/orders", "shop/returns")
+    }
+    # The state updates, which run side by side: each read the run's four new tables, and wrote its own
+    # state table and no other's (an attempt whose MERGE a killed attempt had committed writes nothing).
+    state_tables = {
+        table(airflow.catalog / "state" / entry.name): entry.task_id for entry in STATE_COMPONENTS
+    }
+    wrote_own = []
+    for entry in STATE_COMPONENTS:
+        for update in by_job[f"lakemeta_incremental.{entry.task_id}"]["COMPLETE"]:
+            assert names(update["inputs"]) == lake_tables, entry.task_id
+            written = {state_tables[name] for name in names(update["outputs"]) if name in state_tables}
+            assert written <= {entry.task_id}, (entry.task_id, written)
+            assert all("version" in dataset["facets"] for dataset in update["outputs"])
+            wrote_own += written
+    assert wrote_own, "no state update reported its state table"
+    # The commit wrote the catalog's tables and columns.
+    (commit,) = by_job["lakemeta_incremental.commit_batches"]["COMPLETE"]
+    assert names(commit["inputs"]) == lake_tables
+    assert {table(airflow.catalog / "tables"), table(airflow.catalog / "columns")} <= names(commit["outputs"])
+    # A discovery step read the state and wrote its results.
+    (fks,) = by_job["lakemeta_discovery.fk_candidates"]["COMPLETE"]
+    assert table(airflow.catalog / "state" / "hll_counters") in names(fks["inputs"])
+    assert all(name.startswith(table(airflow.catalog / "state")[1]) for _, name in names(fks["inputs"]))
+    assert table(airflow.catalog / "fk_candidates") in names(fks["outputs"])
 
 
 def test_an_incremental_run_over_an_unchanged_lake_skips_its_steps_and_starts_no_discovery(
