@@ -1,13 +1,14 @@
 """A real Spark standalone cluster on 127.0.0.1 for the tests: a master and two workers started with
 spark-class from the project's venv, as infra/production/systemd starts them (the pip package has no
-start-master.sh)."""
+start-master.sh), with their settings in a spark-defaults.conf of their own, as production's
+SPARK_CONF_DIR holds them."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -31,13 +32,24 @@ def _wait_for(log: Path, text: str, process: subprocess.Popen, timeout: float = 
 
 @contextmanager
 def standalone_cluster(
-    logs: Path, workers: int = 2, cores: int = 2, memory: str = "2g", env: dict[str, str] | None = None
+    logs: Path,
+    workers: int = 2,
+    cores: int = 2,
+    memory: str = "2g",
+    env: dict[str, str] | None = None,
+    conf: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
-    """The master's URL while a master and ``workers`` workers (``cores`` and ``memory`` each) run; their
+    """The master's URL while a master and ``workers`` workers (``cores`` and ``memory`` each) run with the
+    Spark settings ``conf`` (their spark-defaults.conf, mode 0600: it may hold the cluster's secret); their
     logs, and the applications' folders (executors' output), go to ``logs``."""
-    # spark-class finds SPARK_HOME with PYSPARK_PYTHON, and executors run it: the project's Python.
-    env = {**os.environ, **spark_environment(), **(env or {})}
     logs.mkdir(parents=True, exist_ok=True)
+    conf_dir = logs / "conf"
+    conf_dir.mkdir()
+    defaults = conf_dir / "spark-defaults.conf"
+    defaults.touch(mode=0o600)
+    defaults.write_text("".join(f"{key} {value}\n" for key, value in (conf or {}).items()))
+    # spark-class finds SPARK_HOME with PYSPARK_PYTHON, and executors run it: the project's Python.
+    env = {**os.environ, **spark_environment(), **(env or {}), "SPARK_CONF_DIR": str(conf_dir)}
     port = free_port()
     master_url = f"spark://127.0.0.1:{port}"
     processes: list[subprocess.Popen] = []

@@ -12,7 +12,9 @@ process through the standard AWS variables: Airflow's tasks, the Connect server 
 executors. Airflow runs for real (infra/airflow/start.sh: scheduler with the LocalExecutor, dag-processor,
 api-server, triggerer on SQLite, sign-in required, and the Spark Connect server, restarted when it
 stops); every Spark task runs its step on the Connect server through the `lakemeta_connect` connection,
-and the server is an application of a master and two workers on 127.0.0.1: no task starts a JVM."""
+and the server is an application of a master and two workers on 127.0.0.1: no task starts a JVM. The
+cluster runs with production's Spark settings: every connection authenticated with a shared secret and
+encrypted, a client without the secret refused."""
 
 from __future__ import annotations
 
@@ -37,9 +39,11 @@ from lakemeta.config import load_config
 from lakemeta.pipeline import Pipeline
 from lakemeta.ports import free_port
 from lakemeta.reference.s3_server import SECRET_KEY, S3Server
-from lakemeta.registry import all_schemas
+from lakemeta.registry import STATE_COMPONENTS, all_schemas
 from lakemeta.show import read_catalog_table
 from lakemeta.spark.connect import SERVER_CLASS
+from lakemeta.spark.lineage import dataset_name
+from lakemeta.spark.session import spark_environment
 from lakemeta.storage import Location
 
 from .cluster import standalone_cluster
@@ -67,6 +71,21 @@ KILLED_AT = "after merge state/hll_counters"
 # The task during which the Connect server is SIGKILLed (start.sh starts it again).
 SERVER_KILLED_DURING = "update_posting_lists"
 TOKEN = "connect-token-of-the-test"
+LINEAGE_NAMESPACE = "lakemeta-test"
+
+# The cluster runs with production's Spark settings (infra/production/spark-defaults.conf): every
+# connection authenticated with a shared secret and encrypted, the master's REST server off. The master,
+# the workers (which hand the secret to their executors) and the Connect server (the application's driver)
+# read them from their spark-defaults.conf.
+CLUSTER_SECRET = "spark-secret-of-the-test"
+CLUSTER_SECURITY = dict(
+    line.split(maxsplit=1)
+    for line in (REPO / "infra" / "production" / "spark-defaults.conf")
+    .read_text()
+    .replace("SPARK_SECRET", CLUSTER_SECRET)
+    .splitlines()
+    if line.strip() and not line.startswith("#")
+)
 
 # The Connect server is the cluster's one application: it takes the workers' four cores. Event logs
 # uncompressed, so that the test reads what they hold.
@@ -75,7 +94,7 @@ spark.executor.memory 768m
 spark.eventLog.enabled true
 spark.eventLog.dir file://{events}
 spark.eventLog.compress false
-"""
+""" + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
 
 # The C1 compiler alone, for the Connect server and the cluster's JVMs: on a tiny lake they spend less of the
 # two cores compiling (a spark-submit here: 47 -> 29 CPU seconds).
@@ -94,7 +113,7 @@ class Airflow:
         self._token: str | None = None
         self.server_killer: ServerKiller | None = None
         self.connect_port = 0
-        self.command_lines = CommandLineWatcher(SECRET_KEY)
+        self.command_lines = CommandLineWatcher((SECRET_KEY, CLUSTER_SECRET))
 
     @property
     def password(self) -> str:
@@ -173,8 +192,38 @@ def cluster_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def cluster(cluster_folder: Path, s3: S3Server) -> Iterator[str]:
     """The master URL of a standalone cluster (a master and two workers) on 127.0.0.1, whose executors
     reach the S3 server through the AWS variables of their environment."""
-    with standalone_cluster(cluster_folder, env=QUICK_JVM) as master:
+    with standalone_cluster(cluster_folder, env=QUICK_JVM, conf=CLUSTER_SECURITY) as master:
         yield master
+
+
+def test_the_master_refuses_a_client_without_the_clusters_secret(cluster: str, cluster_folder: Path) -> None:
+    """Spark's standalone client asks the master to kill a driver: without the secret, or with another
+    one, the master never reads the request; with the secret it does (and finds no such driver)."""
+    spark_class = str(REPO / ".venv" / "bin" / "spark-class")
+    attempts = {
+        "driver-without-secret": {},
+        "driver-wrong-secret": {**CLUSTER_SECURITY, "spark.authenticate.secret": "not-the-secret"},
+        "driver-with-secret": CLUSTER_SECURITY,
+    }
+    for driver, conf in attempts.items():
+        # The client reads no spark-defaults.conf: its settings are system properties, from the
+        # environment (not its command line).
+        options = " ".join(f"-D{key}={value}" for key, value in conf.items())
+        subprocess.run(
+            [spark_class, "org.apache.spark.deploy.Client", "kill", cluster, driver],
+            env={
+                **os.environ,
+                **spark_environment(),
+                "JDK_JAVA_OPTIONS": f"{QUICK_JVM['JDK_JAVA_OPTIONS']} {options}",
+            },
+            capture_output=True,
+            timeout=60,
+        )
+    master_log = (cluster_folder / "master.log").read_text()
+    assert "Asked to kill driver driver-with-secret" in master_log
+    assert "driver-without-secret" not in master_log and "driver-wrong-secret" not in master_log
+    # The unauthenticated client was turned away at its first message.
+    assert "Expected SaslMessage, received something else" in master_log
 
 
 @pytest.fixture(scope="module")
@@ -218,6 +267,11 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         # Every HLL task's process SIGKILLs itself once its MERGE has committed; Airflow retries the task,
         # whose retry finds the MERGE committed and finishes (lakemeta.crash_points).
         crash_points.ENVIRONMENT_VARIABLE: KILLED_AT,
+        # Airflow's OpenLineage provider writes every task's events to a file, one JSON line each.
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+            {"type": "file", "log_file_path": str(root / "openlineage.jsonl"), "append": True}
+        ),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": LINEAGE_NAMESPACE,
     }
     log_path = root / "airflow.log"
     log = log_path.open("w")
@@ -290,12 +344,12 @@ class ServerKiller(threading.Thread):
 
 class CommandLineWatcher(threading.Thread):
     """Reads every process's command line twice a second, as ``ps`` shows them to any user of the host;
-    keeps those holding ``secret`` and the command lines of the Spark JVMs seen in process group ``group``
-    (Airflow's; so that a pass means it looked)."""
+    keeps those holding one of ``secrets`` and the command lines of the Spark JVMs seen in process group
+    ``group`` (Airflow's; so that a pass means it looked)."""
 
-    def __init__(self, secret: str) -> None:
+    def __init__(self, secrets: tuple[str, ...]) -> None:
         super().__init__(daemon=True)
-        self.secret = secret
+        self.secrets = secrets
         self.stopped = threading.Event()
         self.spark_jvms: dict[int, list[str]] = {}
         self.group: int | None = None
@@ -309,7 +363,7 @@ class CommandLineWatcher(threading.Thread):
                     with contextlib.suppress(OSError):
                         if os.getpgid(process.info["pid"]) == self.group:
                             self.spark_jvms[process.info["pid"]] = command
-                if any(self.secret in part for part in command):
+                if any(secret in part for secret in self.secrets for part in command):
                     self.holding_the_secret.append(command)
 
 
@@ -359,8 +413,10 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
     pools = {instance["task_id"]: instance["pool"] for instance in instances}
     assert pools.pop("detect_batches") == pools.pop("batch_audit") == "default_pool"
     assert set(pools.values()) == {"lakemeta_spark"}, pools
-    first_attempt = next((airflow.home / "logs").rglob(f"task_id={task}/attempt=1.log")).read_text()
-    assert f"crash point '{KILLED_AT}' reached" in first_attempt
+    # The attempt that reached the crash point is the first, unless the server's kill below failed that
+    # one earlier (on a busy machine the two tasks' timings overlap).
+    attempts = sorted((airflow.home / "logs").rglob(f"task_id={task}/attempt=*.log"), key=lambda p: p.name)
+    assert any(f"crash point '{KILLED_AT}' reached" in attempt.read_text() for attempt in attempts[:-1])
     # The Connect server was SIGKILLed while the posting-list task ran; start.sh started another, and the
     # run succeeded (the state it left is compared with local mode's below).
     killer = airflow.server_killer
@@ -507,6 +563,60 @@ def test_the_commit_starts_discovery_which_fills_audits_and_publishes_the_catalo
     ]
 
 
+def lineage_events(airflow: Airflow) -> list[dict]:
+    return [json.loads(line) for line in (airflow.root / "openlineage.jsonl").read_text().splitlines()]
+
+
+def names(datasets: list[dict]) -> set[tuple[str, str]]:
+    return {(dataset["namespace"], dataset["name"]) for dataset in datasets}
+
+
+def test_every_task_reports_the_tables_it_read_and_wrote_to_openlineage(
+    airflow: Airflow, incremental_run: dict
+) -> None:
+    """Airflow's OpenLineage provider (file transport) emitted a START and a COMPLETE event for each task
+    of the runs, and each Spark step's COMPLETE event lists the lake and catalog tables it read and wrote."""
+    airflow.succeeded_run("lakemeta_discovery")
+    events = lineage_events(airflow)
+    assert {event["job"]["namespace"] for event in events} == {LINEAGE_NAMESPACE}
+    by_job: dict[str, dict[str, list[dict]]] = {}
+    for event in events:
+        by_job.setdefault(event["job"]["name"], {}).setdefault(event["eventType"], []).append(event)
+    run_path = f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}"
+    tasks = [i["task_id"] for i in airflow.request("GET", f"{run_path}/taskInstances")["task_instances"]]
+    for task_id in tasks:
+        kinds = by_job.get(f"lakemeta_incremental.{task_id}", {})
+        assert kinds.get("START") and kinds.get("COMPLETE"), (task_id, sorted(kinds))
+
+    table = dataset_name  # a table's (namespace, name)
+    lake_tables = {
+        table(airflow.lake / name) for name in ("regions", "shop/items", "shop/orders", "shop/returns")
+    }
+    # The state updates, which run side by side: each read the run's four new tables, and wrote its own
+    # state table and no other's (an attempt whose MERGE a killed attempt had committed writes nothing).
+    state_tables = {
+        table(airflow.catalog / "state" / entry.name): entry.task_id for entry in STATE_COMPONENTS
+    }
+    wrote_own = []
+    for entry in STATE_COMPONENTS:
+        for update in by_job[f"lakemeta_incremental.{entry.task_id}"]["COMPLETE"]:
+            assert names(update["inputs"]) == lake_tables, entry.task_id
+            written = {state_tables[name] for name in names(update["outputs"]) if name in state_tables}
+            assert written <= {entry.task_id}, (entry.task_id, written)
+            assert all("version" in dataset["facets"] for dataset in update["outputs"])
+            wrote_own += written
+    assert wrote_own, "no state update reported its state table"
+    # The commit wrote the catalog's tables and columns.
+    (commit,) = by_job["lakemeta_incremental.commit_batches"]["COMPLETE"]
+    assert names(commit["inputs"]) == lake_tables
+    assert {table(airflow.catalog / "tables"), table(airflow.catalog / "columns")} <= names(commit["outputs"])
+    # A discovery step read the state and wrote its results.
+    (fks,) = by_job["lakemeta_discovery.fk_candidates"]["COMPLETE"]
+    assert table(airflow.catalog / "state" / "hll_counters") in names(fks["inputs"])
+    assert all(name.startswith(table(airflow.catalog / "state")[1]) for _, name in names(fks["inputs"]))
+    assert table(airflow.catalog / "fk_candidates") in names(fks["outputs"])
+
+
 def test_an_incremental_run_over_an_unchanged_lake_skips_its_steps_and_starts_no_discovery(
     airflow: Airflow, incremental_run: dict
 ) -> None:
@@ -560,12 +670,13 @@ def test_the_catalog_built_on_the_cluster_equals_local_modes(
     assert on_the_cluster == in_local_mode
 
 
-def test_the_secret_is_in_no_command_line_log_event_log_database_or_catalog(
+def test_the_secrets_are_in_no_command_line_log_event_log_database_or_catalog(
     airflow: Airflow, incremental_run: dict, cluster_folder: Path
 ) -> None:
-    """The S3 secret reaches every process through its environment only: never a command line, an
-    Airflow task log or its database, a Spark event log, a driver's or an executor's output, or the
-    catalog."""
+    """The S3 secret reaches every process through its environment only, the cluster's secret through
+    the spark-defaults.conf files that configure it (and the workers' environment of their executors):
+    never a command line, an Airflow task log or its database, a Spark event log, a driver's or an
+    executor's output, or the catalog."""
     airflow.succeeded_run("lakemeta_discovery")
     # The watcher saw the Connect servers (the first and its restart), and no other Spark JVM: no task
     # started one.
@@ -578,7 +689,11 @@ def test_the_secret_is_in_no_command_line_log_event_log_database_or_catalog(
     event_logs = [p for p in files if "spark-events" in p.parts and p.name.startswith("events_")]
     assert any(b"SparkListenerEnvironmentUpdate" in p.read_bytes() for p in event_logs)  # read as written
     assert any(p.name == "stderr" and "/work/app-" in str(p) for p in files)  # executors' output
-    secret = SECRET_KEY.encode()
+    secret, cluster_secret = SECRET_KEY.encode(), CLUSTER_SECRET.encode()
     assert [p for p in files if secret in p.read_bytes()] == []
+    configured = [p for p in files if p.name == "spark-defaults.conf"]
+    assert len(configured) == 2 and all(cluster_secret in p.read_bytes() for p in configured)
+    assert [p for p in files if p not in configured and cluster_secret in p.read_bytes()] == []
     catalog = airflow.catalog
-    assert [name for name in catalog.files() if secret in (catalog / name).read_bytes()] == []
+    for hidden in (secret, cluster_secret):
+        assert [name for name in catalog.files() if hidden in (catalog / name).read_bytes()] == []

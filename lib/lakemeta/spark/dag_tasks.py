@@ -4,11 +4,15 @@ Each task is the Spark provider's ``@task.pyspark`` operator on the connection `
 ``spark_connect``): the task process opens a session of the server (``lakemeta.spark.connect``), runs the
 step of ``lakemeta.steps`` on it with the task's arguments, and closes the session, so no task starts a
 JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers other than these DAGs.
+
+With Airflow's OpenLineage provider configured, each task's COMPLETE event lists the tables its step
+read and wrote (``lakemeta.spark.lineage``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 from airflow.sdk import Asset
@@ -24,13 +28,34 @@ def run_step(step: str, argv: list[str], spark=None) -> None:  # noqa: ANN001 (t
     getattr(steps, step)(argv, spark=spark)
 
 
+class SparkStepOperator(PySparkOperator):
+    """The provider's PySparkOperator, which also tells Airflow's OpenLineage provider, when it is on,
+    the tables its step read and wrote."""
+
+    def execute(self, context: Any) -> Any:
+        from lakemeta.spark.lineage import StepWatch, lineage_enabled
+
+        watch = StepWatch(self.op_args[0]) if lineage_enabled() else None
+        try:
+            return super().execute(context)
+        finally:
+            if watch is not None:
+                self.lineage = watch.finish()
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """The provider's lineage of the step (the DefaultExtractor calls this after ``execute``)."""
+        from lakemeta.spark.lineage import StepLineage
+
+        return getattr(self, "lineage", StepLineage()).operator_lineage()
+
+
 def spark_step(
     task_id: str, step: str, arguments: Sequence[str] = (), outlets: Sequence[Asset] = ()
 ) -> PySparkOperator:
     """The task that runs step ``step`` of ``lakemeta.steps`` (``discover``, ``update_state``...) with
     ``arguments`` (templated) on the Connect server of the ``lakemeta_connect`` connection, in the pool
     ``lakemeta_spark``."""
-    return PySparkOperator(
+    return SparkStepOperator(
         task_id=task_id,
         python_callable=run_step,
         op_args=[step, list(arguments)],
