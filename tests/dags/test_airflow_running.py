@@ -36,13 +36,13 @@ import pytest
 
 from lakemeta import crash_points
 from lakemeta.config import load_config
+from lakemeta.lineage import dataset_name
 from lakemeta.pipeline import Pipeline
 from lakemeta.ports import free_port
 from lakemeta.reference.s3_server import SECRET_KEY, S3Server
 from lakemeta.registry import STATE_COMPONENTS, all_schemas
 from lakemeta.show import read_catalog_table
 from lakemeta.spark.connect import SERVER_CLASS
-from lakemeta.spark.lineage import dataset_name
 from lakemeta.spark.session import spark_environment
 from lakemeta.storage import Location
 

@@ -22,7 +22,7 @@ LAYERS = [
     {"reference"},
     {"registry", "publish", "maintenance"},
     {"pipeline"},
-    {"steps", "tasks", "cli", "demo", "show", "warm_up"},
+    {"steps", "tasks", "cli", "demo", "show", "warm_up", "lineage"},
 ]
 
 

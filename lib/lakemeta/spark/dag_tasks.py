@@ -6,7 +6,7 @@ step of ``lakemeta.steps`` on it with the task's arguments, and closes the sessi
 JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers other than these DAGs.
 
 With Airflow's OpenLineage provider configured, each task's COMPLETE event lists the tables its step
-read and wrote (``lakemeta.spark.lineage``).
+read and wrote (``lakemeta.lineage``).
 """
 
 from __future__ import annotations
@@ -33,20 +33,20 @@ class SparkStepOperator(PySparkOperator):
     the tables its step read and wrote."""
 
     def execute(self, context: Any) -> Any:
-        from lakemeta.spark.lineage import StepWatch, lineage_enabled
+        from lakemeta import lineage  # loads the configuration, the lake and the registry: at run time
 
-        watch = StepWatch(self.op_args[0]) if lineage_enabled() else None
+        watch = lineage.StepWatch(self.op_args[0]) if lineage.lineage_enabled() else None
         try:
             return super().execute(context)
         finally:
             if watch is not None:
-                self.lineage = watch.finish()
+                self.step_lineage = watch.finish()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The provider's lineage of the step (the DefaultExtractor calls this after ``execute``)."""
-        from lakemeta.spark.lineage import StepLineage
+        from lakemeta import lineage
 
-        return getattr(self, "lineage", StepLineage()).operator_lineage()
+        return getattr(self, "step_lineage", lineage.StepLineage()).operator_lineage()
 
 
 def spark_step(

@@ -9,8 +9,8 @@ import pytest
 
 from lakemeta import crash_points
 from lakemeta.catalog import Catalog
+from lakemeta.lineage import StepWatch, TableVersion, dataset_name
 from lakemeta.registry import state_schemas
-from lakemeta.spark.lineage import StepWatch, TableVersion, dataset_name
 from lakemeta.storage import Location
 
 
