@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -64,6 +65,23 @@ def _identities(rows: pa.Table, tracked: Tracked) -> list[Identity | None]:
     ]
 
 
+def _keys(rows: pa.Table, tracked: Tracked) -> tuple[pa.Array, pa.Array]:
+    """Each row's relationship as one string (its two tables and columns, NUL-separated: a character no
+    table or column name holds), and whether the row is one: vectorised, for results of 10^5 rows."""
+
+    def text(name: str) -> pa.Array:
+        values = rows[name].combine_chunks()
+        if pa.types.is_list(values.type) or pa.types.is_large_list(values.type):
+            values = pc.binary_join(values, "\x00")
+        return values.cast(pa.string())
+
+    sides = [text(name) for side in (tracked.dependent, tracked.referenced) for name in side]
+    keys = pc.binary_join_element_wise(*sides, "\x00")
+    if not tracked.accepted_only:
+        return keys, pa.array(np.ones(rows.num_rows, bool))
+    return keys, pc.fill_null(rows["accepted"].combine_chunks(), False)
+
+
 def replace_relationships(
     catalog: Catalog, name: str, rows: pa.Table, settings: str, reflects: dict | None = None
 ) -> None:
@@ -76,18 +94,22 @@ def replace_relationships(
     tracked = TRACKED[name]
     run = newest_committed_run(catalog.root)
     stored = catalog.read_small(name)
-    since = dict(
-        (identity, first)
-        for identity, first in zip(_identities(stored, tracked), stored["first_run"].to_pylist(), strict=True)
-        if identity is not None
+    stored_keys, stored_holds = _keys(stored, tracked)
+    stored = stored.filter(stored_holds)
+    stored_keys = stored_keys.filter(stored_holds)
+    keys, holds = _keys(rows, tracked)
+    at = pc.index_in(keys, value_set=stored_keys)  # each row's relationship among the stored ones
+    first_runs = pc.if_else(
+        holds,
+        pc.coalesce(stored["first_run"].combine_chunks().take(at), pa.scalar(run, pa.int64())),
+        pa.scalar(None, pa.int64()),
     )
-    identities = _identities(rows, tracked)
-    first_runs = [None if identity is None else since.get(identity, run) for identity in identities]
-    current = {identity for identity in identities if identity is not None}
-    appeared = sorted(current - set(since))
-    disappeared = sorted(set(since) - current)
+    new = pc.and_(holds, pc.is_null(at))
+    gone = pc.invert(pc.is_in(stored_keys, value_set=keys.filter(holds)))
+    appeared = sorted(set(_identities(rows.filter(new), tracked)))
+    disappeared = sorted(set(_identities(stored.filter(gone), tracked)))
     _record_changes(catalog, tracked, step, run, settings, appeared, disappeared)
-    written = rows.append_column("first_run", pa.array(first_runs, pa.int64()))
+    written = rows.append_column("first_run", first_runs.cast(pa.int64()))
     schema = catalog.arrow_schema(name)
     catalog.replace_small(name, written.select(schema.names).cast(schema), reflects=reflects)
 

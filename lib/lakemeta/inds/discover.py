@@ -119,12 +119,22 @@ class LakeColumns:
 def lake_columns(catalog: Catalog) -> LakeColumns:
     """Every column of plain, non-binary values of the listed tables, from the catalog's ``columns``."""
     columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
-    rows = columns.select(["table_name", "column_name", "data_type", "n_distinct"]).to_pylist()
-    kept = [row for row in rows if is_plain_type_name(row["data_type"]) and row["data_type"] != "binary"]
+    # one test per distinct type name, not per column (10^5 columns, a few dozen type names)
+    type_names = pc.unique(columns["data_type"]).to_pylist()
+    plain = [name for name in type_names if is_plain_type_name(name) and name != "binary"]
+    kept = columns.filter(pc.is_in(columns["data_type"], pa.array(plain, pa.string())))
     return LakeColumns(
-        [row["table_name"] for row in kept],
-        [row["column_name"] for row in kept],
-        np.array([row["n_distinct"] or 0 for row in kept], np.int64),
+        kept["table_name"].to_pylist(),
+        kept["column_name"].to_pylist(),
+        pc.fill_null(kept["n_distinct"], 0).to_numpy().astype(np.int64),
+    )
+
+
+def _same_columns(rows: pa.Table, table_names: list[str], column_names: list[str]) -> bool:
+    """Whether ``rows`` list exactly these columns, in this order."""
+    return all(
+        rows[field].combine_chunks().cast(pa.string()).equals(pa.array(names, pa.string()))
+        for field, names in (("table_name", table_names), ("column_name", column_names))
     )
 
 
@@ -137,6 +147,8 @@ def _kept_inputs(
     if changed is None:
         return None
     stored = catalog.read_small(INPUTS)
+    if _same_columns(stored, table_names, column_names):
+        return stored, changed  # the same columns in the same order: the batches say what changed
     listed: dict[str, list[str]] = {}
     for table, column in zip(
         stored["table_name"].to_pylist(), stored["column_name"].to_pylist(), strict=True
@@ -160,20 +172,29 @@ def _inputs(
     """Every column's inputs in the given order: kept ones for unchanged tables, computed for the others."""
     if kept is None or changed is None:
         return compute_inputs(catalog, columns.table_names, columns.column_names, columns.n_distinct, config)
-    is_changed = np.array([table in changed for table in columns.table_names], dtype=bool)
+    is_changed = _of_tables(columns.table_names, changed)
     at = np.flatnonzero(is_changed)
     asked = columns.take(at)
     fresh = compute_inputs(
         catalog, asked.table_names, asked.column_names, asked.n_distinct, config
     ).to_arrow()
-    stored_keys = zip(kept["table_name"].to_pylist(), kept["column_name"].to_pylist(), strict=True)
-    position = {key: i for i, key in enumerate(stored_keys)}
-    keys = zip(columns.table_names, columns.column_names, strict=True)
-    reused = [position[key] for key, moved in zip(keys, is_changed, strict=True) if not moved]
+    if _same_columns(kept, columns.table_names, columns.column_names):
+        reused = np.flatnonzero(~is_changed)  # the kept rows are in the given order
+    else:
+        stored_keys = zip(kept["table_name"].to_pylist(), kept["column_name"].to_pylist(), strict=True)
+        position = {key: i for i, key in enumerate(stored_keys)}
+        keys = zip(columns.table_names, columns.column_names, strict=True)
+        reused = [position[key] for key, moved in zip(keys, is_changed, strict=True) if not moved]
     combined = pa.concat_tables([kept.take(pa.array(reused, pa.int64())), fresh])
     # back into the given order: the unchanged columns first, then the changed ones, each in order
     order = np.argsort(np.concatenate([np.flatnonzero(~is_changed), at]), kind="stable")
     return ColumnInputs.from_arrow(combined.take(pa.array(order)), config.params)
+
+
+def _of_tables(table_names: list[str], tables: set[str]) -> np.ndarray:
+    """Which of the columns (by their tables' names) belong to ``tables``: a mask."""
+    names = pa.array(table_names, pa.string())
+    return pc.is_in(names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
 
 
 def _propose(
@@ -315,7 +336,7 @@ def discover_inclusion_dependencies(
     )
     kept, changed_tables = reusable if reusable is not None else (None, None)
     inputs = _inputs(catalog, config, columns, kept, changed_tables)
-    changed = None if changed_tables is None else np.array([t in changed_tables for t in table_names], bool)
+    changed = None if changed_tables is None else _of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
     spark = catalog.spark
     describe_jobs(
