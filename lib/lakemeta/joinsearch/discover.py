@@ -377,8 +377,9 @@ def load_query_table(lake: Location, source: str | Path, csv: IngestConfig | Non
 
     ``source`` is a path relative to the lake root, or an absolute one (a URI for a lake in an object
     store); it must lie inside the lake root (on local disk after symbolic links are followed), anything
-    else is refused. CSV files are read with the ingest options (``csv``; defaults as `lakemeta ingest`),
-    their types inferred.
+    else is refused. CSV files are read with the ingest options (``csv``; defaults as `lakemeta ingest`)
+    and typed as `lakemeta ingest` types them (:func:`_read_query_csv`), so that a query file's values
+    are spelled as the same file's values in the lake.
     """
     path = _inside_lake(lake, str(source))
     if path.is_delta_table():
@@ -389,8 +390,18 @@ def load_query_table(lake: Location, source: str | Path, csv: IngestConfig | Non
     if suffix in PARQUET_SUFFIXES:
         return QueryTable(pq.read_table(path.fs_path, filesystem=path.filesystem), None)
     if suffix in CSV_SUFFIXES:
-        options = csv or IngestConfig()
-        rows = pa_csv.read_csv(
+        return QueryTable(_read_query_csv(path, csv or IngestConfig()), None)
+    raise ValueError(f"query {str(source)!r}: not a lake table, a CSV or a Parquet file")
+
+
+def _read_query_csv(path: Location, options: IngestConfig) -> pa.Table:
+    """A CSV query file as `lakemeta ingest` reads it (``lake.ingest``): every column text with
+    ``all_text``; otherwise each column in its inferred type unless some value, read as that type and
+    written back as text, would not be the text read (a code's leading zeros, an ISO date read as a
+    timestamp and written back with a time of day), which keeps it text."""
+
+    def read(column_types: dict[str, pa.DataType] | None = None) -> pa.Table:
+        return pa_csv.read_csv(
             path.filesystem.open_input_stream(path.fs_path),
             read_options=pa_csv.ReadOptions(
                 encoding=options.encoding, autogenerate_column_names=not options.header
@@ -401,9 +412,23 @@ def load_query_table(lake: Location, source: str | Path, csv: IngestConfig | Non
                 double_quote=options.escape == options.quote,
                 escape_char=False if options.escape == options.quote else options.escape,
             ),
+            convert_options=pa_csv.ConvertOptions(column_types=column_types),
         )
-        return QueryTable(rows, None)
-    raise ValueError(f"query {str(source)!r}: not a lake table, a CSV or a Parquet file")
+
+    typed = read()
+    as_text = read({name: pa.string() for name in typed.column_names})
+    if options.all_text:
+        return as_text
+    columns = []
+    for name in typed.column_names:
+        column = typed[name]
+        if not pa.types.is_string(column.type):
+            written_back = pc.cast(column, pa.string())
+            differs = pc.and_(pc.is_valid(written_back), pc.not_equal(written_back, as_text[name]))
+            if pc.any(differs).as_py():
+                column = as_text[name]
+        columns.append(column)
+    return pa.table(columns, names=typed.column_names)
 
 
 def _inside_lake(lake: Location, source: str) -> Location:

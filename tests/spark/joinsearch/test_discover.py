@@ -4,6 +4,7 @@ results are stored once per query id; query tables load only from inside the lak
 
 from __future__ import annotations
 
+import datetime
 import json
 from itertools import permutations
 from pathlib import Path
@@ -16,7 +17,7 @@ import pyarrow.csv as pa_csv
 import pytest
 
 from lakemeta.cli import main
-from lakemeta.config import Config, JoinSearchConfig
+from lakemeta.config import Config, IngestConfig, JoinSearchConfig
 from lakemeta.joinsearch.discover import SCR, find_joinable, load_query_table
 from lakemeta.joinsearch.normalise import normalise_values
 from lakemeta.pipeline import Pipeline
@@ -196,6 +197,28 @@ def test_query_tables_load_only_from_inside_the_lake(tmp_path: Path):
             load_query_table(root, escaping)
     with pytest.raises(FileNotFoundError):
         load_query_table(root, "queries/missing.csv")
+
+
+def test_a_query_csv_is_typed_as_ingest_types_it(tmp_path: Path):
+    """A column keeps its inferred type only where every value written back as text is the text read."""
+    lake = tmp_path / "lake"
+    lake.mkdir()
+    (lake / "q.csv").write_text(
+        "code,amount,day,at,n\n"
+        "007,1.50,2024-01-01,2024-01-01T10:00:00,1\n"
+        "012,2,2024-02-01,2024-02-01T11:30:00,2\n"
+    )
+    rows = load_query_table(Location.parse(lake), "q.csv").rows
+    assert rows.to_pydict() == {
+        "code": ["007", "012"],  # leading zeros
+        "amount": ["1.50", "2"],  # 1.50 read as 1.5
+        "day": [datetime.date(2024, 1, 1), datetime.date(2024, 2, 1)],
+        "at": ["2024-01-01T10:00:00", "2024-02-01T11:30:00"],  # written back with a space
+        "n": [1, 2],
+    }
+    text = load_query_table(Location.parse(lake), "q.csv", IngestConfig(all_text=True)).rows
+    assert all(pa.types.is_string(field.type) for field in text.schema)
+    assert text["n"].to_pylist() == ["1", "2"]
 
 
 def test_the_cli_prints_and_stores_the_brute_force_top_k(searchable_lake, capsys):
