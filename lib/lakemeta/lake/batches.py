@@ -26,6 +26,7 @@ import json
 import logging
 from collections.abc import Mapping
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from urllib.parse import unquote
@@ -44,6 +45,8 @@ from lakemeta.storage import Location
 log = logging.getLogger(__name__)
 
 PLAN_APP = "lakemeta.plan"
+# Tables whose Delta logs planning reads at once.
+LOG_READERS = 16
 
 
 class BatchUnreadableError(RuntimeError):
@@ -195,30 +198,35 @@ def plan_batches(
 ) -> list[Batch]:
     """Compare each table's log with its watermark; read only Delta logs, never data. Tables in
     ``replanned`` (those of an abandoned run) get a full batch, or a drop when they left the lake."""
-    batches: list[Batch] = []
-    present = []
-    for name in discover_tables(lake):
+    names = list(discover_tables(lake))
+
+    def batch_of(name: str) -> tuple[bool, Batch | None]:
+        """Whether table ``name`` is present, and its batch (None: unchanged since its watermark)."""
         path = table_path(lake, name)
         try:
             table = path.delta_table()
         except TableNotFoundError:
             # A _delta_log folder without a commit: a table being created, or the folders a deleted table
             # left behind (S3-compatible stores over a file system may list emptied folders): no table.
-            continue
-        present.append(name)
+            return False, None
         version, table_id = table.version(), table.metadata().id
         mark = marks.get(name)
         if mark is not None and mark.table_id == table_id and version == mark.version:
-            continue
+            return True, None
         size = snapshot_size(table)
         if name in replanned or mark is None or mark.table_id != table_id or version < mark.version:
-            batches.append(Batch(name, "full", "snapshot", None, version, table_id, *size))
-        else:
-            source = incremental_source(path, mark.version, version)
-            if source is None:
-                batches.append(Batch(name, "full", "snapshot", None, version, table_id, *size))
-            else:
-                batches.append(Batch(name, "incremental", source, mark.version, version, table_id, *size))
+            return True, Batch(name, "full", "snapshot", None, version, table_id, *size)
+        source = incremental_source(path, mark.version, version)
+        if source is None:
+            return True, Batch(name, "full", "snapshot", None, version, table_id, *size)
+        return True, Batch(name, "incremental", source, mark.version, version, table_id, *size)
+
+    # Every table's log is read, most of them to find nothing changed: side by side, as the reads wait on
+    # storage (a request or more each on an object store; delta-rs releases the GIL while it waits).
+    with ThreadPoolExecutor(max_workers=LOG_READERS) as pool:
+        found = list(pool.map(batch_of, names))
+    present = [name for name, (is_present, _) in zip(names, found, strict=True) if is_present]
+    batches = [batch for _, batch in found if batch is not None]
     for name in sorted((set(marks) | replanned) - set(present)):
         mark = marks.get(name)
         batches.append(Batch(name, "drop", "dropped", mark and mark.version, None, mark and mark.table_id))

@@ -89,6 +89,11 @@ def spark_conf(
         # the per-batch cost of the JVM-to-Python transfer dominated the HLL tally on TPC-H lineitem.
         "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
         "spark.sql.session.timeZone": "UTC",
+        # The value sets and posting lists keep one partition per lake table, so a scan of all of them
+        # opens one small file per table. At the default cost of 4 MB per file open, 20,000 tables made
+        # some 600 tasks of a few dozen files each: Many's inputs from scratch took 47-68 s against 21-22 s
+        # at 64 kB (bench/many_inds.py's corpus); scans of large files are cut by maxPartitionBytes alone.
+        "spark.sql.files.openCostInBytes": str(64 * 1024),
         # Constraint propagation grows with the square of a projection's columns and their aliases: the
         # posting-list update of a 1,000-column table ran the driver out of heap in the optimizer. The
         # filters it infers (IsNotNull before joins) are not needed by any plan here.
