@@ -6,10 +6,10 @@ a step on the Spark Connect server the datasets come from here, through the oper
 ``get_openlineage_facets_on_complete`` (the provider's DefaultExtractor):
 
 - outputs: the catalog's Delta tables (results, bookkeeping, ``state/...``) that the task's process
-  committed to, through Spark or delta-rs, each with its version once the step finished. Every commit of
-  the catalog passes a crash point named after it (``after merge state/hll_counters``,
-  ``lakemeta.crash_points``), which the task's process observes while its step runs; a task running
-  beside it is another process and is not counted.
+  committed to, through Spark or delta-rs, or found committed to by an earlier attempt of the same write
+  (a retry skips it), each with its version once the step finished: the catalog reports every such table
+  to its write observers (``lakemeta.catalog.store.write_observers``), which the task's process watches
+  while its step runs; a task running beside it is another process and is not counted.
 - inputs: the lake tables of the run's batches, each at the version the batch reads up to, for the steps
   of an incremental run (``scan_batches``, ``update_state``, ``commit_batches``); the state tables, which
   every discovery step and the joinable search derive their results from; the catalog's result tables,
@@ -26,7 +26,7 @@ from typing import Any
 
 from deltalake.exceptions import TableNotFoundError
 
-from lakemeta import crash_points
+from lakemeta.catalog import store
 from lakemeta.storage import Location
 
 # The steps whose inputs are the running run's batches.
@@ -123,18 +123,15 @@ class StepWatch:
                 if version is not None
             ]
         self.written: set[str] = set()
-        self.previous = crash_points.on_reach
-        crash_points.on_reach = self._reached
+        store.write_observers.append(self._written)
 
-    def _reached(self, label: str) -> None:
-        when, _operation, name = [*label.split(" ", 2), "", ""][:3]
-        if when == "after" and name in self.tables:
+    def _written(self, name: str) -> None:
+        if name in self.tables:
             self.written.add(name)
-        self.previous(label)
 
     def finish(self) -> StepLineage:
         """The lineage of the step, once it has run (or failed)."""
-        crash_points.on_reach = self.previous
+        store.write_observers.remove(self._written)
         outputs = [
             TableVersion(self.catalog / name, _version(self.catalog / name)) for name in sorted(self.written)
         ]

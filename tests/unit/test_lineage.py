@@ -1,5 +1,5 @@
 """The tables a DAG task's step read and wrote, as the OpenLineage provider receives them (no JVM: the
-catalog's delta-rs commits, which pass the same crash points as its Spark commits)."""
+catalog's delta-rs commits, which report to the same observers as its Spark commits)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lakemeta import crash_points
-from lakemeta.catalog import Catalog
+from lakemeta.catalog import Catalog, Txn, store
 from lakemeta.lineage import StepWatch, TableVersion, dataset_name
 from lakemeta.registry import state_schemas
 from lakemeta.storage import Location
@@ -42,4 +41,21 @@ def test_the_outputs_are_the_tables_the_step_committed_to_and_the_inputs_the_sta
         TableVersion(root / "fk_candidates", 2),
         TableVersion(root / "inclusion_estimates", 0),
     ]
-    assert crash_points.on_reach is crash_points.kill_when_named  # the observer is gone
+    assert store.write_observers == []  # the observer is gone
+
+
+def test_a_write_an_earlier_attempt_committed_is_still_the_retried_steps_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = Location.parse(tmp_path / "catalog")
+    monkeypatch.setenv("LAKEMETA_LAKE", str(tmp_path / "lake"))
+    monkeypatch.setenv("LAKEMETA_CATALOG", str(root))
+    catalog = Catalog(None, root, state_schemas())
+    catalog.ensure_tables()
+    changes = catalog.arrow_schema("relationship_changes").empty_table()
+    txn = Txn("a step", 1)
+    catalog.append_small("relationship_changes", changes, txn)  # the killed attempt's commit
+    watch = StepWatch("discover")  # its retry
+    catalog.append_small("relationship_changes", changes, txn)
+    version = (root / "relationship_changes").delta_table().version()
+    assert watch.finish().outputs == [TableVersion(root / "relationship_changes", version)]

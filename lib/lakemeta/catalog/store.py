@@ -13,7 +13,7 @@ import json
 import logging
 import re
 import uuid
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,6 +41,15 @@ _REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's conte
 # write by partition before writing, so a write (a first run's append, a MERGE) leaves about one file per
 # table it touches rather than one per table and task.
 TABLE_LAYOUT = {"delta.autoOptimize.optimizeWrite": "true"}
+# Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
+# of the same write (a retried step skips it: what it would write is there); ``lakemeta.lineage`` listens.
+write_observers: list[Callable[[str], None]] = []
+
+
+def report_written(name: str) -> None:
+    """Tell the write observers that table ``name`` holds this process's write (made or found made)."""
+    for observer in list(write_observers):
+        observer(name)
 
 
 @dataclass(frozen=True)
@@ -258,6 +267,7 @@ class Catalog:
         with Lease(self.root, f"tables/{name}", LEASE_SECONDS).hold(EXCLUSIVE, f"{operation} {name}"):
             yield
         crash_point(f"after {operation} {name}")
+        report_written(name)
 
     def read_small(self, name: str, tables: Sequence[str] | None = None) -> pa.Table:
         """A table small by construction, read on the driver without a Spark job (``read_small``); only the
@@ -269,6 +279,7 @@ class Catalog:
     def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:
         """Append rows to a small table once per ``txn`` (a repeated append is skipped)."""
         if self.already_applied(name, txn):
+            report_written(name)
             return
         commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
         with self.committing("append", name):
@@ -368,6 +379,7 @@ class Catalog:
         """
         if self.already_applied(name, txn):
             log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
+            report_written(name)
             return False
         replaced = list(replaced_tables)
 
