@@ -42,7 +42,6 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.store import report_written
 from lakemeta.config import Config
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import TableChange, TablePartial
@@ -166,8 +165,6 @@ class StateComponent(ABC):
         run's scan (``lakemeta.scan``; run now when no recorded scan covers this component). The batches of
         tables the scan could not read are left out: they stay pending."""
         if self.applied(plan):
-            if plan.batches:  # an earlier attempt committed it: the state table holds this update
-                report_written(self.state_table())
             return
         scan = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows)
         if self.name not in scan.covered():

@@ -19,6 +19,7 @@ from tqdm import tqdm
 from lakemeta.agreesets.discover import refresh_keys_and_dependencies
 from lakemeta.catalog.discovery_runs import newest_committed_run, record_discovery, stale_steps
 from lakemeta.catalog.refresh import refresh_tables_and_columns
+from lakemeta.catalog.store import report_written
 from lakemeta.component import StateComponent
 from lakemeta.config import Config
 from lakemeta.joinsearch.discover import JoinableMatch, search_lake
@@ -115,6 +116,9 @@ class Pipeline:
                 self._scan(plan, pending)  # one scan for all of them; each then finds it
             for each in pending:
                 each.update(plan)
+            for each in components:
+                if each not in pending and plan.batches:  # committed by an earlier attempt of this step
+                    report_written(each.state_table())
 
     def _in_progress(self, plan: Plan) -> bool:
         """Whether ``plan`` is still the run in progress: a rebuild abandons it, and then its steps that
