@@ -21,13 +21,17 @@ def test_datasets_are_named_as_openlineage_names_object_storage_and_files() -> N
     )
 
 
-def test_the_outputs_are_the_tables_the_step_committed_to_and_the_inputs_the_state(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def catalog(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Catalog:
+    """An empty catalog, which the configuration of the task's process names (no JVM: delta-rs)."""
     root = Location.parse(tmp_path / "catalog")
     monkeypatch.setenv("LAKEMETA_LAKE", str(tmp_path / "lake"))
     monkeypatch.setenv("LAKEMETA_CATALOG", str(root))
-    catalog = Catalog(None, root, state_schemas())
+    return Catalog(None, root, state_schemas())
+
+
+def test_the_outputs_are_the_tables_the_step_committed_to_and_the_inputs_the_state(catalog: Catalog) -> None:
+    root = catalog.root
     catalog.truncate("state/column_profile")  # before the step: read, not written
     catalog.truncate("fk_candidates")
     watch = StepWatch("discover")
@@ -44,13 +48,8 @@ def test_the_outputs_are_the_tables_the_step_committed_to_and_the_inputs_the_sta
     assert store.write_observers == []  # the observer is gone
 
 
-def test_a_write_an_earlier_attempt_committed_is_still_the_retried_steps_output(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    root = Location.parse(tmp_path / "catalog")
-    monkeypatch.setenv("LAKEMETA_LAKE", str(tmp_path / "lake"))
-    monkeypatch.setenv("LAKEMETA_CATALOG", str(root))
-    catalog = Catalog(None, root, state_schemas())
+def test_a_write_an_earlier_attempt_committed_is_still_the_retried_steps_output(catalog: Catalog) -> None:
+    root = catalog.root
     catalog.ensure_tables()
     changes = catalog.arrow_schema("relationship_changes").empty_table()
     txn = Txn("a step", 1)
