@@ -87,7 +87,12 @@ def run_demo(workdir: Path, config: Config) -> int:
     print(f"    the Spark Connect server of the DAGs' tasks and of this demo starts (its log: {server_log})")
     with running_server(config, int(env["LAKEMETA_CONNECT_PORT"]), server_log, env) as url:
         spark = get_session(app_name="lakemeta demo", remote=url)
-        return _on_the_server(spark, workdir, config, sources, expected, env)
+        try:
+            return _on_the_server(spark, workdir, config, sources, expected, env)
+        finally:
+            # Before the server stops: a session still open at exit asks the stopped server to release it,
+            # and pyspark retries that for some ten minutes.
+            spark.stop()
 
 
 def _on_the_server(
