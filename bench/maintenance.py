@@ -14,12 +14,13 @@ Then the catalog is copied twice and each copy maintained (``maintain_catalog``,
 Per table and per part (``state/``, the catalog's result tables): data files of the latest version and their
 bytes, files and bytes on storage (every version's data files and the log), versions; maintenance's time.
 
-And a third copy, ``unpartitioned``, maintained with a retention of 0 and then with the state tables that
-lakemeta partitions by ``table_name`` (value sets, posting lists) rewritten unpartitioned in one file each:
-the layout before partitioning, beside ``maintained_0d``, for what the partitioning saves a MERGE.
+And two more copies maintained with a retention of 0, then with the state tables that lakemeta partitions
+by a bucket of ``table_name`` (value sets, posting lists) rewritten in an earlier layout: ``unpartitioned``
+(one file each, the first layout) and ``by_table`` (a partition per table, the layout before the buckets),
+beside ``maintained_0d``, for what each layout costs a MERGE.
 
 Last, ``--samples`` (3) one-table batches after one not counted (a warm-up: the server has not read the
-copies yet): one web table changes, and the three catalogs (unmaintained and both copies) apply it in turn,
+copies yet): one web table changes, and the five catalogs (unmaintained and the copies) apply it in turn,
 in an order rotated per sample: the run's scan, the state components' MERGEs (``update_state``, timed
 apart) and its commit.
 
@@ -58,7 +59,8 @@ ROOT = Path(__file__).resolve().parent
 SCRATCH = ROOT / "results" / "scratch" / "maintenance"
 RESULT = ROOT / "results" / "maintenance.json"
 WEB_TABLES = 200
-ARMS = ("unmaintained", "maintained_7d", "maintained_0d", "unpartitioned")
+ARMS = ("unmaintained", "maintained_7d", "maintained_0d", "unpartitioned", "by_table")
+EARLIER_LAYOUTS = {"unpartitioned": [], "by_table": ["table_name"]}  # arm: the columns partitioned by
 
 
 def build_lake(work: Path) -> Path:
@@ -114,12 +116,13 @@ def catalog_files(catalog: Location) -> dict:
     return {"totals": parts, "tables": tables}
 
 
-def unpartition(catalog: Location, names: Iterable[str]) -> None:
-    """Rewrite the tables ``names`` of the catalog unpartitioned, one file each (the older layout)."""
+def relayout(catalog: Location, names: Iterable[str], partition_by: list[str]) -> None:
+    """Rewrite the tables ``names`` of the catalog partitioned by ``partition_by`` (an earlier layout; the
+    bucket column stays, as the pipeline needs it), one file per partition."""
     for name in names:
         table = catalog / name
         rows = table.delta_table().to_pyarrow_table()
-        table.write_delta(rows, mode="overwrite", partition_by=[], schema_mode="overwrite")
+        table.write_delta(rows, mode="overwrite", partition_by=partition_by, schema_mode="overwrite")
         table.delta_table().vacuum(retention_hours=0, dry_run=False, enforce_retention_duration=False)
 
 
@@ -181,13 +184,14 @@ def main() -> None:
         for arm, retention in (
             ("maintained_7d", timedelta(days=7)),
             ("maintained_0d", timedelta(0)),
-            ("unpartitioned", timedelta(0)),
+            *((arm, timedelta(0)) for arm in EARLIER_LAYOUTS),
         ):
             shutil.copytree(catalogs["unmaintained"], catalogs[arm])
             with timed(maintenance, arm):
                 maintain_catalog(Location.parse(catalogs[arm]), retention)
         result["maintenance_seconds"] = maintenance
-        unpartition(Location.parse(catalogs["unpartitioned"]), pipeline.catalog.partitioned_by_table)
+        for arm, partition_by in EARLIER_LAYOUTS.items():
+            relayout(Location.parse(catalogs[arm]), pipeline.catalog.bucketed_by_table, partition_by)
         result["files"] = {arm: catalog_files(Location.parse(catalogs[arm])) for arm in ARMS}
 
         pipelines = {arm: Pipeline(spark, Config(lake=lake, catalog=catalogs[arm])) for arm in ARMS}

@@ -304,11 +304,11 @@ def _maintain(args: argparse.Namespace, config: Config) -> int:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
     maintained = maintain_catalog(config.catalog, config.maintenance.retention)
     done = maintained.tables
-    repartitioned = [t.table for t in done if t.repartitioned]
+    rebucketed = [t.table for t in done if t.rebucketed]
     print(
         f"{len(done)} tables maintained: {sum(t.files_before for t in done)} data files before, "
         f"{sum(t.files_after for t in done)} after, {sum(t.vacuumed for t in done)} deleted by VACUUM"
-        + (f"; rewritten partitioned by table: {', '.join(repartitioned)}" if repartitioned else "")
+        + (f"; rewritten partitioned by table bucket: {', '.join(rebucketed)}" if rebucketed else "")
         + f"; {len(maintained.results_deleted)} old results files of the quality gate deleted"
     )
     return EXIT_OK

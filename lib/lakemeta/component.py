@@ -68,11 +68,11 @@ class StateComponent(ABC):
     name: ClassVar[str]
     #: The state table's schema (part of the catalog contract).
     schema: ClassVar[StructType]
-    #: Whether the state table is partitioned by ``table_name``: for state of a row or a value per table
-    #: row, so that a batch's MERGE reads and rewrites the files of the tables it changes and no others.
-    #: (State of a few rows per column stays in few files: a partition per table would be a file per table
-    #: for every full read.)
-    partitioned_by_table: ClassVar[bool] = False
+    #: Whether the state table is partitioned by a bucket of ``table_name`` (``lakemeta.catalog.layout``):
+    #: for state of a row per value or per cell of a table, so that a batch's MERGE reads and rewrites the
+    #: files of the buckets of the tables it changes and no others. (State of a few rows per column stays in
+    #: few files, which a full read opens at once.)
+    bucketed_by_table: ClassVar[bool] = False
     #: The section of the configuration the component reads (``Config.<section>``).
     config_section: ClassVar[str | None] = None
     #: For the shared MERGE of counts: the key columns, the count columns, whether a row whose counts all

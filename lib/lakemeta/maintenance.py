@@ -3,7 +3,7 @@
 
 Why: every run MERGEs the state tables and rewrites result tables, so hourly runs leave about 8,760 versions
 per table a year and ever more small files, which every read lists and opens. Compaction rewrites the small
-files of a table (of each partition of the tables partitioned by ``table_name``) into few; a checkpoint
+files of a table (of each partition of the tables bucketed by ``table_name``) into few; a checkpoint
 spares readers the replay of the JSON log; VACUUM deletes the data files no kept version reads.
 
 What stays readable: every version committed inside the retention window (``maintenance.retention_days``,
@@ -17,9 +17,11 @@ published version, in whole hours (delta-rs's VACUUM takes hours), rounded so as
 Its commits change no table's rows (Delta's OPTIMIZE and VACUUM): the newest publication stays current
 (``publish.publication_is_current``), so the next run with nothing changed does not audit and publish again.
 
-A state table that its component keeps partitioned by ``table_name`` (``StateComponent.partitioned_by_table``)
-but that a catalog created before that layout holds unpartitioned is rewritten partitioned, once: a batch's
-MERGE then reads and rewrites only the files of the tables it changes.
+A state table that its component keeps partitioned by a bucket of ``table_name``
+(``StateComponent.bucketed_by_table``, ``lakemeta.catalog.layout``) but that a catalog created before that
+layout holds unpartitioned or partitioned by ``table_name`` is rewritten in the layout, once (the pipeline
+refuses a table without the bucket until then): a batch's MERGE then reads and rewrites only the files of
+its tables' buckets, and a full read opens a file per bucket rather than per table.
 
 The quality gate's results files (``_quality/``: one per audit, one per run's batch audit) go the same way
 once older than the retention, but for the newest ``AUDITS_SHOWN`` of each kind, which the Data Docs show,
@@ -36,8 +38,9 @@ import logging
 import math
 from datetime import UTC, datetime, timedelta
 
+from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, arrow_batches_with_bucket
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
-from lakemeta.catalog.store import TABLE_LAYOUT, newest_publication, published_versions, read_small
+from lakemeta.catalog.store import newest_publication, published_versions, read_small
 from lakemeta.quality.gate import AUDITS_SHOWN, QUALITY_FOLDER, results_file_kind
 from lakemeta.registry import open_catalog
 from lakemeta.storage import Location
@@ -48,13 +51,13 @@ log = logging.getLogger(__name__)
 @dataclasses.dataclass(frozen=True)
 class TableMaintenance:
     """What maintenance did to one table: its data files before and after, whether it was rewritten
-    partitioned by ``table_name``, the files compaction rewrote and VACUUM deleted, and the horizon of its
-    VACUUM (versions committed since stay readable)."""
+    partitioned by a bucket of ``table_name``, the files compaction rewrote and VACUUM deleted, and the
+    horizon of its VACUUM (versions committed since stay readable)."""
 
     table: str
     files_before: int
     files_after: int
-    repartitioned: bool
+    rebucketed: bool
     compacted: int
     vacuumed: int
     horizon: datetime
@@ -69,20 +72,20 @@ class CatalogMaintenance:
 
 
 def maintain_table(
-    location: Location, name: str, retention_hours: int, published: int | None, by_table: bool = False
+    location: Location, name: str, retention_hours: int, published: int | None, bucketed: bool = False
 ) -> TableMaintenance:
     """Compact the table, checkpoint its log and VACUUM the files that no version of the last
     ``retention_hours`` hours reads, nor the ``published`` version (None: none published); first rewrite
-    it partitioned by ``table_name`` if ``by_table`` and it is not."""
+    it partitioned by a bucket of ``table_name`` if ``bucketed`` and it is not."""
     table = location.delta_table()  # delta-rs moves it to each version it commits
     kept_hours = retention_hours
     if published is not None:
         entry = next(e for e in table.history(table.version() - published + 1) if e["version"] == published)
         kept_hours = max(kept_hours, _hours_since(datetime.fromtimestamp(entry["timestamp"] / 1000, UTC)))
     files_before = len(table.file_uris())
-    repartitioned = by_table and table.metadata().partition_columns != ["table_name"]
-    if repartitioned:
-        _partition_by_table(location)
+    rebucketed = bucketed and table.metadata().partition_columns != [BUCKET_COLUMN]
+    if rebucketed:
+        _partition_by_bucket(location)
         table.update_incremental()
     metrics = table.optimize.compact()
     table.create_checkpoint()
@@ -91,19 +94,20 @@ def maintain_table(
         name,
         files_before,
         len(table.file_uris()),
-        repartitioned,
+        rebucketed,
         int(metrics.get("numFilesRemoved", 0)),
         len(deleted),
         datetime.now(UTC) - timedelta(hours=kept_hours),
     )
 
 
-def _partition_by_table(location: Location) -> None:
-    """Rewrite the table partitioned by ``table_name``, with the layout's properties, in one commit.
-    Streamed: batches are read and written a few at a time, and the files read stay until a VACUUM."""
-    rows = location.delta_table().to_pyarrow_dataset().scanner().to_reader()
-    location.write_delta(rows, mode="overwrite", partition_by=["table_name"], schema_mode="overwrite")
-    location.delta_table().alter.set_table_properties(TABLE_LAYOUT)
+def _partition_by_bucket(location: Location) -> None:
+    """Rewrite the table partitioned by a bucket of ``table_name`` (its rows gain the bucket), with the
+    layout's properties, in one commit. Streamed: batches are read and written a few at a time, and the
+    files read stay until a VACUUM."""
+    rows = arrow_batches_with_bucket(location.delta_table().to_pyarrow_dataset().scanner().to_reader())
+    location.write_delta(rows, mode="overwrite", partition_by=[BUCKET_COLUMN], schema_mode="overwrite")
+    location.delta_table().alter.set_table_properties(LAYOUT_PROPERTIES)
 
 
 def _hours_since(moment: datetime) -> int:
@@ -143,22 +147,22 @@ def maintain_catalog(root: Location, retention: timedelta) -> CatalogMaintenance
     done = []
     with Lease(root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "maintaining the catalog's tables"):
         published = published_versions(root)
-        by_table = open_catalog(None, root).partitioned_by_table
+        bucketed = open_catalog(None, root).bucketed_by_table
         retention_hours = math.ceil(retention.total_seconds() / 3600)
         for location in sorted(root.walk_tables(), key=str):
             name = root.relative(location)
             done.append(
-                maintain_table(location, name, retention_hours, published.get(name), name in by_table)
+                maintain_table(location, name, retention_hours, published.get(name), name in bucketed)
             )
         pruned = prune_results(root, retention)
     log.info(
-        "maintained %d tables: %d data files before, %d after; %d rewritten partitioned by table, "
+        "maintained %d tables: %d data files before, %d after; %d rewritten partitioned by table bucket, "
         "%d compacted, %d deleted by VACUUM; %d results files of the quality gate deleted (retention %g "
         "days, published versions kept)",
         len(done),
         sum(t.files_before for t in done),
         sum(t.files_after for t in done),
-        sum(t.repartitioned for t in done),
+        sum(t.rebucketed for t in done),
         sum(t.compacted for t in done),
         sum(t.vacuumed for t in done),
         len(pruned),

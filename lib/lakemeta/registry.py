@@ -103,8 +103,8 @@ def open_catalog(spark: object, root: Location) -> Catalog:
     """The catalog at ``root`` with the state tables of every registered component."""
     from lakemeta.catalog import Catalog
 
-    partitioned = [c.state_table() for c in state_components() if c.partitioned_by_table]
-    return Catalog(spark, root, state_schemas(), partitioned_by_table=partitioned)
+    bucketed = [c.state_table() for c in state_components() if c.bucketed_by_table]
+    return Catalog(spark, root, state_schemas(), bucketed_by_table=bucketed)
 
 
 def all_schemas() -> dict[str, StructType]:

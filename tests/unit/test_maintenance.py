@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta.catalog.store import TABLE_LAYOUT
+from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of
 from lakemeta.maintenance import maintain_catalog
 from lakemeta.publish import publication_is_current
 from lakemeta.quality.gate import AUDITED, QUALITY_FOLDER, audit_file, batches_file
@@ -33,17 +33,24 @@ def rows(value: int) -> pa.Table:
 @pytest.fixture
 def catalog(tmp_path):
     """A catalog: ``columns`` overwritten four times (versions 0-3, version 1 published), ``runs``
-    overwritten twice (nothing published), and ``state/column_values`` partitioned by table, appended to
-    six times (six small files in each of two partitions)."""
+    overwritten twice (nothing published), and ``state/column_values`` partitioned by table bucket,
+    appended to six times (six small files in each of two partitions)."""
     root = tmp_path / "catalog"
     for value in range(4):
         write_deltalake(str(root / "columns"), rows(value), mode="overwrite")
     for value in range(2):
         write_deltalake(str(root / "runs"), rows(value), mode="overwrite")
     for value in range(6):
-        batch = pa.table({"table_name": ["a", "b"], "hash": [value, value], "count": [1, 1]})
+        batch = pa.table(
+            {
+                "table_name": ["a", "b"],
+                "hash": [value, value],
+                "count": [1, 1],
+                BUCKET_COLUMN: pa.array([bucket_of("a"), bucket_of("b")], pa.int32()),
+            }
+        )
         write_deltalake(
-            str(root / "state" / "column_values"), batch, mode="append", partition_by=["table_name"]
+            str(root / "state" / "column_values"), batch, mode="append", partition_by=[BUCKET_COLUMN]
         )
     published = pa.table(
         {
@@ -131,11 +138,12 @@ def test_a_publication_stays_current_through_maintenance_and_not_through_a_write
     assert not publication_is_current(Location.parse(root))
 
 
-def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_once(tmp_path):
+@pytest.mark.parametrize("older", [[], ["table_name"]], ids=["unpartitioned", "by-table"])
+def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_bucket_once(tmp_path, older):
     path = tmp_path / "catalog" / "state" / "column_values"
-    for value in range(3):  # unpartitioned, as catalogs created before the layout hold it
+    for value in range(3):  # as catalogs created before the layout hold it
         batch = pa.table({"table_name": ["a", "b", "c"], "hash": [value] * 3, "count": [1, 2, 3]})
-        write_deltalake(str(path), batch, mode="append")
+        write_deltalake(str(path), batch, mode="append", partition_by=older or None)
     write_deltalake(str(tmp_path / "catalog" / "published"), PUBLISHED.empty_table())  # none published
     before = DeltaTable(str(path)).to_pyarrow_table()
 
@@ -144,17 +152,18 @@ def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_once
     }
 
     table = DeltaTable(str(path))
-    assert done["state/column_values"].repartitioned
-    assert table.metadata().partition_columns == ["table_name"]
-    assert table.metadata().configuration == TABLE_LAYOUT
-    assert sorted(table.to_pyarrow_table().select(before.column_names).to_pylist(), key=repr) == sorted(
-        before.to_pylist(), key=repr
-    )
-    assert len(table.file_uris()) == 3  # a file per table after compaction
+    assert done["state/column_values"].rebucketed
+    assert table.metadata().partition_columns == [BUCKET_COLUMN]
+    assert table.metadata().configuration == LAYOUT_PROPERTIES
+    expected = [{**row, BUCKET_COLUMN: bucket_of(row["table_name"])} for row in before.to_pylist()]
+    after = table.to_pyarrow_table().select([*before.column_names, BUCKET_COLUMN]).to_pylist()
+    assert sorted(after, key=repr) == sorted(expected, key=repr)
+    assert len({bucket_of(n) for n in "abc"}) == 3
+    assert len(table.file_uris()) == 3  # a file per bucket after compaction
     again = {
         t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7)).tables
     }
-    assert not again["state/column_values"].repartitioned
+    assert not again["state/column_values"].rebucketed
 
 
 def test_old_results_files_are_deleted_but_the_newest_and_the_published_audit(tmp_path):

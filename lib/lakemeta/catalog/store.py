@@ -25,6 +25,14 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, StructType
 
+from lakemeta.catalog.layout import (
+    BUCKET_COLUMN,
+    LAYOUT_PROPERTIES,
+    bucketed_schema,
+    buckets_of,
+    in_buckets_sql,
+    with_bucket,
+)
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
@@ -37,10 +45,6 @@ _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
 _NEGATIVE = "negative count"
 _NEGATIVE_AT, _NEGATIVE_END = "lakemeta: negative count at <<", ">>"  # around the key in the MERGE's error
 _REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's content was computed from
-# The table properties of a state table partitioned by table_name: Delta's optimized writes shuffle each
-# write by partition before writing, so a write (a first run's append, a MERGE) leaves about one file per
-# table it touches rather than one per table and task.
-TABLE_LAYOUT = {"delta.autoOptimize.optimizeWrite": "true"}
 # Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
 # of the same write (a retried step skips it: what it would write is there); ``lakemeta.lineage`` listens.
 write_observers: list[Callable[[str], None]] = []
@@ -62,6 +66,10 @@ class Txn:
 
 class NegativeCountError(RuntimeError):
     """A delta would drive a stored count below zero: the state and the batch disagree."""
+
+
+class OutdatedLayoutError(RuntimeError):
+    """A state table was written in an older layout than this version keeps it in."""
 
 
 def is_in(column: str, values: Sequence[str]) -> str:
@@ -134,17 +142,24 @@ class Catalog:
         spark: SparkSession | None,
         root: Location | Path,
         state_schemas: Mapping[str, StructType] | None = None,
-        partitioned_by_table: Collection[str] = (),
+        bucketed_by_table: Collection[str] = (),
     ) -> None:
         """``state_schemas``: the state tables of the state components (``lakemeta.registry.open_catalog``
         gives those of every registered component); the result and bookkeeping tables are always there.
-        ``partitioned_by_table``: those of them created partitioned by ``table_name`` (``TABLE_LAYOUT``).
+        ``bucketed_by_table``: those of them kept partitioned by a bucket of ``table_name``
+        (``lakemeta.catalog.layout``), with the bucket as their last column.
         Without a Spark session (None) the handle serves what needs no JVM: planning, the bookkeeping
         tables, the leases."""
         self._spark = spark
         self.root = Location.parse(root)
-        self.schemas: dict[str, StructType] = {**OWN_SCHEMAS, **(state_schemas or {})}
-        self.partitioned_by_table = frozenset(partitioned_by_table)
+        self.bucketed_by_table = frozenset(bucketed_by_table)
+        self.schemas: dict[str, StructType] = {
+            **OWN_SCHEMAS,
+            **{
+                name: bucketed_schema(schema) if name in self.bucketed_by_table else schema
+                for name, schema in (state_schemas or {}).items()
+            },
+        }
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
 
     @property
@@ -173,27 +188,46 @@ class Catalog:
 
     def ensure_tables(self) -> None:
         """Create every table of the contract that does not exist yet (empty, with its schema), and add
-        to an existing one the columns its schema has gained since it was created (null in old rows)."""
+        to an existing one the columns its schema has gained since it was created (null in old rows). A
+        state table bucketed by table but written by an older lakemeta, without the bucket, raises
+        :class:`OutdatedLayoutError`: ``lakemeta maintain`` rewrites it (a null bucket would hide rows
+        from the reads and MERGEs that select by bucket)."""
         for name in self.schemas:
             schema = self.arrow_schema(name)
             location = self.location(name)
             if not location.is_delta_table():
-                if name in self.partitioned_by_table:
-                    location.create_delta(schema, ["table_name"], TABLE_LAYOUT)
+                if name in self.bucketed_by_table:
+                    location.create_delta(schema, [BUCKET_COLUMN], LAYOUT_PROPERTIES)
                 else:
                     location.create_delta(schema)
                 continue
             table = location.delta_table()
             present = {field.name for field in table.schema().fields}
+            if name in self.bucketed_by_table and BUCKET_COLUMN not in present:
+                raise OutdatedLayoutError(
+                    f"{name} at {location.uri} has no {BUCKET_COLUMN}, the layout of an older lakemeta: run "
+                    "`lakemeta maintain` once, which rewrites it partitioned by table bucket"
+                )
             missing = [field for field in schema if field.name not in present]
             if missing:
                 table.alter.add_columns([deltalake.Field.from_arrow(field) for field in missing])
 
     def read(self, name: str, tables: Sequence[str] | None = None) -> DataFrame:
-        """A table through Spark; only the rows of ``tables`` (by ``table_name``: the partitions of a table
-        partitioned by it) unless that is None."""
+        """A table through Spark; only the rows of ``tables`` (by ``table_name``; in a table bucketed by
+        table, the partitions of their buckets alone) unless that is None."""
         rows = self.spark.read.format("delta").load(self.path(name))
-        return rows if tables is None else rows.where(F.col("table_name").isin(sorted(set(tables))))
+        if tables is None:
+            return rows
+        if name in self.bucketed_by_table:
+            rows = rows.where(F.col(BUCKET_COLUMN).isin(buckets_of(tables)))
+        return rows.where(F.col("table_name").isin(sorted(set(tables))))
+
+    def append(self, name: str, rows: DataFrame) -> None:
+        """Append ``rows`` (in the component's schema) to state table ``name`` through Spark, with the bucket
+        of their table where the table is bucketed by it. The caller commits (``committing``)."""
+        if name in self.bucketed_by_table:
+            rows = with_bucket(rows)
+        rows.write.format("delta").mode("append").save(self.path(name))
 
     def merge_into(
         self, name: str, source: DataFrame, on: str, clauses: Sequence[str], tables: Sequence[str]
@@ -202,16 +236,19 @@ class Catalog:
         ``clauses``; its metrics (``num_inserted_rows``...). ``tables``: every ``table_name`` the source
         holds (a source row of another table would be inserted as new, never matched). In SQL rather than
         through delta-spark's ``DeltaTable``, whose Python API a Spark Connect session lacks; the source is
-        a temporary view of the session, dropped afterwards."""
+        a temporary view of the session, dropped afterwards. In a table bucketed by table, the source's rows
+        get their bucket here."""
         view = f"lakemeta_merge_source_{uuid.uuid4().hex}"
-        source.createOrReplaceTempView(view)
+        (with_bucket(source) if name in self.bucketed_by_table else source).createOrReplaceTempView(view)
         target = self.path(name).replace("`", "``")
-        # The condition on the target alone is what Delta prunes the files it reads by (partitions of a
-        # table partitioned by table_name, else the files' min/max statistics): without it a MERGE of one
-        # table's batch reads and joins the state of every table. Rows of other tables match no source row
-        # either way, so it changes no outcome. (Delta ignores it while a WHEN NOT MATCHED BY SOURCE clause
-        # needs every target row: a plan that replaces a table's state.)
+        # The condition on the target alone is what Delta prunes the files it reads by (the partitions of the
+        # tables' buckets in a table bucketed by table, else the files' min/max statistics): without it a
+        # MERGE of one table's batch reads and joins the state of every table. Rows of other tables match no
+        # source row either way, so it changes no outcome. (Delta ignores it while a WHEN NOT MATCHED BY
+        # SOURCE clause needs every target row: a plan that replaces a table's state.)
         pruned = f"({on}) AND {is_in_sql('t.table_name', tables)}"
+        if name in self.bucketed_by_table:
+            pruned += f" AND {in_buckets_sql(f't.{BUCKET_COLUMN}', tables)}"
         try:
             return self.spark.sql(
                 f"MERGE INTO delta.`{target}` AS t USING {view} AS s ON {pruned} {' '.join(clauses)}"

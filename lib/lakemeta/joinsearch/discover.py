@@ -10,12 +10,13 @@ A search reads from ``state/posting_lists`` only what Algorithm 1 looks at, neve
    at again;
 3. line 21 ("MATE retrieves the exact values", §6): the cells of the passing rows that hold a value of
    another key column, the state joined with those rows and those values. The posting lists are
-   partitioned by ``table_name``: this fetch reads only the partitions of the tables of those rows.
+   partitioned by a bucket of ``table_name``: this fetch reads only the partitions of the buckets of
+   those rows' tables.
 
 SCR, the baseline of §7.1.1, runs the same steps without step 2: it fetches the cells of every candidate
 row and checks each row exactly against the query tuples (``scheme=SCR``). Where MATE saves is therefore
 step 3, the rows fetched and the partitions read for them; step 1, a lookup by value in posting lists laid
-out by table, scans every partition for both (SCR reads no ``super_key`` column there).
+out by table bucket, scans every partition for both (SCR reads no ``super_key`` column there).
 
 A mapping of Eq. 2 sends each key column to a column of the row that holds the tuple's value there, so
 steps 1 and 3 fetch every cell a mapping can use. They form a posting-list index (:class:`PostingIndex`)
@@ -262,8 +263,8 @@ def _candidate_index(
     other_codes = np.unique(np.delete(tuples, initial, axis=1))
     if len(rows) and len(other_codes):
         fetch.rows_fetched = rows.num_rows
-        # Only the partitions of the rows' tables (a static filter on the partition column, which Delta
-        # prunes by; the semi-join alone would read every partition).
+        # Only the partitions of the rows' tables' buckets (a static filter on the partition column, which
+        # Delta prunes by; the semi-join alone would read every partition).
         of_rows = catalog.read(STATE, pc.unique(rows["table_name"]).to_pylist())
         with_rows = of_rows.join(arrow_frame(catalog.spark, rows), ["table_name", "row_id"], "left_semi")
         parts.append(

@@ -55,8 +55,8 @@ def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
     )
 
     def of_columns(table: str, column: str) -> DataFrame:
-        # read through the tables' names first: the value sets are partitioned by them, and a filter of
-        # the scan itself is what Spark prunes partitions by (a broadcast join's keys are not)
+        # read through the tables' names first: the value sets are partitioned by their buckets, and a
+        # filter of the scan itself is what Spark prunes partitions by (a broadcast join's keys are not)
         values = catalog.read(ColumnValues.state_table(), sides[table].to_pylist())
         wanted = asked.select(table, column).distinct()
         on = (values.table_name == wanted[table]) & (values.column_name == wanted[column])

@@ -94,7 +94,7 @@ class ColumnValues(StateComponent):
 
     name = "column_values"
     schema = SCHEMA
-    partitioned_by_table = True
+    bucketed_by_table = True
     partial_schema = SCHEMA
     merge_keys = KEYS
     count_columns = ("count",)
@@ -114,7 +114,7 @@ class ColumnValues(StateComponent):
         """``n_distinct``: the number of values in each column's set (of the columns of ``tables`` unless
         that is None); 0 for a sketched column without a non-null value, null for a nested one (not
         sketched)."""
-        values = self.catalog.read(self.state_table(), tables)  # the partitions of these tables alone
+        values = self.catalog.read(self.state_table(), tables)  # these tables' buckets alone
         counted = values.groupBy("table_name", "column_name").agg(F.count("*").alias("n_distinct")).toArrow()
         found = dict(
             zip(

@@ -1,16 +1,21 @@
 """The counted-state MERGE: replace, add, drop zeros, refuse negatives, apply once per transaction; the
-contract's tables gain the columns added to their schemas."""
+layout bucketed by table (MERGEs and reads open only their tables' buckets, older layouts refused until
+maintenance rewrites them); the contract's tables gain the columns added to their schemas."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import deltalake
+import pyarrow as pa
 import pytest
 
 from lakemeta.catalog import Catalog, NegativeCountError, Txn
-from lakemeta.catalog.store import arrow_schema
+from lakemeta.catalog.layout import BUCKET_COLUMN, bucket_column, bucket_of
+from lakemeta.catalog.store import OutdatedLayoutError, arrow_schema
 from lakemeta.registry import open_catalog
+from lakemeta.storage import Location
 
 pytestmark = pytest.mark.spark
 
@@ -53,21 +58,67 @@ def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
     assert not catalog.already_applied(STATE, Txn("test", 2))
 
 
-def test_a_merge_into_state_partitioned_by_table_reads_only_the_changed_tables_files(spark, tmp_path: Path):
+def test_a_merge_into_state_bucketed_by_table_reads_only_the_changed_tables_buckets(spark, tmp_path: Path):
     from lakemeta.registry import state_schemas
 
-    catalog = Catalog(spark, tmp_path, {STATE: state_schemas()[STATE]}, partitioned_by_table=[STATE])
+    catalog = Catalog(spark, tmp_path, {STATE: state_schemas()[STATE]}, bucketed_by_table=[STATE])
     catalog.ensure_tables()
-    assert deltalake.DeltaTable(catalog.path(STATE)).metadata().partition_columns == ["table_name"]
+    assert deltalake.DeltaTable(catalog.path(STATE)).metadata().partition_columns == [BUCKET_COLUMN]
+    assert (bucket_of("t"), bucket_of("u")) == (168, 62)  # different buckets
     merge(catalog, [("t", ["a"], 1), ("t", ["b"], 1), ("u", ["x"], 4)], run=1)
-    # u's file gone: a MERGE that opened it (to look for rows matching t's batch) would fail.
-    (u_file,) = (tmp_path / STATE / "table_name=u").glob("*.parquet")
+    assert sorted({(r.table_name, r[BUCKET_COLUMN]) for r in catalog.read(STATE).collect()}) == [
+        ("t", 168),
+        ("u", 62),
+    ]
+    # u's file gone: a MERGE or a read that opened it (to look for rows of t) would fail.
+    (u_file,) = (tmp_path / STATE / f"{BUCKET_COLUMN}=62").glob("*.parquet")
     u_file.unlink()
     merge(catalog, [("t", ["a"], 1), ("t", ["c"], 1)], run=2)
-    t_rows = catalog.read(STATE).where("table_name = 't'").collect()
+    t_rows = catalog.read(STATE, ["t"]).collect()
     assert sorted((tuple(r.agree_set), r["count"]) for r in t_rows) == [(("a",), 2), (("b",), 1), (("c",), 1)]
     metrics = catalog.last_commit_metrics(STATE)
     assert (metrics["numTargetRowsCopied"], metrics["numTargetFilesRemoved"]) == ("1", "1")
+
+
+def test_spark_and_python_put_a_table_in_the_same_bucket(spark):
+    names = ["t", "", "shop/orders", "web/tbl_00017", "naïve ünïcode/日本", "it's \\ quoted", "x" * 300]
+    computed = spark.createDataFrame([(n,) for n in names], "table_name string").select(
+        "table_name", bucket_column().alias("bucket")
+    )
+    assert sorted(tuple(r) for r in computed.collect()) == sorted((n, bucket_of(n)) for n in names)
+    assert len({bucket_of(n) for n in names}) > 1
+
+
+def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(spark, tmp_path: Path):
+    from lakemeta.maintenance import maintain_catalog
+    from lakemeta.values.state import ColumnValues
+
+    catalog = open_catalog(spark, tmp_path)
+    catalog.ensure_tables()
+    values = ColumnValues.state_table()
+    rows = pa.table(
+        {
+            "table_name": ["a", "b"],
+            "column_name": ["x", "y"],
+            "hash": [1, 2],
+            "count": [3, 4],
+            "integer": [True, False],
+        }
+    )
+    # as the catalogs of an older lakemeta hold it: partitioned by table_name, no bucket
+    (tmp_path / values).rename(tmp_path / "gone")
+    deltalake.write_deltalake(str(tmp_path / values), rows, partition_by=["table_name"])
+    with pytest.raises(
+        OutdatedLayoutError,
+        match=r"state/column_values .* has no table_bucket.*lakemeta maintain",
+    ):
+        open_catalog(spark, tmp_path).ensure_tables()
+    maintain_catalog(Location.parse(tmp_path), timedelta(days=7))
+    catalog.ensure_tables()
+    stored_values = catalog.read(values, ["b"]).collect()
+    assert [(r.table_name, r.column_name, r.hash, r["count"], r[BUCKET_COLUMN]) for r in stored_values] == [
+        ("b", "y", 2, 4, bucket_of("b"))
+    ]
 
 
 def test_a_catalog_made_before_a_column_was_added_gains_it(spark, tmp_path: Path):
