@@ -138,17 +138,27 @@ def _same_columns(rows: pa.Table, table_names: list[str], column_names: list[str
     )
 
 
+@dataclass(frozen=True)
+class _KeptInputs:
+    """The kept inputs' ``rows``, the ``changed`` tables (their inputs are to be computed again), and
+    whether the rows list the lake's columns as they are, in their order (``in_order``)."""
+
+    rows: pa.Table
+    changed: set[str]
+    in_order: bool
+
+
 def _kept_inputs(
     catalog: Catalog, settings: str, table_names: list[str], column_names: list[str]
-) -> tuple[pa.Table, set[str]] | None:
-    """The kept inputs and last result, when both were computed with ``settings``: the inputs' rows, and
-    the tables changed since (their inputs are to be computed again). None when everything is."""
+) -> _KeptInputs | None:
+    """The kept inputs and last result, when both were computed with ``settings``; None when every input
+    is to be computed."""
     changed = changed_since(catalog, [INPUTS, RESULTS], settings)
     if changed is None:
         return None
     stored = catalog.read_small(INPUTS)
     if _same_columns(stored, table_names, column_names):
-        return stored, changed  # the same columns in the same order: the batches say what changed
+        return _KeptInputs(stored, changed, True)  # the batches say what changed
     listed: dict[str, list[str]] = {}
     for table, column in zip(
         stored["table_name"].to_pylist(), stored["column_name"].to_pylist(), strict=True
@@ -159,33 +169,31 @@ def _kept_inputs(
         now.setdefault(table, []).append(column)
     # columns added, dropped or reordered without a batch of the table recorded (a rebuild drops the inputs)
     changed |= {table for table in listed.keys() | now.keys() if listed.get(table) != now.get(table)}
-    return stored, changed
+    return _KeptInputs(stored, changed, False)
 
 
 def _inputs(
-    catalog: Catalog,
-    config: ManyConfig,
-    columns: LakeColumns,
-    kept: pa.Table | None,
-    changed: set[str] | None,
+    catalog: Catalog, config: ManyConfig, columns: LakeColumns, kept: _KeptInputs | None
 ) -> ColumnInputs:
     """Every column's inputs in the given order: kept ones for unchanged tables, computed for the others."""
-    if kept is None or changed is None:
+    if kept is None:
         return compute_inputs(catalog, columns.table_names, columns.column_names, columns.n_distinct, config)
-    is_changed = _of_tables(columns.table_names, changed)
+    is_changed = _of_tables(columns.table_names, kept.changed)
     at = np.flatnonzero(is_changed)
     asked = columns.take(at)
     fresh = compute_inputs(
         catalog, asked.table_names, asked.column_names, asked.n_distinct, config
     ).to_arrow()
-    if _same_columns(kept, columns.table_names, columns.column_names):
-        reused = np.flatnonzero(~is_changed)  # the kept rows are in the given order
+    if kept.in_order:
+        reused = np.flatnonzero(~is_changed)
     else:
-        stored_keys = zip(kept["table_name"].to_pylist(), kept["column_name"].to_pylist(), strict=True)
+        stored_keys = zip(
+            kept.rows["table_name"].to_pylist(), kept.rows["column_name"].to_pylist(), strict=True
+        )
         position = {key: i for i, key in enumerate(stored_keys)}
         keys = zip(columns.table_names, columns.column_names, strict=True)
         reused = [position[key] for key, moved in zip(keys, is_changed, strict=True) if not moved]
-    combined = pa.concat_tables([kept.take(pa.array(reused, pa.int64())), fresh])
+    combined = pa.concat_tables([kept.rows.take(pa.array(reused, pa.int64())), fresh])
     # back into the given order: the unchanged columns first, then the changed ones, each in order
     order = np.argsort(np.concatenate([np.flatnonzero(~is_changed), at]), kind="stable")
     return ColumnInputs.from_arrow(combined.take(pa.array(order)), config.params)
@@ -329,13 +337,13 @@ def discover_inclusion_dependencies(
     started = time.perf_counter()
     columns = lake_columns(catalog)
     table_names = columns.table_names
-    reusable = (
+    kept = (
         _kept_inputs(catalog, settings_of(inds=config), table_names, columns.column_names)
         if incremental
         else None
     )
-    kept, changed_tables = reusable if reusable is not None else (None, None)
-    inputs = _inputs(catalog, config, columns, kept, changed_tables)
+    inputs = _inputs(catalog, config, columns, kept)
+    changed_tables = None if kept is None else kept.changed
     changed = None if changed_tables is None else _of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
     spark = catalog.spark
