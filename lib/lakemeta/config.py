@@ -127,6 +127,12 @@ class IndConfig:
     # validated on the driver, without a Spark job; 0 validates every candidate with Spark. At 128 a
     # signature of m = 650, k = 6 is past half full: larger columns are where Spark's join pays.
     driver_validation_values: int = 128
+    # Beyond the paper (lakemeta.inds.columns): when the columns whose inputs are to be computed hold at
+    # most this many distinct values in all, their value sets are read and summarised on the driver (a
+    # few tables' buckets, read with delta-rs) rather than by a Spark job; 0 computes every input in Spark.
+    # A batch of a few tables then costs no Spark job for its signatures (0.4 s of a 1.4 s discovery on
+    # the 20,000 tables of bench/many_inds.py), while a first discovery of a lake stays distributed.
+    driver_signature_values: int = 100_000
     # Beyond the paper (lakemeta.inds.sized): a column's signature doubles m up to this many times so that
     # a large column's does not fill up (k optimal for its size); candidates are checked again at the
     # finer level. 0 keeps the paper's one m for every column. At 5 a signature is at most 5.2 KiB.

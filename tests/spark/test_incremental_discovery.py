@@ -93,12 +93,14 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
         write_deltalake(str(lake / f"t{i}"), arrow_rows(random_rows(rng, int(rng.integers(3, 9)))))
     # a key the random tables' ids reference: FK candidates, of which a batch changes some
     write_deltalake(str(lake / "ids"), _ids(range(12)))
-    inds = IndConfig(filters="none", driver_validation_values=4)  # both validations, driver's and Spark's
+    # both validations, driver's and Spark's; the inputs of a batch's columns computed on the driver, those
+    # of every column (the first discovery, the discovery from scratch) by Spark
+    inds = IndConfig(filters="none", driver_validation_values=4, driver_signature_values=60)
     config = Config(
         lake=lake, catalog=tmp_path / "catalog", inds=inds, sketches=SKETCHES, agree_sets=AGREE_SETS
     )
     pipeline = Pipeline(spark, config)
-    changed_counts, estimated_counts, fk_counts, key_reads = [], [], [], []
+    changed_counts, estimated_counts, fk_counts, key_reads, computed = [], [], [], [], []
     caplog.set_level(logging.INFO, logger="lakemeta")
     widened = "t1"  # gains a column; the random changes write the narrower rows
     rounds = ["random", "new table", "dropped table, added column", "nothing", "random, and the key"]
@@ -122,6 +124,7 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
         logged = re.search(r"(\d+) tables \((\d+) changed\)", caplog.text)
         assert logged, caplog.text
         changed_counts.append((int(logged[1]), int(logged[2])))
+        computed.append(re.findall(r"distinct values\) (on the driver|by Spark)", caplog.text))
         estimated = re.search(r"inclusion estimates: (\d+) columns \((\w+) changed\)", caplog.text)
         estimated_counts.append(estimated and (int(estimated[1]), estimated[2]))
         _check(pipeline, lake, inds)
@@ -135,6 +138,9 @@ def test_incremental_discovery_equals_discovery_from_scratch_after_random_batche
     assert all(changed < total for total, changed in changed_counts[1:]), changed_counts
     nothing = rounds.index("nothing")
     assert changed_counts[nothing][1] == 0, changed_counts
+    # Many's inputs of every column by Spark the first time, of a batch's columns on the driver later
+    assert computed[0] == ["by Spark"] and computed[nothing] == [], computed
+    assert ["on the driver"] in computed[1:], computed
     # the estimates likewise: all columns first, a few of them after a batch, nothing when nothing changed
     assert estimated_counts[0] is not None and estimated_counts[0][1] == "all", estimated_counts
     after_batches = [counts for i, counts in enumerate(estimated_counts[1:], 1) if i != nothing]

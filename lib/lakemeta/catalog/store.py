@@ -314,9 +314,16 @@ class Catalog:
 
     def read_small(self, name: str, tables: Sequence[str] | None = None) -> pa.Table:
         """A table small by construction, read on the driver without a Spark job (``read_small``); only the
-        rows of ``tables`` (by ``table_name``) unless that is None."""
-        self.path(name)  # refuses a name that is not one of the catalog's tables
-        rows = read_small(self.root, name)
+        rows of ``tables`` (by ``table_name``) unless that is None. Of a table bucketed by table, only the
+        files of their buckets are read: the rows of a few tables, which the caller bounds."""
+        if name in self.bucketed_by_table and tables is not None:
+            buckets = buckets_of(tables)
+            rows = (
+                self.location(name).delta_table().to_pyarrow_table(filters=[(BUCKET_COLUMN, "in", buckets)])
+            )
+        else:
+            self.path(name)  # refuses a name that is not one of the catalog's tables
+            rows = read_small(self.root, name)
         return rows if tables is None else rows_of_tables(rows, tables)
 
     def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:

@@ -12,13 +12,17 @@ between two such columns is validated on the driver (``inds.containment``).
 
 The inputs are computed in the executors, each task summarising the value rows it holds per column (the
 signature of its part of the column, its counts), and the parts are combined on the driver (signatures
-OR-ed, counts added): a few hundred bytes per column. They are kept in ``state/ind_columns`` with the
-settings and the run they were computed for (the commit's ``lakemeta.reflects``), so that a discovery
-after a batch computes them again for the changed tables' columns only (``inds.discover``).
+OR-ed, counts added): a few hundred bytes per column. Columns of at most ``inds.driver_signature_values``
+distinct values in all (a batch's few tables) are summarised by the same function on the driver, their
+value rows read with delta-rs from their tables' buckets: no Spark job. The inputs are kept in
+``state/ind_columns`` with the settings and the run they were computed for (the commit's
+``lakemeta.reflects``), so that a discovery after a batch computes them again for the changed tables'
+columns only (``inds.discover``).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -37,6 +41,8 @@ from lakemeta.inds.sized import fold_to_base, levels_for, levels_of
 from lakemeta.spark.jobs import arrow_frame, describe_jobs
 from lakemeta.values.state import ColumnValues
 
+log = logging.getLogger(__name__)
+
 INPUTS = "state/ind_columns"
 _PARTS_COLUMNS = {
     "column_id": "long",
@@ -48,6 +54,7 @@ _PARTS_COLUMNS = {
     "value_hashes": "binary",
 }
 _PARTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in _PARTS_COLUMNS.items())
+_VALUE_ROW_COLUMNS = ["column_id", "level", "hash", "count", "integer"]  # what ``_column_parts`` reads
 
 
 @dataclass(frozen=True)
@@ -158,33 +165,45 @@ def compute_inputs(
     catalog's ``columns`` records them, which choose each signature's level (``inds.sized``)."""
     n, params, kept_values = len(column_names), config.params, config.driver_validation_values
     levels = levels_for(set_sizes, params, config.max_doublings)
-    spark = catalog.spark
-    asked = arrow_frame(
-        spark,
-        pa.table(
-            {
-                "table_name": pa.array(list(table_names), pa.string()),
-                "column_name": pa.array(list(column_names), pa.string()),
-                "column_id": pa.array(np.arange(n, dtype=np.int64)),
-                "level": pa.array(levels, pa.int64()),
-            }
-        ),
+    asked = pa.table(
+        {
+            "table_name": pa.array(list(table_names), pa.string()),
+            "column_name": pa.array(list(column_names), pa.string()),
+            "column_id": pa.array(np.arange(n, dtype=np.int64)),
+            "level": pa.array(levels, pa.int64()),
+        }
     )
     null_hashes, valid = hash_strings(pa.array(list(config.filters.null_values), pa.string()))
-    describe_jobs(spark, f"Many: signatures of {n} columns from their value sets")
-    parts = (
-        (
+    summarise = _column_parts(params, np.sort(null_hashes[valid]), kept_values)
+    value_sets = ColumnValues.state_table()
+    tables = sorted(set(table_names))
+    on_driver = int(np.sum(set_sizes)) <= config.driver_signature_values
+    no_parts = pa.table({name: [] for name in _PARTS_COLUMNS})
+    if n:
+        log.info(
+            "Many: inputs of %d columns of %d tables (%d distinct values) %s",
+            n,
+            len(tables),
+            int(np.sum(set_sizes)),
+            "on the driver" if on_driver else "by Spark",
+        )
+    if not n:
+        parts = no_parts
+    elif on_driver:
+        rows = catalog.read_small(value_sets, tables).join(asked, ["table_name", "column_name"])
+        batches = list(summarise(rows.select(_VALUE_ROW_COLUMNS).to_batches()))
+        parts = pa.Table.from_batches(batches).sort_by("column_id") if batches else no_parts
+    else:
+        describe_jobs(catalog.spark, f"Many: signatures of {n} columns from their value sets")
+        parts = (
             # by table name first: the scan's own filter is what prunes the value sets' partitions
-            catalog.read(ColumnValues.state_table(), table_names)
-            .join(F.broadcast(asked), ["table_name", "column_name"])
-            .select("column_id", "level", "hash", "count", "integer")
-            .mapInArrow(_column_parts(params, np.sort(null_hashes[valid]), kept_values), _PARTS_SCHEMA)
+            catalog.read(value_sets, tables)
+            .join(F.broadcast(arrow_frame(catalog.spark, asked)), ["table_name", "column_name"])
+            .select(*_VALUE_ROW_COLUMNS)
+            .mapInArrow(summarise, _PARTS_SCHEMA)
             .toArrow()
             .sort_by("column_id")
         )
-        if n
-        else pa.table({name: [] for name in _PARTS_COLUMNS})
-    )
     signature_offsets = np.zeros(n + 1, np.int64)
     np.cumsum(words_at(params, levels), out=signature_offsets[1:])
     signature_words = np.zeros(signature_offsets[-1], np.uint64)

@@ -23,6 +23,7 @@ class ManyConfig:
     filters: FilterConfig = field(default_factory=FilterConfig)
     driver_validation_values: int = IndConfig.driver_validation_values  # lakemeta.inds.containment
     max_doublings: int = IndConfig.max_doublings  # lakemeta.inds.sized
+    driver_signature_values: int = IndConfig.driver_signature_values  # lakemeta.inds.columns
 
 
 def many_config(config: IndConfig) -> ManyConfig:
@@ -38,4 +39,5 @@ def many_config(config: IndConfig) -> ManyConfig:
         filters,
         config.driver_validation_values,
         config.max_doublings,
+        config.driver_signature_values,
     )

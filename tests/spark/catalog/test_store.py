@@ -76,6 +76,12 @@ def test_a_merge_into_state_bucketed_by_table_reads_only_the_changed_tables_buck
     merge(catalog, [("t", ["a"], 1), ("t", ["c"], 1)], run=2)
     t_rows = catalog.read(STATE, ["t"]).collect()
     assert sorted((tuple(r.agree_set), r["count"]) for r in t_rows) == [(("a",), 2), (("b",), 1), (("c",), 1)]
+    on_driver = catalog.read_small(STATE, ["t"]).to_pylist()  # with delta-rs, t's bucket alone
+    assert sorted((tuple(r["agree_set"]), r["count"]) for r in on_driver) == [
+        (("a",), 2),
+        (("b",), 1),
+        (("c",), 1),
+    ]
     metrics = catalog.last_commit_metrics(STATE)
     assert (metrics["numTargetRowsCopied"], metrics["numTargetFilesRemoved"]) == ("1", "1")
 

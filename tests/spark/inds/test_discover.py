@@ -116,7 +116,8 @@ def test_inclusion_dependencies_equal_brute_force(
             filters="none", m=2, k=2, p=1, strategy="ref2deps", indexed=False, driver_validation_values=2
         ),
         IndConfig(filters="none", m=2, k=2, p=1, driver_validation_values=2, max_doublings=0),
-        IndConfig(filters="none", m=64, k=3, p=3, driver_validation_values=0),  # every candidate by Spark
+        # every candidate validated by Spark, every column's inputs computed by Spark
+        IndConfig(filters="none", m=64, k=3, p=3, driver_validation_values=0, driver_signature_values=0),
         IndConfig(),  # the null filter
         IndConfig(filters="web"),
     ]
@@ -127,6 +128,10 @@ def test_inclusion_dependencies_equal_brute_force(
         caplog.clear()
         configured.discover("inclusion_dependencies")
         assert discovered(configured) == brute_force(lake, names, inds.filters), inds
+        computed = "by Spark" if inds.driver_signature_values == 0 else "on the driver"
+        assert re.search(
+            rf"Many: inputs of \d+ columns of \d+ tables \(\d+ distinct values\) {computed}", caplog.text
+        )
         checked = re.search(r"(\d+) candidates, (\d+) validated \((\d+) on the driver\)", caplog.text)
         assert checked, caplog.text
         proposed, validated, on_driver = int(checked[1]), int(checked[2]), int(checked[3])
