@@ -184,19 +184,21 @@ def _inputs(
     fresh = compute_inputs(
         catalog, asked.table_names, asked.column_names, asked.n_distinct, config
     ).to_arrow()
+    # Row i of the result: a kept row for an unchanged column, a fresh one (after the kept rows) for a
+    # changed one; one take of the stored rows and the fresh ones together, in the given order.
+    rows = np.empty(len(is_changed), np.int64)
+    rows[at] = kept.rows.num_rows + np.arange(len(at))
     if kept.in_order:
-        reused = np.flatnonzero(~is_changed)
+        rows[~is_changed] = np.flatnonzero(~is_changed)
     else:
         stored_keys = zip(
             kept.rows["table_name"].to_pylist(), kept.rows["column_name"].to_pylist(), strict=True
         )
         position = {key: i for i, key in enumerate(stored_keys)}
         keys = zip(columns.table_names, columns.column_names, strict=True)
-        reused = [position[key] for key, moved in zip(keys, is_changed, strict=True) if not moved]
-    combined = pa.concat_tables([kept.rows.take(pa.array(reused, pa.int64())), fresh])
-    # back into the given order: the unchanged columns first, then the changed ones, each in order
-    order = np.argsort(np.concatenate([np.flatnonzero(~is_changed), at]), kind="stable")
-    return ColumnInputs.from_arrow(combined.take(pa.array(order)), config.params)
+        rows[~is_changed] = [position[key] for key, moved in zip(keys, is_changed, strict=True) if not moved]
+    combined = pa.concat_tables([kept.rows, fresh]).combine_chunks()
+    return ColumnInputs.from_arrow(combined.take(pa.array(rows)), config.params)
 
 
 def _of_tables(table_names: list[str], tables: set[str]) -> np.ndarray:
