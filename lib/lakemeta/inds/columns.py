@@ -190,7 +190,10 @@ def compute_inputs(
     if not n:
         parts = no_parts
     elif on_driver:
-        rows = catalog.read_small(value_sets, tables).join(asked, ["table_name", "column_name"])
+        # inner, as the Spark path's join: the tables' other columns (binary ones, not asked) are left out
+        rows = catalog.read_small(value_sets, tables).join(
+            asked, ["table_name", "column_name"], join_type="inner"
+        )
         batches = list(summarise(rows.select(_VALUE_ROW_COLUMNS).to_batches()))
         parts = pa.Table.from_batches(batches).sort_by("column_id") if batches else no_parts
     else:
