@@ -94,7 +94,7 @@ def catalog_fingerprints(catalog: Location) -> dict[str, tuple[int, int]]:
     of a hundred million rows (TPC-H 1's posting lists) fit in memory."""
     fingerprints = {}
     for name in sorted(all_schemas()):
-        dataset = (catalog / name).delta_table().to_pyarrow_dataset()
+        dataset = (catalog / name).delta_dataset()
         kept = [column for column in dataset.schema.names if column not in VOLATILE]
         rows, total = 0, 0
         for batch in dataset.to_batches(columns=kept):
@@ -128,7 +128,7 @@ def measure(server: s3_server.S3Server, name: str) -> dict:
         print(f"{name} first run, {place}: {seconds['first_run'][place]} s", flush=True)
     for place, (lake, catalog) in places.items():
         table = lake / changed  # three of its rows again, appended by delta-rs
-        table.write_delta(table.delta_table().to_pyarrow_table().slice(0, 3), mode="append")
+        table.write_delta(table.delta_dataset().to_table().slice(0, 3), mode="append")
         seconds["one_table_batch"][place] = timed_run(lake, catalog, logs / f"batch-{place}.log")
         print(f"{name} one-table batch, {place}: {seconds['one_table_batch'][place]} s", flush=True)
     ratios = {run: round(times["s3"] / times["local"], 2) for run, times in seconds.items()}

@@ -105,7 +105,7 @@ def _partition_by_bucket(location: Location) -> None:
     """Rewrite the table partitioned by a bucket of ``table_name`` (its rows gain the bucket), with the
     layout's properties, in one commit. Streamed: batches are read and written a few at a time, and the
     files read stay until a VACUUM."""
-    rows = arrow_batches_with_bucket(location.delta_table().to_pyarrow_dataset().scanner().to_reader())
+    rows = arrow_batches_with_bucket(location.delta_dataset().scanner().to_reader())
     location.write_delta(rows, mode="overwrite", partition_by=[BUCKET_COLUMN], schema_mode="overwrite")
     location.delta_table().alter.set_table_properties(LAYOUT_PROPERTIES)
 

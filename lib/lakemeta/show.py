@@ -33,7 +33,7 @@ def published_version(catalog: Location | Path | str, name: str) -> int | None:
     path = Location.parse(catalog) / "published"
     if not path.is_delta_table():
         return None
-    published = path.delta_table().to_pyarrow_table().to_pylist()
+    published = path.delta_dataset().to_table().to_pylist()
     versions = [row for row in published if row["table_name"] == name]
     return max(versions, key=lambda row: row["published_at"])["version"] if versions else None
 
@@ -61,7 +61,7 @@ def read_catalog_rows(
         table.load_as_version(version)
     elif as_of is not None:
         table.load_as_version(as_of)
-    rows = table.to_pyarrow_table()
+    rows = path.delta_dataset(table).to_table()
     keys = SORT_KEYS.get(name) or [
         c for c in ("table_name", "dep_table", "ordinal") if c in rows.column_names
     ]

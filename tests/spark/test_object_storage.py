@@ -66,7 +66,7 @@ def publish_killed_and_retried(lake: Path | Location, catalog: Path | Location, 
     assert died.returncode == -signal.SIGKILL, died.stderr[-3000:]
     assert f"crash point {killed_at!r} reached" in died.stderr
     published = Location.parse(catalog) / "published"
-    assert not published.delta_table().to_pyarrow_table().num_rows
+    assert not published.delta_dataset().to_table().num_rows
 
     retried = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
     assert retried.returncode == 0, retried.stderr[-3000:]
@@ -74,7 +74,7 @@ def publish_killed_and_retried(lake: Path | Location, catalog: Path | Location, 
     assert sorted(views) == names
     for name, text in views.items():
         assert text.rstrip().endswith(f"/{name}` VERSION AS OF {audit.versions[name]}"), (name, text)
-    records = published.delta_table().to_pyarrow_table().sort_by("table_name")
+    records = published.delta_dataset().to_table().sort_by("table_name")
     assert records.select(["table_name", "version", "audit"]).to_pylist() == [
         {"table_name": name, "version": audit.versions[name], "audit": str(audit.path)} for name in names
     ]

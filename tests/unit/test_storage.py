@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 import pytest
 
 from lakemeta.storage import Location, StorageError
@@ -80,6 +81,18 @@ def test_copy_tree_copies_every_file_byte_for_byte(root: Location, tmp_path: Pat
     assert all((root / "copy" / name).read_bytes() == data for name, data in files.items())
 
 
+def test_delta_tables_are_read_by_pyarrows_own_file_system(root: Location) -> None:
+    # delta-rs's default file system (Python called from pyarrow's threads) aborts a process at exit now
+    # and then after reading an object store; Location.delta_dataset gives pyarrow its own client.
+    (root / "t").write_delta(pa.table({"id": [1, 2, 3], "part": ["a", "b", "b"]}), partition_by=["part"])
+    (root / "t").write_delta(pa.table({"id": [4], "part": ["a"]}), mode="append", partition_by=["part"])
+    table = (root / "t").delta_table(version=0)
+    dataset = (root / "t").delta_dataset(table, file_pruning_predicate=[("part", "in", ["a"])])
+    assert isinstance(dataset.filesystem, pafs.SubTreeFileSystem)
+    assert type(dataset.filesystem.base_fs) is type(root.filesystem)  # not a PyFileSystem
+    assert dataset.to_table().to_pylist() == [{"id": 1, "part": "a"}]  # version 0, files of part a only
+
+
 def test_delta_tables_are_found_below_a_lake(root: Location) -> None:
     rows = pa.table({"id": [1, 2]})
     for name in ("tpch/orders", "web/a", "web/nested/b", "_quarantine/bad", ".spark/x"):
@@ -87,7 +100,7 @@ def test_delta_tables_are_found_below_a_lake(root: Location) -> None:
     (root / "web/notes.txt").write_text("not a table")
     assert [root.relative(t) for t in root.walk_tables()] == ["tpch/orders", "web/a", "web/nested/b"]
     assert (root / "web/a").is_delta_table() and not (root / "web").is_delta_table()
-    assert (root / "web/a").delta_table().to_pyarrow_table() == rows
+    assert (root / "web/a").delta_dataset().to_table() == rows
     (root / "empty").create_delta(rows.schema)
     (root / "empty").create_delta(pa.schema([("other", pa.string())]))  # one there: left as it is
     assert (root / "empty").delta_table().schema().to_arrow().names == ["id"]

@@ -111,7 +111,7 @@ def arrow_schema(name: str) -> pa.Schema:
 def read_small(root: Location, name: str) -> pa.Table:
     """A table of the catalog at ``root`` that is small by construction, read with delta-rs: no Spark job,
     and no JVM for the tasks that need none (the audits)."""
-    return (root / name).delta_table().to_pyarrow_table()
+    return (root / name).delta_dataset().to_table()
 
 
 def newest_publication(root: Location) -> pa.Table:
@@ -318,9 +318,8 @@ class Catalog:
         files of their buckets are read: the rows of a few tables, which the caller bounds."""
         if name in self.bucketed_by_table and tables is not None:
             buckets = buckets_of(tables)
-            rows = (
-                self.location(name).delta_table().to_pyarrow_table(filters=[(BUCKET_COLUMN, "in", buckets)])
-            )
+            rows = self.location(name).delta_dataset(file_pruning_predicate=[(BUCKET_COLUMN, "in", buckets)])
+            rows = rows.to_table()
         else:
             self.path(name)  # refuses a name that is not one of the catalog's tables
             rows = read_small(self.root, name)

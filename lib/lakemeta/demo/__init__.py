@@ -190,10 +190,7 @@ def _on_the_server(
     print("\nruns:")
     print(format_table(read_catalog_table(catalog, "runs"), None))
     # Counted by another reader (delta-rs) than the one the pipeline used.
-    live = {
-        name: table_path(lake, name).delta_table().to_pyarrow_dataset().count_rows()
-        for name in tables.table_name
-    }
+    live = {name: table_path(lake, name).delta_dataset().count_rows() for name in tables.table_name}
     consistent = bool((tables.n_rows == tables.table_name.map(live)).all()) and bool(tpch["match"].all())
     nulls = int(
         spark.read.format("delta").load(str(catalog / "columns")).agg(F.sum("n_nulls")).first()[0] or 0

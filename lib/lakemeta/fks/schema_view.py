@@ -319,7 +319,7 @@ def write_catalog_page(
     ``path``, and return what it shows."""
 
     def read(name: str) -> list[dict]:
-        return (catalog / name).delta_table().to_pyarrow_table().to_pylist()
+        return (catalog / name).delta_dataset().to_table().to_pylist()
 
     fks = [row for row in read("fk_candidates") if row["accepted"]]
     overlaps = [(row["left_table"], row["right_table"]) for row in read("table_overlaps")]

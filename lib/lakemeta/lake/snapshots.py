@@ -22,7 +22,8 @@ from lakemeta.storage import Location
 def read_table(path: str, version: int | None = None, columns: list[str] | None = None) -> pa.Table:
     """The rows of the Delta table at ``path`` at ``version`` (the newest when None), only ``columns``
     when given (delta-rs)."""
-    return Location(path).delta_table(version).to_pyarrow_table(columns=columns)
+    location = Location(path)
+    return location.delta_dataset(location.delta_table(version)).to_table(columns=columns)
 
 
 def read_columns(

@@ -118,14 +118,15 @@ class TableChange:
         """The snapshot at ``to_version`` (not for a part of a batch)."""
         if self.batch.files:
             raise ValueError(f"{self.table_name}: a part of a batch has no snapshot; it is read in slices")
-        return self._table.to_pyarrow_table()
+        return Location(self.batch.path).delta_dataset(self._table).to_table()
 
     @functools.cached_property
     def before(self) -> pa.Table | None:
         """The snapshot at ``from_version``; None for a full batch."""
         if self._before_table is None:
             return None
-        return self._before_table.to_pyarrow_table().select(self.after.column_names)
+        before = Location(self.batch.path).delta_dataset(self._before_table).to_table()
+        return before.select(self.after.column_names)
 
     def snapshot_slices(self) -> Iterator[pa.Table]:
         """The snapshot at ``to_version`` in slices of at most ``slice_rows`` rows, streamed from its files

@@ -161,7 +161,7 @@ def audit_catalog(catalog: Location) -> Audit:
     for name in [*AUDITED, "state/batches"]:
         table = (catalog / name).delta_table()
         versions[name] = table.version()
-        frames[name] = table.to_pandas()
+        frames[name] = (catalog / name).delta_dataset(table).to_table().to_pandas()
     audited_at = datetime.now(UTC)
     number = int(audited_at.timestamp() * 1_000_000)
     path = catalog / QUALITY_FOLDER / audit_file(audited_at)
@@ -230,7 +230,7 @@ def audit_batches(catalog: Location, lake: Location) -> Audit | None:
         return None
     from lakemeta.quality.batch_suites import batch_checks  # Great Expectations: seconds to import
 
-    columns = (catalog / "columns").delta_table().to_pandas()
+    columns = (catalog / "columns").delta_dataset().to_table().to_pandas()
     path = catalog / QUALITY_FOLDER / batches_file(plan.run_id)
     checks = batch_checks(plan.batches, columns, lake)
     validation = _validate("lakemeta_batches", checks, path.name.removesuffix(".json"), datetime.now(UTC))
