@@ -38,7 +38,12 @@ import logging
 import math
 from datetime import UTC, datetime, timedelta
 
-from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, arrow_batches_with_bucket
+from lakemeta.catalog.layout import (
+    BUCKET_COLUMN,
+    LAYOUT_PROPERTIES,
+    arrow_batches_with_bucket,
+    writer_properties,
+)
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
 from lakemeta.catalog.store import newest_publication, published_versions, read_small
 from lakemeta.quality.gate import AUDITS_SHOWN, QUALITY_FOLDER, results_file_kind
@@ -87,7 +92,7 @@ def maintain_table(
     if rebucketed:
         _partition_by_bucket(location)
         table.update_incremental()
-    metrics = table.optimize.compact()
+    metrics = table.optimize.compact(writer_properties=writer_properties(name))
     table.create_checkpoint()
     deleted = table.vacuum(retention_hours=kept_hours, dry_run=False, enforce_retention_duration=False)
     return TableMaintenance(

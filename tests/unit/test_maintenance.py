@@ -6,11 +6,12 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of
-from lakemeta.maintenance import maintain_catalog
+from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of, writer_properties
+from lakemeta.maintenance import maintain_catalog, maintain_table
 from lakemeta.publish import publication_is_current
 from lakemeta.quality.gate import AUDITED, QUALITY_FOLDER, audit_file, batches_file
 from lakemeta.storage import Location
@@ -201,3 +202,24 @@ def test_old_results_files_are_deleted_but_the_newest_and_the_published_audit(tm
         [*(audits[i] for i in (0, 1, 3, 4, 5)), *(batches_file(run) for run in (1, 2, 3))]
     )
     assert audits[2] in kept and "notes.txt" in kept and batches_file(4) in kept
+
+
+def test_columns_of_random_bits_stay_plain_and_uncompressed_through_compaction(tmp_path):
+    # Many's inputs (signatures, value hashes) are written without Snappy or a dictionary, which cost
+    # time and save nothing on random bits; compaction must not bring them back.
+    path = tmp_path / "catalog" / "state" / "ind_columns"
+    for value in range(3):
+        words = pa.array([value.to_bytes(8, "little") * 21], pa.binary())
+        part = pa.table({"table_name": [f"t{value}"], "signature": words, "value_hashes": words})
+        write_deltalake(
+            str(path), part, mode="append", writer_properties=writer_properties("state/ind_columns")
+        )
+    assert writer_properties("columns") is None  # other tables: delta-rs's defaults
+    assert maintain_table(Location.parse(path), "state/ind_columns", 168, None).compacted == 3
+    (file,) = DeltaTable(str(path)).file_uris()
+    row_group = pq.ParquetFile(file).metadata.row_group(0)
+    chunks = {row_group.column(i).path_in_schema: row_group.column(i) for i in range(row_group.num_columns)}
+    for name in ("signature", "value_hashes"):
+        assert chunks[name].compression == "UNCOMPRESSED" and not chunks[name].has_dictionary_page, name
+        assert not chunks[name].is_stats_set, name
+    assert pq.read_table(file).num_rows == 3

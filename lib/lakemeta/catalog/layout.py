@@ -13,6 +13,9 @@ reads the state of the table and its bucket-mates (1/256 of the state) and a ful
 The bucket is the CRC-32 of the name's UTF-8 bytes modulo ``BUCKETS``: Spark computes it with ``crc32`` (a
 write's rows, a read's filter) and Python with ``zlib.crc32`` (maintenance's rewrite with delta-rs, the
 buckets of a MERGE's condition), so both always agree.
+
+The Parquet encoding of the tables whose columns hold random bits (``writer_properties``): Bloom signatures
+and value hashes neither compress nor repeat, and Snappy and a dictionary only cost time to write and read.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Iterator
 
+import deltalake
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -32,6 +36,23 @@ BUCKET_COLUMN = "table_bucket"
 # Delta's optimized writes shuffle each write by partition before writing, so a write (a first run's append,
 # a MERGE) leaves about one file per bucket it touches rather than one per bucket and task.
 LAYOUT_PROPERTIES = {"delta.autoOptimize.optimizeWrite": "true"}
+
+
+# Per table written with delta-rs, its columns of random bits. state/ind_columns (Many's inputs: a 1,300-bit
+# signature and up to 128 value hashes per column) read in 0.011 s instead of 0.046 s and replaced for ten
+# tables in 0.074 s instead of 0.173 s, plain and uncompressed, for 10^5 columns (23 MB instead of 16 MB).
+RANDOM_BITS_COLUMNS: dict[str, tuple[str, ...]] = {"state/ind_columns": ("signature", "value_hashes")}
+
+
+def writer_properties(name: str) -> deltalake.WriterProperties | None:
+    """How delta-rs writes (and compacts) table ``name`` of the catalog: None for its defaults."""
+    columns = RANDOM_BITS_COLUMNS.get(name)
+    if columns is None:
+        return None
+    plain = deltalake.ColumnProperties(dictionary_enabled=False, statistics_enabled="NONE")
+    return deltalake.WriterProperties(
+        compression="UNCOMPRESSED", column_properties=dict.fromkeys(columns, plain)
+    )
 
 
 def bucket_of(table_name: str) -> int:

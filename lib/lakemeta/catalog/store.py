@@ -32,6 +32,7 @@ from lakemeta.catalog.layout import (
     buckets_of,
     in_buckets_sql,
     with_bucket,
+    writer_properties,
 )
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
@@ -348,6 +349,7 @@ class Catalog:
                 rows.cast(self.arrow_schema(name)),
                 mode="overwrite",
                 predicate=predicate,
+                writer_properties=writer_properties(name),
                 commit_properties=deltalake.CommitProperties(custom_metadata=metadata),
             )
 

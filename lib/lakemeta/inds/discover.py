@@ -22,9 +22,11 @@ written with today's Many settings (their commits' ``lakemeta.reflects``), and c
 involves a column of a table changed since then (a committed batch after the run they reflect, or
 columns added or dropped): that table's inputs; the candidates with such a column as dependent
 (dep2refs over the changed columns) or as referenced side (ref2deps over them), which together are
-exactly the pairs it takes part in; their validation. INDs between unchanged columns are kept as they
-are. Other settings, a rebuild (which drops the kept inputs) or a first run compute everything. Either
-way the result is the one a discovery from scratch gives (tests/spark/test_incremental_discovery.py).
+exactly the pairs it takes part in (for a few changed columns, the same pairs from one pass of subset tests
+over the signatures: ``proposer.propose_changed``); their validation. INDs between unchanged columns are
+kept as they are. Other settings, a rebuild (which drops the kept inputs) or a first run compute
+everything. Either way the result is the one a discovery from scratch gives
+(tests/spark/test_incremental_discovery.py).
 
 Beyond the paper, exactness with hashes. Values are compared by their 64-bit hash: an IND that does not
 hold is reported only if each dependent value outside the referenced column shares its hash with one
@@ -57,7 +59,7 @@ from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.containment import contained
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
 from lakemeta.inds.matrix import SignatureMatrix
-from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_range
+from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_changed, propose_range
 from lakemeta.inds.sized import may_be_contained
 from lakemeta.lake.tables import is_plain_type_name
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
@@ -68,8 +70,8 @@ log = logging.getLogger(__name__)
 
 RESULTS = "inclusion_dependencies"
 PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
-# Changed columns up to which their candidates are proposed on the driver (a few ms a column against the
-# matrix of 10^5 columns) rather than in tasks.
+# Changed columns up to which their candidates are proposed on the driver (``proposer.propose_changed``: one
+# pass over 10^5 signatures tests them all) rather than by the matrix in tasks.
 DRIVER_PROPOSALS = 1_000
 
 
@@ -130,22 +132,21 @@ def lake_columns(catalog: Catalog) -> LakeColumns:
     )
 
 
-def _same_columns(rows: pa.Table, table_names: list[str], column_names: list[str]) -> bool:
-    """Whether ``rows`` list exactly these columns, in this order."""
-    return all(
-        rows[field].combine_chunks().cast(pa.string()).equals(pa.array(names, pa.string()))
-        for field, names in (("table_name", table_names), ("column_name", column_names))
+def _column_keys(table_names: pa.Array | list[str], column_names: pa.Array | list[str]) -> pa.Array:
+    """Each column as one string: its table's name and its own, NUL-separated (no name holds a NUL)."""
+    return pc.binary_join_element_wise(
+        pa.array(table_names, pa.string()), pa.array(column_names, pa.string()), "\x00"
     )
 
 
 @dataclass(frozen=True)
 class _KeptInputs:
-    """The kept inputs' ``rows``, the ``changed`` tables (their inputs are to be computed again), and
-    whether the rows list the lake's columns as they are, in their order (``in_order``)."""
+    """The kept inputs' ``rows``; the ``changed`` tables, whose inputs are to be computed again; and for
+    each of the lake's columns the row of ``rows`` holding its inputs (``at``, -1 where none does)."""
 
     rows: pa.Table
     changed: set[str]
-    in_order: bool
+    at: np.ndarray
 
 
 def _kept_inputs(
@@ -157,19 +158,16 @@ def _kept_inputs(
     if changed is None:
         return None
     stored = catalog.read_small(INPUTS)
-    if _same_columns(stored, table_names, column_names):
-        return _KeptInputs(stored, changed, True)  # the batches say what changed
-    listed: dict[str, list[str]] = {}
-    for table, column in zip(
-        stored["table_name"].to_pylist(), stored["column_name"].to_pylist(), strict=True
-    ):
-        listed.setdefault(table, []).append(column)
-    now: dict[str, list[str]] = {}
-    for table, column in zip(table_names, column_names, strict=True):
-        now.setdefault(table, []).append(column)
-    # columns added, dropped or reordered without a batch of the table recorded (a rebuild drops the inputs)
-    changed |= {table for table in listed.keys() | now.keys() if listed.get(table) != now.get(table)}
-    return _KeptInputs(stored, changed, False)
+    # The rows come in the order of their files, which a replace of some tables' rows changes: each
+    # column's row is found by its key (hashed, vectorised: 10^5 columns).
+    stored_keys = _column_keys(stored["table_name"].combine_chunks(), stored["column_name"].combine_chunks())
+    keys = _column_keys(table_names, column_names)
+    at = pc.index_in(keys, value_set=stored_keys)
+    # Columns added or dropped without a batch of the table recorded (a rebuild drops the inputs).
+    added = pc.filter(pa.array(table_names, pa.string()), pc.is_null(at))
+    dropped = stored["table_name"].filter(pc.invert(pc.is_in(stored_keys, value_set=keys)))
+    changed |= set(pc.unique(added).to_pylist()) | set(pc.unique(dropped).to_pylist())
+    return _KeptInputs(stored, changed, pc.fill_null(at, -1).to_numpy())
 
 
 def _inputs(
@@ -184,19 +182,10 @@ def _inputs(
     fresh = compute_inputs(
         catalog, asked.table_names, asked.column_names, asked.n_distinct, config
     ).to_arrow()
-    # Row i of the result: a kept row for an unchanged column, a fresh one (after the kept rows) for a
+    # Row i of the result: its kept row for an unchanged column, a fresh one (after the kept rows) for a
     # changed one; one take of the stored rows and the fresh ones together, in the given order.
-    rows = np.empty(len(is_changed), np.int64)
+    rows = kept.at.astype(np.int64)
     rows[at] = kept.rows.num_rows + np.arange(len(at))
-    if kept.in_order:
-        rows[~is_changed] = np.flatnonzero(~is_changed)
-    else:
-        stored_keys = zip(
-            kept.rows["table_name"].to_pylist(), kept.rows["column_name"].to_pylist(), strict=True
-        )
-        position = {key: i for i, key in enumerate(stored_keys)}
-        keys = zip(columns.table_names, columns.column_names, strict=True)
-        rows[~is_changed] = [position[key] for key, moved in zip(keys, is_changed, strict=True) if not moved]
     combined = pa.concat_tables([kept.rows, fresh]).combine_chunks()
     return ColumnInputs.from_arrow(combined.take(pa.array(rows)), config.params)
 
@@ -215,17 +204,12 @@ def _propose(
     n_columns = len(inputs.column_names)
     if changed is not None and not changed.any():
         return np.zeros((0, 2), np.int64)  # nothing changed: every pair's answer is kept
-    matrix = SignatureMatrix.from_signatures(inputs.base_signatures(config.params), config.params)
+    signatures = inputs.base_signatures(config.params)
     filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
     if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
-        # A few changed columns cost less on the driver than shipping the matrix to a job of tasks.
-        found = [
-            propose_range(
-                matrix, 0, n_columns, strategy, config.indexed, filtered_cols, filtered_refs, changed
-            )
-            for strategy in STRATEGIES
-        ]
-        return np.unique(np.concatenate([np.zeros((0, 2), np.int64), *found]), axis=0)
+        # A few changed columns: tested against every signature on the driver, without the matrix.
+        return propose_changed(signatures, changed, filtered_cols, filtered_refs)
+    matrix = SignatureMatrix.from_signatures(signatures, config.params)
     ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * default_parallelism(spark))))
     strategies = (config.strategy,) if changed is None else STRATEGIES
 

@@ -176,6 +176,68 @@ def propose(
     return propose_range(matrix, 0, matrix.n_columns, strategy, indexed, filtered_cols, filtered_refs)
 
 
+@numba.njit(cache=True, nogil=True)
+def _propose_changed(
+    signatures: np.ndarray,
+    changed: np.ndarray,
+    is_changed: np.ndarray,
+    filtered_cols: np.ndarray,
+    filtered_refs: np.ndarray,
+) -> np.ndarray:
+    n_columns, n_words = signatures.shape
+    out = np.empty((64, 2), dtype=np.int64)
+    n_out = 0
+    for k in range(n_columns):  # every column once; its signature stays in cache for all changed ones
+        if filtered_cols[k]:
+            continue
+        for i in range(changed.shape[0]):
+            c = changed[i]
+            # two changed columns are tested once, when k is the larger
+            if c == k or filtered_cols[c] or (is_changed[k] and k < c):
+                continue
+            # dep2refs for c: sig(c) ⊆ sig(k); ref2deps for c: sig(k) ⊆ sig(c)
+            c_in_k = not filtered_refs[k]
+            k_in_c = not filtered_refs[c]
+            w = 0
+            while w < n_words and (c_in_k or k_in_c):
+                a, b = signatures[c, w], signatures[k, w]
+                c_in_k = c_in_k and (a & ~b) == 0
+                k_in_c = k_in_c and (b & ~a) == 0
+                w += 1
+            if c_in_k:
+                out = _append(out, n_out, c, k)
+                n_out += 1
+            if k_in_c:
+                out = _append(out, n_out, k, c)
+                n_out += 1
+    return out[:n_out].copy()
+
+
+def propose_changed(
+    signatures: np.ndarray,
+    changed: np.ndarray,
+    filtered_cols: np.ndarray | None = None,
+    filtered_refs: np.ndarray | None = None,
+) -> np.ndarray:
+    """The candidates (dep, ref) with a ``changed`` column (a mask) on either side, as ``propose_range``
+    with ``current`` gives them from both strategies, but from the signatures (uint64 [n, words]) as they
+    are: each changed column's subset test against every other signature, row by row.
+
+    Beyond the paper, for a discovery after a small batch: the matrix of Alg. 3 pays off when every column
+    is a current one; for a few changed columns, transposing 10^5 signatures costs more (0.06 s) than the
+    one pass over them that tests all changed columns at once."""
+    n = signatures.shape[0]
+    is_changed = _mask(changed, n)
+    found = _propose_changed(
+        np.ascontiguousarray(signatures, np.uint64),
+        np.flatnonzero(is_changed).astype(np.int64),
+        is_changed,
+        _mask(filtered_cols, n),
+        _mask(filtered_refs, n),
+    )
+    return found[np.lexsort((found[:, 1], found[:, 0]))]
+
+
 def column_ranges(n_columns: int, n_workers: int) -> list[tuple[int, int]]:
     """Split [0, n_columns) into n_workers contiguous half-open ranges (Alg. 8 lines 6-7).
 

@@ -66,6 +66,9 @@ def _fold(
     for c in range(levels.shape[0]):
         pass_bits = m << levels[c]
         first = word_offsets[c]
+        if levels[c] == 0:  # already the base signature: its words as they are
+            out[c, :] = words[first : word_offsets[c + 1]]
+            continue
         for w in range(first, word_offsets[c + 1]):
             x = words[w]
             while x != 0:

@@ -5,15 +5,21 @@ from hypothesis import strategies as st
 
 from lakemeta.inds.bloom import BloomParams
 from lakemeta.inds.matrix import SignatureMatrix, pack_bits
-from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose, propose_range
+from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose, propose_changed, propose_range
 
 
-def random_matrix(rng, n_columns, params, density):
+def random_signatures(rng, n_columns, params, density):
     bits = rng.random((n_columns, params.n_bits)) < density
     bits[rng.random(n_columns) < 0.1] = False  # some empty signatures
+    bits[rng.random(n_columns) < 0.1] = bits[rng.integers(0, max(n_columns, 1))] if n_columns else False
     signatures = np.zeros((n_columns, params.n_words), np.uint64)
     for c in range(n_columns):
         signatures[c] = pack_bits(bits[c])
+    return bits, signatures
+
+
+def random_matrix(rng, n_columns, params, density):
+    bits, signatures = random_signatures(rng, n_columns, params, density)
     return bits, SignatureMatrix.from_signatures(signatures, params)
 
 
@@ -86,6 +92,33 @@ def test_indexed_equals_plain_on_many_words():
         plain = propose(matrix, strategy, False, cols)
         assert np.array_equal(indexed, plain)
         assert len(indexed) > 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 140),
+    st.integers(1, 40),
+    st.integers(1, 3),
+    st.floats(0.0, 0.6),
+    st.floats(0.0, 0.3),
+    st.booleans(),
+)
+def test_the_candidates_of_changed_columns_equal_brute_force_and_the_matrix(
+    seed, n, m, p, density, changed_share, with_filters
+):
+    rng = np.random.default_rng(seed)
+    params = BloomParams(m=m, k=1, p=p)
+    bits, signatures = random_signatures(rng, n, params, density)
+    changed = rng.random(n) < changed_share
+    cols = rng.random(n) < (0.2 if with_filters else 0.0)
+    refs = rng.random(n) < (0.2 if with_filters else 0.0)
+    expected = {(d, r) for d, r in brute_candidates(bits, cols, refs) if changed[d] or changed[r]}
+    got = propose_changed(signatures, changed, cols, refs)
+    assert got.tolist() == [list(pair) for pair in sorted(expected)]  # by (dep, ref), no duplicates
+    matrix = SignatureMatrix.from_signatures(signatures, params)
+    from_matrix = [propose_range(matrix, 0, n, s, True, cols, refs, changed) for s in STRATEGIES]
+    assert as_set(np.concatenate([np.zeros((0, 2), np.int64), *from_matrix])) == expected
 
 
 def test_column_ranges_and_arguments():
