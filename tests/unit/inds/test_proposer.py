@@ -39,19 +39,22 @@ def brute_candidates(bits, filtered_cols, filtered_refs):
     }
 
 
-def as_set(candidates):
-    return {(int(d), int(r)) for d, r in candidates}
-
-
-@settings(max_examples=40, deadline=None)
-@given(
+# seed, columns, m, p, bit density of the random signatures
+SIGNATURE_SETS = (
     st.integers(0, 2**32 - 1),
     st.integers(0, 140),
     st.integers(1, 40),
     st.integers(1, 3),
     st.floats(0.0, 0.6),
-    st.booleans(),
 )
+
+
+def as_set(candidates):
+    return {(int(d), int(r)) for d, r in candidates}
+
+
+@settings(max_examples=40, deadline=None)
+@given(*SIGNATURE_SETS, st.booleans())
 def test_both_strategies_and_bitvectors_equal_brute_force(seed, n, m, p, density, with_filters):
     rng = np.random.default_rng(seed)
     params = BloomParams(m=m, k=1, p=p)
@@ -95,15 +98,7 @@ def test_indexed_equals_plain_on_many_words():
 
 
 @settings(max_examples=40, deadline=None)
-@given(
-    st.integers(0, 2**32 - 1),
-    st.integers(0, 140),
-    st.integers(1, 40),
-    st.integers(1, 3),
-    st.floats(0.0, 0.6),
-    st.floats(0.0, 0.3),
-    st.booleans(),
-)
+@given(*SIGNATURE_SETS, st.floats(0.0, 0.3), st.booleans())
 def test_the_candidates_of_changed_columns_equal_brute_force_and_the_matrix(
     seed, n, m, p, density, changed_share, with_filters
 ):
