@@ -19,9 +19,9 @@ from deltalake import write_deltalake
 from lakemeta.config import AgreeSetConfig, Config, IndConfig, SketchConfig
 from lakemeta.fks.discover import RESULTS as FK_RESULTS
 from lakemeta.fks.discover import SCORED_STATE, discover_fk_candidates
-from lakemeta.inds.columns import INPUTS
 from lakemeta.inds.config import many_config
 from lakemeta.inds.discover import RESULTS, discover_inclusion_dependencies
+from lakemeta.inds.kept import COMPUTED_IN, read_kept_inputs
 from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.discover import TARGET, estimate_inclusions
 
@@ -66,9 +66,10 @@ def _check(pipeline: Pipeline, lake: Path, inds: IndConfig) -> None:
     stored = catalog.read_small(RESULTS).drop_columns(["first_run"])
     scratch = discover_inclusion_dependencies(catalog, many_config(inds), incremental=False)
     assert stored.equals(scratch.result.cast(stored.schema))
-    by_column = [("table_name", "ascending"), ("column_name", "ascending")]
-    kept = catalog.read_small(INPUTS).sort_by(by_column)
-    assert kept.equals(scratch.inputs.to_arrow().cast(kept.schema).sort_by(by_column))
+    kept = read_kept_inputs(catalog, scratch.inputs.table_names, scratch.inputs.column_names)
+    assert (kept.at >= 0).all() and not kept.unlisted
+    current = kept.current_rows().drop_columns([COMPUTED_IN])
+    assert current.equals(scratch.inputs.to_arrow().cast(current.schema))
     names = sorted(path.name for path in lake.iterdir())
     assert _result_pairs(stored) == brute_force(lake, names, inds.filters)
 

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.catalog.discovery_runs import committed_batches, newest_committed_run
+from lakemeta.catalog.discovery_runs import committed_batches
 from lakemeta.catalog.store import Catalog, Txn
 
 CHANGES = "relationship_changes"
@@ -83,17 +83,24 @@ def _keys(rows: pa.Table, tracked: Tracked) -> tuple[pa.Array, pa.Array]:
 
 
 def replace_relationships(
-    catalog: Catalog, name: str, rows: pa.Table, settings: str, reflects: dict | None = None
+    catalog: Catalog,
+    name: str,
+    rows: pa.Table,
+    settings: str,
+    run: int | None,
+    reflects: dict | None = None,
+    stored: pa.Table | None = None,
 ) -> None:
     """Replace the result table ``name`` (written by the discovery step of the same name, run with
-    ``settings``) with ``rows`` (all its columns but ``first_run``): each relationship kept keeps its
-    ``first_run``, a new one gets the newest committed run, and the relationships that appeared or
-    disappeared are recorded first. ``reflects`` goes with the new result's commit
-    (``Catalog.replace_small``)."""
+    ``settings`` over the state of the committed run ``run``) with ``rows`` (all its columns but
+    ``first_run``): each relationship kept keeps its ``first_run``, a new one gets ``run``, and the
+    relationships that appeared or disappeared are recorded first. ``reflects`` goes with the new result's
+    commit (``Catalog.replace_small``). ``stored``: the table's current content when the step has read it
+    already (a step reusing its last result), read here otherwise."""
     step = name
     tracked = TRACKED[name]
-    run = newest_committed_run(catalog.root)
-    stored = catalog.read_small(name)
+    if stored is None:
+        stored = catalog.read_small(name)
     stored_keys, stored_holds = _keys(stored, tracked)
     stored = stored.filter(stored_holds)
     stored_keys = stored_keys.filter(stored_holds)

@@ -209,6 +209,8 @@ BOOKKEEPING_SCHEMAS: dict[str, StructType] = {
 DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
     # Many's inputs per column (lakemeta.inds.columns): Bloom signature and filter statistics, and the
     # sorted value hashes of a column small enough to be validated on the driver (lakemeta.inds.containment).
+    # A batch's columns are appended: a column's row of the newest computed_in (the committed run it was
+    # computed over) holds its inputs, and the older ones are dropped when the table is rewritten.
     "state/ind_columns": _schema(
         ("table_name", StringType()),
         ("column_name", StringType()),
@@ -218,6 +220,7 @@ DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
         ("n_distinct", LongType()),
         ("all_integer", BooleanType()),
         ("value_hashes", BinaryType()),
+        ("computed_in", LongType()),
     ),
     # The FK step's outcome for every candidate it proposed (lakemeta.fks.discover): pruned (passed false)
     # or scored with its signals; a candidate whose two tables did not change keeps its outcome.

@@ -98,6 +98,11 @@ def _negative_count_error(keys: Sequence[str], kind: DataType) -> str:
     return f"CAST(raise_error({message}) AS {kind.simpleString()})"
 
 
+def _metadata(reflects: dict | None) -> dict[str, str]:
+    """A commit's metadata saying what the written content was computed from (``Catalog.reflects``)."""
+    return {} if reflects is None else {_REFLECTS: json.dumps(reflects, sort_keys=True)}
+
+
 def rows_of_tables(rows: pa.Table, tables: Sequence[str]) -> pa.Table:
     """The rows of ``rows`` whose ``table_name`` is one of ``tables``."""
     return rows.filter(pc.is_in(rows["table_name"], pa.array(tables, pa.string())))
@@ -326,12 +331,16 @@ class Catalog:
             rows = read_small(self.root, name)
         return rows if tables is None else rows_of_tables(rows, tables)
 
-    def append_small(self, name: str, rows: pa.Table, txn: Txn) -> None:
-        """Append rows to a small table once per ``txn`` (a repeated append is skipped)."""
+    def append_small(self, name: str, rows: pa.Table, txn: Txn, reflects: dict | None = None) -> None:
+        """Append rows to a small table once per ``txn`` (a repeated append is skipped); ``reflects`` as
+        :meth:`replace_small`'s."""
         if self.already_applied(name, txn):
             report_written(name)
             return
-        commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
+        commit = deltalake.CommitProperties(
+            app_transactions=[deltalake.Transaction(txn.app, txn.version)],
+            custom_metadata=_metadata(reflects),
+        )
         with self.committing("append", name):
             self.location(name).write_delta(
                 rows.cast(self.arrow_schema(name)), mode="append", commit_properties=commit
@@ -343,14 +352,13 @@ class Catalog:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
         pipeline's own values) - in one commit (idempotent by nature). ``reflects`` says what the content
         was computed from (a run, settings); :meth:`reflects` reads it back from the newest commit."""
-        metadata = {} if reflects is None else {_REFLECTS: json.dumps(reflects, sort_keys=True)}
         with self.committing("replace", name):
             self.location(name).write_delta(
                 rows.cast(self.arrow_schema(name)),
                 mode="overwrite",
                 predicate=predicate,
                 writer_properties=writer_properties(name),
-                commit_properties=deltalake.CommitProperties(custom_metadata=metadata),
+                commit_properties=deltalake.CommitProperties(custom_metadata=_metadata(reflects)),
             )
 
     def reflects(self, name: str) -> dict | None:

@@ -481,10 +481,8 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     (``SCORED_STATE``, its commit recording the run and settings it reflects), ``table_overlaps``, and
     ``fk_candidates`` replaced (each accepted FK's first run kept and the changes recorded:
     ``lakemeta.catalog.relationships``); returns the accepted count."""
-    reflects = {
-        "run": newest_committed_run(catalog.root),
-        "settings": settings_of(fks=config.fks, sketches=config.sketches),
-    }
+    committed = newest_committed_run(catalog.root)
+    reflects = {"run": committed, "settings": settings_of(fks=config.fks, sketches=config.sketches)}
     run = discover_fk_candidates(catalog, lake, config)
     catalog.replace_small(KEY_CHECKS, run.key_checks)
     catalog.replace_small(SCORED_STATE, run.outcomes, reflects=reflects)
@@ -492,7 +490,9 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
         OVERLAPS, run.overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))
     )
     written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]
-    replace_relationships(catalog, RESULTS, run.ranked.select(written), config.discovery_settings())
+    replace_relationships(
+        catalog, RESULTS, run.ranked.select(written), config.discovery_settings(), committed
+    )
     n_accepted = int(pc.sum(run.ranked["accepted"]).as_py() or 0)
     log.info(
         "FK candidates: %d keys (%d with several columns), %d candidates reaching theta=%.2f (%d scored, "

@@ -25,7 +25,10 @@ columns added or dropped): that table's inputs; the candidates with such a colum
 exactly the pairs it takes part in (for a few changed columns, the same pairs from one pass of subset tests
 over the signatures: ``proposer.propose_changed``); their validation. INDs between unchanged columns are
 kept as they are. Other settings, a rebuild (which drops the kept inputs) or a first run compute
-everything. Either way the result is the one a discovery from scratch gives
+everything. The changed tables' inputs are appended to the kept ones (a column's newest row holds its
+inputs): a batch writes its few tables' rows, not the inputs of every column; the table is rewritten with
+only the current rows when older rows would pass a quarter of it, or rows of dropped tables or columns
+are stored. Either way the result is the one a discovery from scratch gives
 (tests/spark/test_incremental_discovery.py).
 
 Beyond the paper, exactness with hashes. Values are compared by their 64-bit hash: an IND that does not
@@ -52,12 +55,12 @@ from lakemeta.arrays import uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
 from lakemeta.catalog.relationships import replace_relationships
-from lakemeta.catalog.store import is_in
 from lakemeta.config import Config, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.containment import contained
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
+from lakemeta.inds.kept import KeptInputs, keep_inputs, read_kept_inputs
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_changed, propose_range
 from lakemeta.inds.sized import may_be_contained
@@ -83,25 +86,20 @@ class ManyRun:
     result: pa.Table
     inputs: ColumnInputs
     changed_tables: set[str] | None  # the tables whose inputs were computed again; None: every table's
+    kept: KeptInputs | None  # the kept inputs reused (None: none were)
     n_tables: int
     n_candidates: int  # proposed by the matrix (Alg. 4-6)
     n_checked: int  # left for the validator by the size rule and the sized signatures
     n_validated_on_driver: int  # candidates between two small columns (``inds.containment``)
     n_valid: int
     stage_seconds: dict[str, float]
+    last_result: pa.Table | None  # the stored result this one reused in part (None: nothing reused)
 
     @property
     def n_changed_tables(self) -> int:
         """The current tables computed again (all of them when everything was)."""
         current = set(self.inputs.table_names)
         return len(current) if self.changed_tables is None else len(self.changed_tables & current)
-
-    def changed_inputs(self) -> pa.Table:
-        """The rows of ``state/ind_columns`` computed by this run (every row when everything was)."""
-        rows = self.inputs.to_arrow()
-        if self.changed_tables is None:
-            return rows
-        return rows.filter(pc.is_in(rows["table_name"], pa.array(sorted(self.changed_tables), pa.string())))
 
 
 @dataclass(frozen=True)
@@ -132,51 +130,28 @@ def lake_columns(catalog: Catalog) -> LakeColumns:
     )
 
 
-def _column_keys(table_names: pa.Array | list[str], column_names: pa.Array | list[str]) -> pa.Array:
-    """Each column as one string: its table's name and its own, NUL-separated (no name holds a NUL)."""
-    return pc.binary_join_element_wise(
-        pa.array(table_names, pa.string()), pa.array(column_names, pa.string()), "\x00"
-    )
-
-
-@dataclass(frozen=True)
-class _KeptInputs:
-    """The kept inputs' ``rows``; the ``changed`` tables, whose inputs are to be computed again; and for
-    each of the lake's columns the row of ``rows`` holding its inputs (``at``, -1 where none does)."""
-
-    rows: pa.Table
-    changed: set[str]
-    at: np.ndarray
-
-
 def _kept_inputs(
     catalog: Catalog, settings: str, table_names: list[str], column_names: list[str]
-) -> _KeptInputs | None:
-    """The kept inputs and last result, when both were computed with ``settings``; None when every input
-    is to be computed."""
+) -> tuple[KeptInputs, set[str]] | None:
+    """The kept inputs and the tables whose inputs are to be computed again, when the kept inputs and the
+    last result were computed with ``settings``; None when every input is to be computed."""
     changed = changed_since(catalog, [INPUTS, RESULTS], settings)
     if changed is None:
         return None
-    stored = catalog.read_small(INPUTS)
-    # The rows come in the order of their files, which a replace of some tables' rows changes: each
-    # column's row is found by its key (hashed, vectorised: 10^5 columns).
-    stored_keys = _column_keys(stored["table_name"].combine_chunks(), stored["column_name"].combine_chunks())
-    keys = _column_keys(table_names, column_names)
-    at = pc.index_in(keys, value_set=stored_keys)
+    kept = read_kept_inputs(catalog, table_names, column_names)
     # Columns added or dropped without a batch of the table recorded (a rebuild drops the inputs).
-    added = pc.filter(pa.array(table_names, pa.string()), pc.is_null(at))
-    dropped = stored["table_name"].filter(pc.invert(pc.is_in(stored_keys, value_set=keys)))
-    changed |= set(pc.unique(added).to_pylist()) | set(pc.unique(dropped).to_pylist())
-    return _KeptInputs(stored, changed, pc.fill_null(at, -1).to_numpy())
+    added = pc.filter(pa.array(table_names, pa.string()), pa.array(kept.at < 0))
+    return kept, changed | set(pc.unique(added).to_pylist()) | kept.unlisted
 
 
 def _inputs(
-    catalog: Catalog, config: ManyConfig, columns: LakeColumns, kept: _KeptInputs | None
+    catalog: Catalog, config: ManyConfig, columns: LakeColumns, kept: KeptInputs | None, changed: set[str]
 ) -> ColumnInputs:
-    """Every column's inputs in the given order: kept ones for unchanged tables, computed for the others."""
+    """Every column's inputs in the given order: kept ones for unchanged tables, computed for the
+    ``changed`` ones (every table's when nothing is ``kept``)."""
     if kept is None:
         return compute_inputs(catalog, columns.table_names, columns.column_names, columns.n_distinct, config)
-    is_changed = _of_tables(columns.table_names, kept.changed)
+    is_changed = _of_tables(columns.table_names, changed)
     at = np.flatnonzero(is_changed)
     asked = columns.take(at)
     fresh = compute_inputs(
@@ -186,7 +161,7 @@ def _inputs(
     # changed one; one take of the stored rows and the fresh ones together, in the given order.
     rows = kept.at.astype(np.int64)
     rows[at] = kept.rows.num_rows + np.arange(len(at))
-    combined = pa.concat_tables([kept.rows, fresh]).combine_chunks()
+    combined = pa.concat_tables([kept.rows.select(fresh.column_names), fresh]).combine_chunks()
     return ColumnInputs.from_arrow(combined.take(pa.array(rows)), config.params)
 
 
@@ -323,13 +298,13 @@ def discover_inclusion_dependencies(
     started = time.perf_counter()
     columns = lake_columns(catalog)
     table_names = columns.table_names
-    kept = (
+    reused = (
         _kept_inputs(catalog, settings_of(inds=config), table_names, columns.column_names)
         if incremental
         else None
     )
-    inputs = _inputs(catalog, config, columns, kept)
-    changed_tables = None if kept is None else kept.changed
+    kept, changed_tables = (None, None) if reused is None else reused
+    inputs = _inputs(catalog, config, columns, kept, changed_tables or set())
     changed = None if changed_tables is None else _of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
     spark = catalog.spark
@@ -355,26 +330,29 @@ def discover_inclusion_dependencies(
         dropped = low_coverage(inputs.set_sizes[deps], inputs.set_sizes[refs], config.filters.tau)
         deps, refs = deps[~dropped], refs[~dropped]
     found = _result(inputs, deps, refs)
-    if changed_tables is not None:
-        last = catalog.read_small(RESULTS).select(found.column_names)
+    last = None if changed_tables is None else catalog.read_small(RESULTS)
+    if last is not None:
         unchanged = pc.invert(
             pc.or_(
                 pc.is_in(last["dep_table"], pa.array(sorted(changed_tables), pa.string())),
                 pc.is_in(last["ref_table"], pa.array(sorted(changed_tables), pa.string())),
             )
         )
-        found = pa.concat_tables([last.filter(unchanged).cast(found.schema), found])
+        kept_rows = last.select(found.column_names).filter(unchanged).cast(found.schema)
+        found = pa.concat_tables([kept_rows, found])
     result = found.sort_by([(name, "ascending") for name in PAIR])
     return ManyRun(
         result,
         inputs,
         changed_tables,
+        kept,
         len(set(table_names)),
         len(candidates),
         int(possible.sum()),
         n_on_driver,
         int(valid.sum()),
         stage_seconds,
+        last,
     )
 
 
@@ -384,16 +362,21 @@ def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
     kept and the changes recorded: ``lakemeta.catalog.relationships``), computed again only for the
     columns of tables changed since the last discovery. Returns the number of INDs kept."""
     many = many_config(config.inds)
-    reflects = {"run": newest_committed_run(catalog.root), "settings": settings_of(inds=many)}
+    committed = newest_committed_run(catalog.root)
+    reflects = {"run": committed, "settings": settings_of(inds=many)}
     run = discover_inclusion_dependencies(catalog, many)
-    if run.changed_tables is None:
-        # the inputs first: a result is reused only where the kept inputs were computed with its settings
-        catalog.replace_small(INPUTS, run.inputs.to_arrow(), reflects=reflects)
-    elif run.changed_tables:
-        changed = is_in("table_name", sorted(run.changed_tables))
-        catalog.replace_small(INPUTS, run.changed_inputs(), predicate=changed, reflects=reflects)
     if run.changed_tables != set():
-        replace_relationships(catalog, RESULTS, run.result, config.discovery_settings(), reflects=reflects)
+        # the inputs first: a result is reused only where the kept inputs were computed with its settings
+        keep_inputs(catalog, run.inputs.to_arrow(), run.changed_tables, run.kept, committed, reflects)
+        replace_relationships(
+            catalog,
+            RESULTS,
+            run.result,
+            config.discovery_settings(),
+            committed,
+            reflects=reflects,
+            stored=run.last_result,
+        )
     # else nothing changed since the kept inputs and result: both stand as they are, and what they
     # reflect still holds (no batch after the run they name)
     log.info(

@@ -1,0 +1,89 @@
+"""Many's kept inputs (``state/ind_columns``): each column's inputs (``inds.columns``) as the discovery
+after a batch reuses them, read and written without Spark.
+
+A discovery after a batch computes again the inputs of the changed tables' columns only, a few of 10^5,
+and appends them: a column's row of the newest ``computed_in`` (the committed run it was computed over)
+holds its inputs, its older rows are outdated. Appending writes the batch's rows alone, where replacing
+them would rewrite the inputs of every column (24 MB for 10^5 columns). The table is rewritten with the
+current rows alone after a discovery from scratch, when outdated rows would pass ``OUTDATED_SHARE`` of it,
+and when it holds rows of dropped tables or columns, which would otherwise make their tables look changed
+to every later discovery.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakemeta.catalog import Catalog
+from lakemeta.catalog.store import Txn, rows_of_tables
+from lakemeta.inds.columns import INPUTS
+
+# The share of outdated rows past which the kept inputs are rewritten rather than appended to: their read
+# grows by at most this share between rewrites.
+OUTDATED_SHARE = 0.25
+COMPUTED_IN = "computed_in"
+
+
+@dataclass(frozen=True)
+class KeptInputs:
+    """The rows of ``state/ind_columns`` (``rows``); for each of the lake's columns the row holding its
+    inputs, the newest of its rows (``at``, -1 where it has none); and the tables of the rows that belong
+    to no column of the lake (``unlisted``: dropped tables and columns)."""
+
+    rows: pa.Table
+    at: np.ndarray
+    unlisted: set[str]
+
+    def current_rows(self) -> pa.Table:
+        """The rows holding the lake's columns' inputs, in the lake's order (a column without inputs has
+        none)."""
+        return self.rows.take(pa.array(self.at[self.at >= 0]))
+
+
+def _column_keys(table_names: pa.Array | list[str], column_names: pa.Array | list[str]) -> pa.Array:
+    """Each column as one string: its table's name and its own, NUL-separated (no name holds a NUL)."""
+    return pc.binary_join_element_wise(
+        pa.array(table_names, pa.string()), pa.array(column_names, pa.string()), "\x00"
+    )
+
+
+def read_kept_inputs(catalog: Catalog, table_names: list[str], column_names: list[str]) -> KeptInputs:
+    """The kept inputs of the columns named by ``table_names`` and ``column_names`` (``KeptInputs``)."""
+    stored = catalog.read_small(INPUTS)
+    # The rows come in the order of their files, not the lake's: each column's row is found by its key
+    # (hashed, vectorised: 10^5 columns), among the rows newest first (index_in finds a key's first row).
+    stored_keys = _column_keys(stored["table_name"].combine_chunks(), stored["column_name"].combine_chunks())
+    # a row written before the runs were recorded is older than any other
+    newest_first = np.argsort(-pc.fill_null(stored[COMPUTED_IN], -1).to_numpy(), kind="stable")
+    keys = _column_keys(table_names, column_names)
+    at = pc.fill_null(pc.index_in(keys, value_set=stored_keys.take(newest_first)), -1).to_numpy()
+    unlisted = stored["table_name"].filter(pc.invert(pc.is_in(stored_keys, value_set=keys)))
+    return KeptInputs(stored, np.where(at >= 0, newest_first[at], -1), set(pc.unique(unlisted).to_pylist()))
+
+
+def keep_inputs(
+    catalog: Catalog,
+    inputs: pa.Table,
+    changed_tables: set[str] | None,
+    kept: KeptInputs | None,
+    committed: int | None,
+    reflects: dict,
+) -> None:
+    """Keep ``inputs`` (every column's, ``ColumnInputs.to_arrow``), computed over the committed run
+    ``committed`` again for ``changed_tables`` only and reusing ``kept`` for the others (None, None: all
+    computed): the changed tables' rows appended, once per committed run, or every column's row written
+    alone (see the module). ``reflects`` goes with the commit (``Catalog.reflects``)."""
+    computed_in = pa.scalar(committed, pa.int64())
+    if kept is not None and changed_tables is not None and committed is not None and not kept.unlisted:
+        fresh = rows_of_tables(inputs, sorted(changed_tables))
+        outdated = kept.rows.num_rows + fresh.num_rows - inputs.num_rows
+        if outdated <= OUTDATED_SHARE * inputs.num_rows:
+            fresh = fresh.append_column(COMPUTED_IN, pa.repeat(computed_in, fresh.num_rows))
+            catalog.append_small(INPUTS, fresh, Txn(f"discovery {INPUTS}", committed), reflects=reflects)
+            return
+    rows = inputs.append_column(COMPUTED_IN, pa.repeat(computed_in, inputs.num_rows))
+    catalog.replace_small(INPUTS, rows, reflects=reflects)
