@@ -323,9 +323,8 @@ class Catalog:
         rows of ``tables`` (by ``table_name``) unless that is None. Of a table bucketed by table, only the
         files of their buckets are read: the rows of a few tables, which the caller bounds."""
         if name in self.bucketed_by_table and tables is not None:
-            buckets = buckets_of(tables)
-            rows = self.location(name).delta_dataset(file_pruning_predicate=[(BUCKET_COLUMN, "in", buckets)])
-            rows = rows.to_table()
+            in_buckets = [(BUCKET_COLUMN, "in", buckets_of(tables))]
+            rows = self.location(name).delta_dataset(file_pruning_predicate=in_buckets).to_table()
         else:
             self.path(name)  # refuses a name that is not one of the catalog's tables
             rows = read_small(self.root, name)

@@ -78,6 +78,7 @@ class TableChange:
         self.batch = batch
         self.table_name = batch.table_name
         self.max_rows = max_rows
+        self._location = Location(batch.path)
 
     @functools.cached_property
     def slice_rows(self) -> int:
@@ -90,7 +91,7 @@ class TableChange:
 
     @functools.cached_property
     def _table(self) -> deltalake.DeltaTable:
-        return Location(self.batch.path).delta_table(self.batch.to_version)
+        return self._location.delta_table(self.batch.to_version)
 
     @functools.cached_property
     def schema(self) -> StructType:
@@ -106,7 +107,7 @@ class TableChange:
     def _before_table(self) -> deltalake.DeltaTable | None:
         if self.batch.kind == "full":
             return None
-        return Location(self.batch.path).delta_table(self.batch.from_version)
+        return self._location.delta_table(self.batch.from_version)
 
     @functools.cached_property
     def before_rows(self) -> int | None:
@@ -118,14 +119,14 @@ class TableChange:
         """The snapshot at ``to_version`` (not for a part of a batch)."""
         if self.batch.files:
             raise ValueError(f"{self.table_name}: a part of a batch has no snapshot; it is read in slices")
-        return Location(self.batch.path).delta_dataset(self._table).to_table()
+        return self._location.delta_dataset(self._table).to_table()
 
     @functools.cached_property
     def before(self) -> pa.Table | None:
         """The snapshot at ``from_version``; None for a full batch."""
         if self._before_table is None:
             return None
-        before = Location(self.batch.path).delta_dataset(self._before_table).to_table()
+        before = self._location.delta_dataset(self._before_table).to_table()
         return before.select(self.after.column_names)
 
     def snapshot_slices(self) -> Iterator[pa.Table]:
