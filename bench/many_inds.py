@@ -202,7 +202,7 @@ def sindy(catalog: Catalog) -> tuple[set[Pair], float]:
     pairs = refs.select("dep", F.explode(F.array_remove("refs", F.col("dep"))).alias("ref")).toArrow()
     valued = set(per_column.select("dep").toArrow()["dep"].to_pylist())
     seconds = time.perf_counter() - started
-    names = list(zip(table_names, column_names, strict=True))
+    names = list(zip(table_names.to_pylist(), column_names.to_pylist(), strict=True))
     found = {
         (*names[d], *names[r])
         for d, r in zip(pairs["dep"].to_pylist(), pairs["ref"].to_pylist(), strict=True)

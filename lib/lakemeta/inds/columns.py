@@ -23,7 +23,7 @@ columns only (``inds.discover``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,8 +61,8 @@ _VALUE_ROW_COLUMNS = ["column_id", "level", "hash", "count", "integer"]  # what 
 class ColumnInputs:
     """Many's inputs for columns in a fixed order (driver side): names, signatures, sizes, statistics."""
 
-    table_names: list[str]
-    column_names: list[str]
+    table_names: pa.StringArray
+    column_names: pa.StringArray
     # column c's signature at its level (``inds.sized``): words[signature_offsets[c]:signature_offsets[c + 1]]
     signature_offsets: np.ndarray
     signature_words: np.ndarray
@@ -75,8 +75,8 @@ class ColumnInputs:
         """The rows of ``state/ind_columns``."""
         return pa.table(
             {
-                "table_name": pa.array(self.table_names, pa.string()),
-                "column_name": pa.array(self.column_names, pa.string()),
+                "table_name": self.table_names,
+                "column_name": self.column_names,
                 "signature": binary_rows(
                     self.signature_words, self.signature_offsets, np.ones(len(self.levels), bool)
                 ),
@@ -95,8 +95,8 @@ class ColumnInputs:
         if not stored.all():
             raise ValueError(f"{INPUTS} holds a column without a signature")
         return cls(
-            rows["table_name"].to_pylist(),
-            rows["column_name"].to_pylist(),
+            rows["table_name"].combine_chunks().cast(pa.string()),
+            rows["column_name"].combine_chunks().cast(pa.string()),
             offsets,
             words,
             levels_of(np.diff(offsets), params),
@@ -155,8 +155,8 @@ def _column_parts(
 
 def compute_inputs(
     catalog: Catalog,
-    table_names: Sequence[str],
-    column_names: Sequence[str],
+    table_names: pa.StringArray,
+    column_names: pa.StringArray,
     set_sizes: np.ndarray,
     config: ManyConfig,
 ) -> ColumnInputs:
@@ -167,8 +167,8 @@ def compute_inputs(
     levels = levels_for(set_sizes, params, config.max_doublings)
     asked = pa.table(
         {
-            "table_name": pa.array(list(table_names), pa.string()),
-            "column_name": pa.array(list(column_names), pa.string()),
+            "table_name": table_names,
+            "column_name": column_names,
             "column_id": pa.array(np.arange(n, dtype=np.int64)),
             "level": pa.array(levels, pa.int64()),
         }
@@ -176,7 +176,7 @@ def compute_inputs(
     null_hashes, valid = hash_strings(pa.array(list(config.filters.null_values), pa.string()))
     summarise = _column_parts(params, np.sort(null_hashes[valid]), kept_values)
     value_sets = ColumnValues.state_table()
-    tables = sorted(set(table_names))
+    tables = sorted(pc.unique(table_names).to_pylist())
     on_driver = int(np.sum(set_sizes)) <= config.driver_signature_values
     no_parts = pa.table({name: [] for name in _PARTS_COLUMNS})
     if n:
@@ -239,8 +239,8 @@ def compute_inputs(
     all_integer = (n_distinct > 0) & (n_not_integer == 0)
     bounds = np.searchsorted(value_ids, np.arange(n + 1))
     return ColumnInputs(
-        list(table_names),
-        list(column_names),
+        table_names,
+        column_names,
         signature_offsets,
         signature_words,
         levels,

@@ -98,7 +98,7 @@ class ManyRun:
     @property
     def n_changed_tables(self) -> int:
         """The current tables computed again (all of them when everything was)."""
-        current = set(self.inputs.table_names)
+        current = set(pc.unique(self.inputs.table_names).to_pylist())
         return len(current) if self.changed_tables is None else len(self.changed_tables & current)
 
 
@@ -106,32 +106,32 @@ class ManyRun:
 class LakeColumns:
     """The columns taking part, in table and ordinal order, with their exact distinct counts."""
 
-    table_names: list[str]
-    column_names: list[str]
+    table_names: pa.StringArray
+    column_names: pa.StringArray
     n_distinct: np.ndarray  # int64, 0 for a column without a value
 
     def take(self, at: np.ndarray) -> LakeColumns:
-        return LakeColumns(
-            [self.table_names[i] for i in at], [self.column_names[i] for i in at], self.n_distinct[at]
-        )
+        rows = pa.array(at, pa.int64())
+        return LakeColumns(self.table_names.take(rows), self.column_names.take(rows), self.n_distinct[at])
 
 
 def lake_columns(catalog: Catalog) -> LakeColumns:
-    """Every column of plain, non-binary values of the listed tables, from the catalog's ``columns``."""
-    columns = catalog.read_small("columns").sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
+    """Every column of plain, non-binary values of the listed tables, from the catalog's ``columns``, in the
+    order its files hold them (no step depends on the order: the result is sorted by name)."""
+    columns = catalog.read_small("columns")
     # one test per distinct type name, not per column (10^5 columns, a few dozen type names)
     type_names = pc.unique(columns["data_type"]).to_pylist()
     plain = [name for name in type_names if is_plain_type_name(name) and name != "binary"]
     kept = columns.filter(pc.is_in(columns["data_type"], pa.array(plain, pa.string())))
     return LakeColumns(
-        kept["table_name"].to_pylist(),
-        kept["column_name"].to_pylist(),
+        kept["table_name"].combine_chunks().cast(pa.string()),
+        kept["column_name"].combine_chunks().cast(pa.string()),
         pc.fill_null(kept["n_distinct"], 0).to_numpy().astype(np.int64),
     )
 
 
 def _kept_inputs(
-    catalog: Catalog, settings: str, table_names: list[str], column_names: list[str]
+    catalog: Catalog, settings: str, table_names: pa.StringArray, column_names: pa.StringArray
 ) -> tuple[KeptInputs, set[str]] | None:
     """The kept inputs and the tables whose inputs are to be computed again, when the kept inputs and the
     last result were computed with ``settings``; None when every input is to be computed."""
@@ -140,7 +140,7 @@ def _kept_inputs(
         return None
     kept = read_kept_inputs(catalog, table_names, column_names)
     # Columns added or dropped without a batch of the table recorded (a rebuild drops the inputs).
-    added = pc.filter(pa.array(table_names, pa.string()), pa.array(kept.at < 0))
+    added = table_names.filter(pa.array(kept.at < 0))
     return kept, changed | set(pc.unique(added).to_pylist()) | kept.unlisted
 
 
@@ -165,10 +165,9 @@ def _inputs(
     return ColumnInputs.from_arrow(combined.take(pa.array(rows)), config.params)
 
 
-def _of_tables(table_names: list[str], tables: set[str]) -> np.ndarray:
+def _of_tables(table_names: pa.StringArray, tables: set[str]) -> np.ndarray:
     """Which of the columns (by their tables' names) belong to ``tables``: a mask."""
-    names = pa.array(table_names, pa.string())
-    return pc.is_in(names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
+    return pc.is_in(table_names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
 
 
 def _propose(
@@ -246,8 +245,8 @@ def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np
     involved = np.unique(candidates)
     ids_table = pa.table(
         {
-            "table_name": pa.array(inputs.table_names, pa.string()).take(pa.array(involved)),
-            "column_name": pa.array(inputs.column_names, pa.string()).take(pa.array(involved)),
+            "table_name": inputs.table_names.take(pa.array(involved)),
+            "column_name": inputs.column_names.take(pa.array(involved)),
             "column_id": pa.array(involved, pa.int64()),
         }
     )
@@ -273,8 +272,7 @@ def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np
 
 def _result(inputs: ColumnInputs, deps: np.ndarray, refs: np.ndarray) -> pa.Table:
     dep_distinct, ref_distinct = inputs.set_sizes[deps], inputs.set_sizes[refs]
-    tables_of = pa.array(inputs.table_names, pa.string())
-    names_of = pa.array(inputs.column_names, pa.string())
+    tables_of, names_of = inputs.table_names, inputs.column_names
     return pa.table(
         {
             "dep_table": tables_of.take(pa.array(deps, pa.int64())),
@@ -346,7 +344,7 @@ def discover_inclusion_dependencies(
         inputs,
         changed_tables,
         kept,
-        len(set(table_names)),
+        len(pc.unique(table_names)),
         len(candidates),
         int(possible.sum()),
         n_on_driver,

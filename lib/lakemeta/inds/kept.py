@@ -44,14 +44,14 @@ class KeptInputs:
         return self.rows.take(pa.array(self.at[self.at >= 0]))
 
 
-def _column_keys(table_names: pa.Array | list[str], column_names: pa.Array | list[str]) -> pa.Array:
+def _column_keys(table_names: pa.StringArray, column_names: pa.StringArray) -> pa.Array:
     """Each column as one string: its table's name and its own, NUL-separated (no name holds a NUL)."""
-    return pc.binary_join_element_wise(
-        pa.array(table_names, pa.string()), pa.array(column_names, pa.string()), "\x00"
-    )
+    return pc.binary_join_element_wise(table_names, column_names, "\x00")
 
 
-def read_kept_inputs(catalog: Catalog, table_names: list[str], column_names: list[str]) -> KeptInputs:
+def read_kept_inputs(
+    catalog: Catalog, table_names: pa.StringArray, column_names: pa.StringArray
+) -> KeptInputs:
     """The kept inputs of the columns named by ``table_names`` and ``column_names`` (``KeptInputs``)."""
     stored = catalog.read_small(INPUTS)
     # The rows come in the order of their files, not the lake's: each column's row is found by its key

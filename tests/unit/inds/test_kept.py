@@ -114,7 +114,8 @@ def test_the_newest_row_of_each_column_holds_the_inputs_of_the_last_discovery(
             lake, structural = _changed_lake(lake, change, changed_table)
             batches = (batches & set(lake)) | structural  # a dropped table's batch is its drop
             names = [(table, column) for table in sorted(lake) for column in sorted(lake[table])]
-            table_names, column_names = [t for t, _ in names], [c for _, c in names]
+            table_names = pa.array([table for table, _ in names], pa.string())
+            column_names = pa.array([column for _, column in names], pa.string())
             kept = None if run == 0 or from_scratch else read_kept_inputs(catalog, table_names, column_names)
             # what the discovery computes again: the batches' tables, and as it finds them, those with a
             # column without kept inputs or with rows of a dropped column
