@@ -178,7 +178,7 @@ class Pipeline:
             for each in steps:
                 # Read before the step: a run committing meanwhile is not claimed by its record.
                 committed = newest_committed_run(self.catalog.root)
-                discovery_step(each)(self.catalog, self.lake, self.config)
+                discovery_step(each)(self.catalog, self.lake, self.config, committed)
                 record_discovery(self.catalog, each.name, committed, settings)
 
     def run(self) -> Plan | None:

@@ -44,9 +44,10 @@ class ComponentEntry:
 @dataclass(frozen=True)
 class DiscoveryStep:
     """A discovery step: its name (the DAG task and the job argument), the module whose
-    ``run_step(catalog, lake, config)`` runs it, the steps whose results it reads, and whether the commit
-    of a run already did its work for the changed tables (then `lakemeta run` leaves it out, and the
-    discovery DAG runs it so that a run triggered with other thresholds redoes it for every table)."""
+    ``run_step(catalog, lake, config, committed)`` runs it over the state of the committed run
+    ``committed``, the steps whose results it reads, and whether the commit of a run already did its
+    work for the changed tables (then `lakemeta run` leaves it out, and the discovery DAG runs it so that
+    a run triggered with other thresholds redoes it for every table)."""
 
     name: str
     module: str
@@ -89,7 +90,7 @@ def state_components() -> list[type[StateComponent]]:
     return [state_component(entry) for entry in STATE_COMPONENTS]
 
 
-def discovery_step(step: DiscoveryStep) -> Callable[[Catalog, Location, Config], object]:
+def discovery_step(step: DiscoveryStep) -> Callable[[Catalog, Location, Config, int | None], object]:
     """The function that runs a registered discovery step."""
     return importlib.import_module(step.module).run_step
 

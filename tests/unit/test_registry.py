@@ -21,6 +21,6 @@ def test_discovery_steps_resolve_and_come_after_what_they_read():
     seen: set[str] = set()
     for step in DISCOVERY_STEPS:
         run = discovery_step(step)
-        assert list(inspect.signature(run).parameters) == ["catalog", "lake", "config"]
+        assert list(inspect.signature(run).parameters) == ["catalog", "lake", "config", "committed"]
         assert set(step.after) <= seen, step
         seen.add(step.name)

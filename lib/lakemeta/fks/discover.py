@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
+from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, FkConfig, SketchConfig, settings_of
@@ -475,13 +475,12 @@ def discover_fk_candidates(
     )
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
+def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> int:
     """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
     ``keys_and_dependencies`` whose results it reads: the candidates' outcomes kept for the next run
     (``SCORED_STATE``, its commit recording the run and settings it reflects), ``table_overlaps``, and
     ``fk_candidates`` replaced (each accepted FK's first run kept and the changes recorded:
     ``lakemeta.catalog.relationships``); returns the accepted count."""
-    committed = newest_committed_run(catalog.root)
     reflects = {"run": committed, "settings": settings_of(fks=config.fks, sketches=config.sketches)}
     run = discover_fk_candidates(catalog, lake, config)
     catalog.replace_small(KEY_CHECKS, run.key_checks)

@@ -53,7 +53,7 @@ from pyspark.sql import SparkSession
 
 from lakemeta.arrays import uint64_rows
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
+from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.config import Config, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
@@ -354,13 +354,12 @@ def discover_inclusion_dependencies(
     )
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config) -> int:
+def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> int:
     """The discovery step ``inclusion_dependencies`` (``lakemeta.registry``): all valid unary INDs among
     the lake's committed tables into ``inclusion_dependencies`` (replaced whole, each IND's first run
     kept and the changes recorded: ``lakemeta.catalog.relationships``), computed again only for the
     columns of tables changed since the last discovery. Returns the number of INDs kept."""
     many = many_config(config.inds)
-    committed = newest_committed_run(catalog.root)
     reflects = {"run": committed, "settings": settings_of(inds=many)}
     run = discover_inclusion_dependencies(catalog, many)
     if run.changed_tables != set():

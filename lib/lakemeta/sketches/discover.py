@@ -55,7 +55,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.discovery_runs import changed_since, newest_committed_run
+from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.config import Config, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import column_sketches, register_matrix
@@ -365,12 +365,12 @@ def estimate_inclusions(
     return result, counts, changed_tables
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config) -> PairCounts:
+def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> PairCounts:
     """The discovery step ``inclusion_estimates``: it reads the state only, not the lake, and estimates
     again only the pairs with a column of a table changed since the last discovery. The rows replace the
     table's content in one commit, which records the run and settings they reflect; with no table changed
     nothing is written."""
-    reflects = {"run": newest_committed_run(catalog.root), "settings": settings_of(sketches=config.sketches)}
+    reflects = {"run": committed, "settings": settings_of(sketches=config.sketches)}
     result, counts, changed = estimate_inclusions(catalog, config.sketches)
     if changed != set():
         catalog.replace_small(TARGET, result, reflects=reflects)
