@@ -28,6 +28,7 @@ from pyspark.sql.types import DataType, StructType
 from lakemeta.catalog.layout import (
     BUCKET_COLUMN,
     LAYOUT_PROPERTIES,
+    LOG_PROPERTIES,
     bucketed_schema,
     buckets_of,
     in_buckets_sql,
@@ -205,11 +206,14 @@ class Catalog:
             location = self.location(name)
             if not location.is_delta_table():
                 if name in self.bucketed_by_table:
-                    location.create_delta(schema, [BUCKET_COLUMN], LAYOUT_PROPERTIES)
+                    location.create_delta(schema, [BUCKET_COLUMN], {**LOG_PROPERTIES, **LAYOUT_PROPERTIES})
                 else:
-                    location.create_delta(schema)
+                    location.create_delta(schema, configuration=LOG_PROPERTIES)
                 continue
             table = location.delta_table()
+            configured = table.metadata().configuration
+            if any(configured.get(key) != value for key, value in LOG_PROPERTIES.items()):
+                table.alter.set_table_properties(LOG_PROPERTIES)  # a catalog created before they were set
             present = {field.name for field in table.schema().fields}
             if name in self.bucketed_by_table and BUCKET_COLUMN not in present:
                 raise OutdatedLayoutError(
