@@ -8,9 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable, Field, write_deltalake
 
+from lakemeta.catalog import Catalog
 from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of, writer_properties
+from lakemeta.catalog.store import Txn
 from lakemeta.maintenance import maintain_catalog, maintain_table
 from lakemeta.publish import publication_is_current
 from lakemeta.quality.gate import AUDITED, QUALITY_FOLDER, audit_file, batches_file
@@ -223,3 +225,23 @@ def test_columns_of_random_bits_stay_plain_and_uncompressed_through_compaction(t
         assert chunks[name].compression == "UNCOMPRESSED" and not chunks[name].has_dictionary_page, name
         assert not chunks[name].is_stats_set, name
     assert pq.read_table(file).num_rows == 3
+
+
+def test_what_a_derived_table_reflects_survives_maintenance_and_not_a_schema_change(tmp_path):
+    """A discovery reuses its kept state when the newest commit that wrote it says what it reflects:
+    compaction, VACUUM and a table property set are passed over; a new column (old rows lack it) is not."""
+    catalog = Catalog(None, Location.parse(tmp_path / "catalog"))
+    catalog.ensure_tables()
+    name, reflects = "inclusion_estimates", {"run": 3, "settings": "s"}
+    schema = catalog.arrow_schema(name)
+    row = pa.table({field.name: pa.nulls(1, field.type) for field in schema})
+    for run in range(3):  # three files for the compaction to merge
+        catalog.append_small(name, row, Txn("estimates", run), reflects=reflects)
+    location = catalog.location(name)
+    assert maintain_table(location, name, 0, None).compacted == 3
+    location.delta_table().alter.set_table_properties({"delta.checkpointInterval": "12"})
+    operations = [commit["operation"] for commit in location.delta_table().history(5)]
+    assert operations[:4] == ["SET TBLPROPERTIES", "VACUUM END", "VACUUM START", "OPTIMIZE"], operations
+    assert catalog.reflects(name) == reflects
+    location.delta_table().alter.add_columns([Field("added", "long")])
+    assert catalog.reflects(name) is None

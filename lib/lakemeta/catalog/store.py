@@ -49,6 +49,9 @@ _NEGATIVE = "negative count"
 _NEGATIVE_AT, _NEGATIVE_END = "lakemeta: negative count at <<", ">>"  # around the key in the MERGE's error
 _WANTED = "lakemeta_wanted_table"  # the table names a read asks for, in its semi-join
 _REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's content was computed from
+# Delta operations that leave a table's rows as they were (a schema change does not: old rows lack values)
+_CONTENT_KEPT = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
+_REFLECTS_LOOKBACK = 20  # commits; past them a discovery recomputes everything, which is always correct
 # Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
 # of the same write (a retried step skips it: what it would write is there); ``lakemeta.lineage`` listens.
 write_observers: list[Callable[[str], None]] = []
@@ -365,11 +368,17 @@ class Catalog:
             )
 
     def reflects(self, name: str) -> dict | None:
-        """What the table's newest commit says its content was computed from (``replace_small``'s
-        ``reflects``), None when it says nothing."""
-        history = self.location(name).delta_table().history(1)
-        recorded = history[0].get(_REFLECTS) if history else None
-        return None if recorded is None else json.loads(recorded)
+        """What the table's content was computed from (``replace_small``'s ``reflects``), as its newest
+        commit that wrote content says; None when that commit says nothing. Commits that keep the content
+        as it is (maintenance's compaction and VACUUM, a table property set) are passed over: otherwise
+        every daily maintenance would make the next discovery recompute everything."""
+        for commit in self.location(name).delta_table().history(_REFLECTS_LOOKBACK):
+            recorded = commit.get(_REFLECTS)
+            if recorded is not None:
+                return json.loads(recorded)
+            if commit.get("operation") not in _CONTENT_KEPT:
+                return None
+        return None
 
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
         """Set ``new_values`` on the rows matching ``predicate`` (built from the pipeline's own values,

@@ -364,7 +364,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     run = discover_inclusion_dependencies(catalog, many)
     if run.changed_tables != set():
         # the inputs first: a result is reused only where the kept inputs were computed with its settings
-        keep_inputs(catalog, run.inputs.to_arrow(), run.changed_tables, run.kept, committed, reflects)
+        keep_inputs(catalog, run.inputs.to_arrow(), run.changed_tables, run.kept, reflects)
         replace_relationships(
             catalog,
             RESULTS,

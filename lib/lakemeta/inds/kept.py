@@ -70,13 +70,13 @@ def keep_inputs(
     inputs: pa.Table,
     changed_tables: set[str] | None,
     kept: KeptInputs | None,
-    committed: int | None,
     reflects: dict,
 ) -> None:
-    """Keep ``inputs`` (every column's, ``ColumnInputs.to_arrow``), computed over the committed run
-    ``committed`` again for ``changed_tables`` only and reusing ``kept`` for the others (None, None: all
-    computed): the changed tables' rows appended, once per committed run, or every column's row written
-    alone (see the module). ``reflects`` goes with the commit (``Catalog.reflects``)."""
+    """Keep ``inputs`` (every column's, ``ColumnInputs.to_arrow``), computed again for ``changed_tables``
+    only and reusing ``kept`` for the others (None, None: all computed), over the committed run
+    ``reflects["run"]``: the changed tables' rows appended, once per committed run, or every column's row
+    written alone (see the module). ``reflects`` goes with the commit (``Catalog.reflects``)."""
+    committed = reflects["run"]
     computed_in = pa.scalar(committed, pa.int64())
     if kept is not None and changed_tables is not None and committed is not None and not kept.unlisted:
         fresh = rows_of_tables(inputs, sorted(changed_tables))

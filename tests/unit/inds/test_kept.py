@@ -127,7 +127,7 @@ def test_the_newest_row_of_each_column_holds_the_inputs_of_the_last_discovery(
             reflects = {"run": run, "settings": "s"}
             stored = []
             for _ in range(2 if retried else 1):
-                keep_inputs(catalog, rows, None if kept is None else changed, kept, run, reflects)
+                keep_inputs(catalog, rows, None if kept is None else changed, kept, reflects)
                 stored.append(catalog.read_small(INPUTS).num_rows)
             assert catalog.reflects(INPUTS) == reflects
             assert len(set(stored)) == 1, stored  # a retry writes nothing
