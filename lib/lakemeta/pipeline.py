@@ -65,7 +65,7 @@ class Pipeline:
         """The discovery steps (and ``DERIVED_TABLES``) whose results do not reflect the newest committed
         run with this configuration's settings, in run order."""
         steps = [DERIVED_TABLES, *(step.name for step in DISCOVERY_STEPS)]
-        return stale_steps(self.catalog.root, steps, self.config.discovery_settings())
+        return stale_steps(self.catalog, steps, self.config.discovery_settings())
 
     def results_current(self) -> bool:
         """Whether every result reflects the newest committed run with these settings and is published:
@@ -145,9 +145,9 @@ class Pipeline:
                 # The unchanged tables' keys stay current if they were (derived over the last committed
                 # run with these settings), or when there is no such run: this one covers every table. So
                 # do their rows of `columns`.
-                first = newest_committed_run(root) is None
-                keys_current = first or not stale_steps(root, [KEYS], settings)
-                if not first and not stale_steps(root, [DERIVED_TABLES], settings):
+                first = newest_committed_run(self.catalog) is None
+                keys_current = first or not stale_steps(self.catalog, [KEYS], settings)
+                if not first and not stale_steps(self.catalog, [DERIVED_TABLES], settings):
                     changed = plan.tables
                 failed = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows).failed()
                 refresh_keys_and_dependencies(
@@ -160,7 +160,7 @@ class Pipeline:
                     record_discovery(self.catalog, KEYS, plan.run_id, settings)
             running = running_plan(root)
             remove_staging(self.catalog, keep_run=running.run_id if running else None)
-            committed = newest_committed_run(root)
+            committed = newest_committed_run(self.catalog)
             derived = [component.derive(changed) for component in self.components()]
             metrics = [each for each in derived if each is not None]
             refresh_tables_and_columns(self.catalog, metrics, changed)
@@ -177,7 +177,7 @@ class Pipeline:
         with self.catalog.using_state(step or "discovery"):
             for each in steps:
                 # Read before the step: a run committing meanwhile is not claimed by its record.
-                committed = newest_committed_run(self.catalog.root)
+                committed = newest_committed_run(self.catalog)
                 discovery_step(each)(self.catalog, self.lake, self.config, committed)
                 record_discovery(self.catalog, each.name, committed, settings)
 

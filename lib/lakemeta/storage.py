@@ -299,9 +299,18 @@ class Location:
             file_pruning_predicate=file_pruning_predicate,
         )
 
-    def write_delta(self, data: pa.Table | pa.RecordBatchReader, **options: object) -> None:
-        """``deltalake.write_deltalake`` here with the location's storage options."""
-        deltalake.write_deltalake(self.uri, data, storage_options=self.storage_options(), **options)
+    def write_delta(
+        self,
+        data: pa.Table | pa.RecordBatchReader,
+        table: deltalake.DeltaTable | None = None,
+        **options: object,
+    ) -> None:
+        """``deltalake.write_deltalake`` here with the location's storage options; through ``table``, the
+        table here already opened, when given (delta-rs opens it otherwise, and moves ``table`` to the
+        version it commits)."""
+        deltalake.write_deltalake(
+            self.uri if table is None else table, data, storage_options=self.storage_options(), **options
+        )
 
     def create_delta(
         self,

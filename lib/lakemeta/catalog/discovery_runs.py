@@ -12,14 +12,13 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.catalog.store import Catalog, Txn, read_small
-from lakemeta.storage import Location
+from lakemeta.catalog.store import Catalog, Txn
 
 
-def newest_committed_run(root: Location) -> int | None:
+def newest_committed_run(catalog: Catalog) -> int | None:
     """The id of the newest run that committed (the state discovery reads is that run's), None before
     the first."""
-    runs = read_small(root, "runs")
+    runs = catalog.read_small("runs")
     committed = pc.filter(runs["run_id"], pc.equal(runs["status"], "succeeded"))
     return pc.max(committed).as_py()
 
@@ -38,10 +37,10 @@ def record_discovery(catalog: Catalog, step: str, run_id: int | None, settings: 
     catalog.append_small("discovery_runs", row, Txn(f"discovery {step}", time.time_ns() // 1000))
 
 
-def stale_steps(root: Location, steps: Sequence[str], settings: str) -> list[str]:
+def stale_steps(catalog: Catalog, steps: Sequence[str], settings: str) -> list[str]:
     """Those of ``steps`` whose results do not reflect the newest committed run with ``settings``."""
-    run = newest_committed_run(root)
-    records = read_small(root, "discovery_runs").sort_by("finished_at").to_pylist()
+    run = newest_committed_run(catalog)
+    records = catalog.read_small("discovery_runs").sort_by("finished_at").to_pylist()
     newest = {record["step"]: (record["run_id"], record["settings"]) for record in records}
     return [step for step in steps if newest.get(step) != (run, settings)]
 
@@ -52,7 +51,8 @@ def committed_batches(catalog: Catalog, after_run: int | None, up_to_run: int | 
     # Only the files that may hold a later run's rows (by their statistics): a lake's first run wrote a
     # batch of every table, which a discovery after a few changed tables need not read.
     later = None if after_run is None else [("run_id", ">", after_run)]
-    batches = catalog.location("state/batches").delta_dataset(file_pruning_predicate=later).to_table()
+    location = catalog.location("state/batches")
+    batches = location.delta_dataset(catalog.delta_table("state/batches"), later).to_table()
     committed = pc.fill_null(batches["committed"], False)
     if after_run is not None:
         committed = pc.and_(committed, pc.greater(batches["run_id"], after_run))

@@ -21,6 +21,7 @@ import deltalake
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
+from deltalake.exceptions import TableNotFoundError
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, StructType
@@ -173,6 +174,8 @@ class Catalog:
             },
         }
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
+        # while it holds the state lock shared: a delta-rs handle per table read or written (``delta_table``)
+        self._tables: dict[str, deltalake.DeltaTable] | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -197,6 +200,23 @@ class Catalog:
     def arrow_schema(self, name: str) -> pa.Schema:
         """The Arrow form of a table's schema (for delta-rs reads and writes)."""
         return to_arrow_schema(self.schemas[name], timezone="UTC")
+
+    def delta_table(self, name: str) -> deltalake.DeltaTable:
+        """Table ``name`` at its newest version, through delta-rs. Inside a step (the state lock held
+        shared) the handle is kept and brought up to date on the next call, which reads only the commits
+        since (``update_incremental``, under a millisecond) where opening replays the log from its last
+        checkpoint (4-15 ms): a discovery after a small batch reads and writes the same bookkeeping tables
+        a dozen times. Outside a step a rebuild may drop and recreate a table, which a kept handle would
+        not see: each call opens it."""
+        location = self.location(name)
+        if self._tables is None:
+            return location.delta_table()
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = location.delta_table()
+        else:
+            table.update_incremental()
+        return table
 
     def ensure_tables(self) -> None:
         """Create every table of the contract that does not exist yet (empty, with its schema), and add
@@ -294,11 +314,11 @@ class Catalog:
             yield
             return
         with Lease(self.root, "state", LEASE_SECONDS).hold(SHARED, purpose):
-            self._holding_state = True
+            self._holding_state, self._tables = True, {}
             try:
                 yield
             finally:
-                self._holding_state = False
+                self._holding_state, self._tables = False, None
 
     @contextlib.contextmanager
     def replacing_state(self) -> Iterator[None]:
@@ -325,17 +345,22 @@ class Catalog:
         crash_point(f"after {operation} {name}")
         report_written(name)
 
-    def read_small(self, name: str, tables: Sequence[str] | None = None) -> pa.Table:
+    def read_small(
+        self, name: str, tables: Sequence[str] | None = None, columns: Sequence[str] | None = None
+    ) -> pa.Table:
         """A table small by construction, read on the driver without a Spark job (``read_small``); only the
-        rows of ``tables`` (by ``table_name``) unless that is None. Of a table bucketed by table, only the
-        files of their buckets are read: the rows of a few tables, which the caller bounds."""
+        rows of ``tables`` (by ``table_name``) unless that is None, only ``columns`` unless that is None. Of
+        a table bucketed by table, only the files of their buckets are read: the rows of a few tables, which
+        the caller bounds."""
         if name in self.bucketed_by_table and tables is not None:
             in_buckets = [(BUCKET_COLUMN, "in", buckets_of(tables))]
-            rows = self.location(name).delta_dataset(file_pruning_predicate=in_buckets).to_table()
         else:
-            self.path(name)  # refuses a name that is not one of the catalog's tables
-            rows = read_small(self.root, name)
-        return rows if tables is None else rows_of_tables(rows, tables)
+            in_buckets = None
+        dataset = self.location(name).delta_dataset(self.delta_table(name), in_buckets)
+        if tables is None:
+            return dataset.to_table(columns=columns)
+        rows = rows_of_tables(dataset.to_table(), tables)
+        return rows if columns is None else rows.select(columns)
 
     def append_small(self, name: str, rows: pa.Table, txn: Txn, reflects: dict | None = None) -> None:
         """Append rows to a small table once per ``txn`` (a repeated append is skipped); ``reflects`` as
@@ -349,7 +374,10 @@ class Catalog:
         )
         with self.committing("append", name):
             self.location(name).write_delta(
-                rows.cast(self.arrow_schema(name)), mode="append", commit_properties=commit
+                rows.cast(self.arrow_schema(name)),
+                self.delta_table(name),
+                mode="append",
+                commit_properties=commit,
             )
 
     def replace_small(
@@ -357,10 +385,15 @@ class Catalog:
     ) -> None:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
         pipeline's own values) - in one commit (idempotent by nature). ``reflects`` says what the content
-        was computed from (a run, settings); :meth:`reflects` reads it back from the newest commit."""
+        was computed from (a run, settings); :meth:`reflects` reads it back."""
         with self.committing("replace", name):
+            try:
+                table = self.delta_table(name)
+            except TableNotFoundError:
+                table = None  # created by the write (a catalog whose tables are not all made yet)
             self.location(name).write_delta(
                 rows.cast(self.arrow_schema(name)),
+                table,
                 mode="overwrite",
                 predicate=predicate,
                 writer_properties=writer_properties(name),
@@ -372,7 +405,7 @@ class Catalog:
         commit that wrote content says; None when that commit says nothing. Commits that keep the content
         as it is (maintenance's compaction and VACUUM, a table property set) are passed over: otherwise
         every daily maintenance would make the next discovery recompute everything."""
-        for commit in self.location(name).delta_table().history(_REFLECTS_LOOKBACK):
+        for commit in self.delta_table(name).history(_REFLECTS_LOOKBACK):
             recorded = commit.get(_REFLECTS)
             if recorded is not None:
                 return json.loads(recorded)
@@ -389,7 +422,7 @@ class Catalog:
             for key, value in new_values.items()
         }
         with self.committing("update", name):
-            self.location(name).delta_table().update(new_values=literal, predicate=predicate)
+            self.delta_table(name).update(new_values=literal, predicate=predicate)
 
     def update_rows_small(self, name: str, rows: pa.Table, keys: Sequence[str], condition: str) -> None:
         """Set, on every stored row that matches a row of ``rows`` on ``keys`` and meets ``condition`` (over
@@ -397,18 +430,18 @@ class Catalog:
         matched = " AND ".join(f"t.{key} = s.{key}" for key in keys)
         updates = {column: f"s.{column}" for column in rows.column_names if column not in keys}
         with self.committing("update", name):
-            self.location(name).delta_table().merge(
+            self.delta_table(name).merge(
                 rows, predicate=matched, source_alias="s", target_alias="t"
             ).when_matched_update(updates=updates, predicate=condition).execute()
 
     def already_applied(self, name: str, txn: Txn) -> bool:
         """Whether ``txn`` (or a later run of the same component) has committed to table ``name``."""
-        applied = self.location(name).delta_table().transaction_version(txn.app)
+        applied = self.delta_table(name).transaction_version(txn.app)
         return applied is not None and applied >= txn.version
 
     def last_commit_metrics(self, name: str) -> dict[str, str]:
         """The operation metrics Delta recorded for the table's latest commit (rows inserted, ...)."""
-        history = self.location(name).delta_table().history(1)
+        history = self.delta_table(name).history(1)
         return dict(history[0].get("operationMetrics", {})) if history else {}
 
     def truncate(self, name: str) -> None:
