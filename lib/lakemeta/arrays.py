@@ -23,7 +23,8 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
 def uint64_rows(values: pa.BinaryArray | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Binary rows of little-endian uint64 words (hashes, signature words) as (offsets, words, stored):
     row i's words are ``words[offsets[i]:offsets[i + 1]]``; ``stored`` is False where the row is null.
-    Read on the array's buffers, with no loop per row."""
+    Read on the array's buffers, with no loop per row; ``words`` is a view of the array's data
+    (Arrow aligns its buffers, and the rows' words start at multiples of 8 bytes), not a copy."""
     if isinstance(values, pa.ChunkedArray):
         values = values.combine_chunks() if values.num_chunks else pa.array([], pa.binary())
     n = len(values)
@@ -31,8 +32,19 @@ def uint64_rows(values: pa.BinaryArray | pa.ChunkedArray) -> tuple[np.ndarray, n
     byte_offsets = np.frombuffer(values.buffers()[1], np.int32, n + 1, values.offset * 4).astype(np.int64)
     data = values.buffers()[2]
     raw = np.zeros(0, np.uint8) if data is None else np.frombuffer(data, np.uint8)
-    words = raw[byte_offsets[0] : byte_offsets[-1]].view("<u8").astype(np.uint64)
+    words = raw[byte_offsets[0] : byte_offsets[-1]].view("<u8").astype(np.uint64, copy=False)
     return (byte_offsets - byte_offsets[0]) // 8, words, stored
+
+
+def take_rows(offsets: np.ndarray, words: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ``at`` of rows kept as (offsets, words) (:func:`uint64_rows`), as (offsets, words) of their
+    own: one gather, with no loop per row."""
+    sizes = offsets[1:][at] - offsets[:-1][at]
+    taken_offsets = np.zeros(len(at) + 1, np.int64)
+    np.cumsum(sizes, out=taken_offsets[1:])
+    # word j of the result comes from its row's first word, plus j's place within that row
+    first = np.repeat(offsets[:-1][at] - taken_offsets[:-1], sizes)
+    return taken_offsets, words[first + np.arange(taken_offsets[-1])]
 
 
 def binary_rows(words: np.ndarray, bounds: np.ndarray, kept: np.ndarray) -> pa.BinaryArray:

@@ -25,13 +25,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 
-from lakemeta.arrays import binary_rows, run_starts, uint64_rows
+from lakemeta.arrays import binary_rows, run_starts, take_rows, uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.hashing import hash_strings
 from lakemeta.inds.bloom import BloomParams, sized_signatures, words_at
@@ -57,6 +58,11 @@ _PARTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in _PARTS_COLUMNS.item
 _VALUE_ROW_COLUMNS = ["column_id", "level", "hash", "count", "integer"]  # what ``_column_parts`` reads
 
 
+def of_tables(table_names: pa.StringArray, tables: set[str]) -> np.ndarray:
+    """Which of the columns (by their tables' names) belong to ``tables``: a mask."""
+    return pc.is_in(table_names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
+
+
 @dataclass(frozen=True)
 class ColumnInputs:
     """Many's inputs for columns in a fixed order (driver side): names, signatures, sizes, statistics."""
@@ -70,6 +76,26 @@ class ColumnInputs:
     set_sizes: np.ndarray  # int64: distinct non-null values
     stats: ColumnStats  # for the filters of Alg. 10
     value_hashes: pa.BinaryArray  # sorted hashes of a column small enough to check on the driver, or null
+
+    @cached_property
+    def hash_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``value_hashes`` as (offsets, hashes, kept) (``arrays.uint64_rows``), for the kernels."""
+        return uint64_rows(self.value_hashes)
+
+    def take(self, at: np.ndarray) -> ColumnInputs:
+        """The inputs of columns ``at`` (positions), in that order."""
+        rows = pa.array(at, pa.int64())
+        offsets, words = take_rows(self.signature_offsets, self.signature_words, at)
+        return ColumnInputs(
+            self.table_names.take(rows),
+            self.column_names.take(rows),
+            offsets,
+            words,
+            self.levels[at],
+            self.set_sizes[at],
+            ColumnStats(self.stats.n_values[at], self.stats.n_distinct[at], self.stats.all_integer[at]),
+            self.value_hashes.take(rows),
+        )
 
     def to_arrow(self) -> pa.Table:
         """The rows of ``state/ind_columns``."""

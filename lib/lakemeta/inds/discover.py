@@ -51,12 +51,11 @@ import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import SparkSession
 
-from lakemeta.arrays import uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.config import Config, settings_of
-from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
+from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs, of_tables
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.containment import contained
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
@@ -118,7 +117,7 @@ class LakeColumns:
 def lake_columns(catalog: Catalog) -> LakeColumns:
     """Every column of plain, non-binary values of the listed tables, from the catalog's ``columns``, in the
     order its files hold them (no step depends on the order: the result is sorted by name)."""
-    columns = catalog.read_small("columns")
+    columns = catalog.read_small("columns", columns=["table_name", "column_name", "data_type", "n_distinct"])
     # one test per distinct type name, not per column (10^5 columns, a few dozen type names)
     type_names = pc.unique(columns["data_type"]).to_pylist()
     plain = [name for name in type_names if is_plain_type_name(name) and name != "binary"]
@@ -151,7 +150,7 @@ def _inputs(
     ``changed`` ones (every table's when nothing is ``kept``)."""
     if kept is None:
         return compute_inputs(catalog, columns.table_names, columns.column_names, columns.n_distinct, config)
-    is_changed = _of_tables(columns.table_names, changed)
+    is_changed = of_tables(columns.table_names, changed)
     at = np.flatnonzero(is_changed)
     asked = columns.take(at)
     fresh = compute_inputs(
@@ -161,13 +160,8 @@ def _inputs(
     # changed one; one take of the stored rows and the fresh ones together, in the given order.
     rows = kept.at.astype(np.int64)
     rows[at] = kept.rows.num_rows + np.arange(len(at))
-    combined = pa.concat_tables([kept.rows.select(fresh.column_names), fresh]).combine_chunks()
+    combined = pa.concat_tables([kept.rows.select(fresh.column_names), fresh])
     return ColumnInputs.from_arrow(combined.take(pa.array(rows)), config.params)
-
-
-def _of_tables(table_names: pa.StringArray, tables: set[str]) -> np.ndarray:
-    """Which of the columns (by their tables' names) belong to ``tables``: a mask."""
-    return pc.is_in(table_names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
 
 
 def _propose(
@@ -210,7 +204,7 @@ def _propose(
 
 def _finer_check(inputs: ColumnInputs, candidates: np.ndarray, config: ManyConfig) -> np.ndarray:
     """Which candidates the signatures sized to their columns still allow (``inds.sized``)."""
-    hash_offsets, hashes, has_hashes = uint64_rows(inputs.value_hashes)
+    hash_offsets, hashes, has_hashes = inputs.hash_rows
     return may_be_contained(
         candidates[:, 0],
         candidates[:, 1],
@@ -228,7 +222,7 @@ def _validate(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) ->
     """Step 3, Alg. 7: whether each candidate's dependent values all occur in its referenced column; and
     how many candidates the driver checked. A candidate between two columns whose value hashes are kept
     is checked on the driver (``containment.contained``), the others distributed."""
-    offsets, hashes, kept = uint64_rows(inputs.value_hashes)
+    offsets, hashes, kept = inputs.hash_rows
     on_driver = kept[candidates[:, 0]] & kept[candidates[:, 1]]
     valid = np.zeros(len(candidates), dtype=bool)
     valid[on_driver] = contained(candidates[on_driver, 0], candidates[on_driver, 1], offsets, hashes)
@@ -303,7 +297,7 @@ def discover_inclusion_dependencies(
     )
     kept, changed_tables = (None, None) if reused is None else reused
     inputs = _inputs(catalog, config, columns, kept, changed_tables or set())
-    changed = None if changed_tables is None else _of_tables(table_names, changed_tables)
+    changed = None if changed_tables is None else of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
     spark = catalog.spark
     describe_jobs(
@@ -364,7 +358,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     run = discover_inclusion_dependencies(catalog, many)
     if run.changed_tables != set():
         # the inputs first: a result is reused only where the kept inputs were computed with its settings
-        keep_inputs(catalog, run.inputs.to_arrow(), run.changed_tables, run.kept, reflects)
+        keep_inputs(catalog, run.inputs, run.changed_tables, run.kept, reflects)
         replace_relationships(
             catalog,
             RESULTS,

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.store import Txn, rows_of_tables
-from lakemeta.inds.columns import INPUTS
+from lakemeta.catalog.store import Txn
+from lakemeta.inds.columns import INPUTS, ColumnInputs, of_tables
 
 # The share of outdated rows past which the kept inputs are rewritten rather than appended to: their read
 # grows by at most this share between rewrites.
@@ -54,36 +54,47 @@ def read_kept_inputs(
 ) -> KeptInputs:
     """The kept inputs of the columns named by ``table_names`` and ``column_names`` (``KeptInputs``)."""
     stored = catalog.read_small(INPUTS)
-    # The rows come in the order of their files, not the lake's: each column's row is found by its key
-    # (hashed, vectorised: 10^5 columns), among the rows newest first (index_in finds a key's first row).
+    # The rows come in the order of their files, not the lake's: each row's column is found by its key
+    # (hashed, vectorised: 10^5 columns), -1 for a row of a dropped table or column.
     stored_keys = _column_keys(stored["table_name"].combine_chunks(), stored["column_name"].combine_chunks())
+    column_of = pc.fill_null(pc.index_in(stored_keys, value_set=_column_keys(table_names, column_names)), -1)
+    column_of = column_of.to_numpy()
     # a row written before the runs were recorded is older than any other
-    newest_first = np.argsort(-pc.fill_null(stored[COMPUTED_IN], -1).to_numpy(), kind="stable")
-    keys = _column_keys(table_names, column_names)
-    at = pc.fill_null(pc.index_in(keys, value_set=stored_keys.take(newest_first)), -1).to_numpy()
-    unlisted = stored["table_name"].filter(pc.invert(pc.is_in(stored_keys, value_set=keys)))
-    return KeptInputs(stored, np.where(at >= 0, newest_first[at], -1), set(pc.unique(unlisted).to_pylist()))
+    computed_in = pc.fill_null(stored[COMPUTED_IN], -1).to_numpy()
+    # each column's newest row: the listed rows by column, then by run; the last of each column's rows
+    listed = np.flatnonzero(column_of >= 0)
+    by_column = listed[np.lexsort((computed_in[listed], column_of[listed]))]
+    columns_in_order = column_of[by_column]
+    newest = np.ones(len(by_column), bool)
+    newest[:-1] = columns_in_order[1:] != columns_in_order[:-1]
+    at = np.full(len(table_names), -1, np.int64)
+    at[columns_in_order[newest]] = by_column[newest]
+    unlisted = stored["table_name"].filter(pa.array(column_of < 0))
+    return KeptInputs(stored, at, set(pc.unique(unlisted).to_pylist()))
 
 
 def keep_inputs(
     catalog: Catalog,
-    inputs: pa.Table,
+    inputs: ColumnInputs,
     changed_tables: set[str] | None,
     kept: KeptInputs | None,
     reflects: dict,
 ) -> None:
-    """Keep ``inputs`` (every column's, ``ColumnInputs.to_arrow``), computed again for ``changed_tables``
-    only and reusing ``kept`` for the others (None, None: all computed), over the committed run
+    """Keep ``inputs`` (every column's), computed again for ``changed_tables`` only and reusing ``kept``
+    for the others (None, None: all computed), over the committed run
     ``reflects["run"]``: the changed tables' rows appended, once per committed run, or every column's row
     written alone (see the module). ``reflects`` goes with the commit (``Catalog.reflects``)."""
     committed = reflects["run"]
     computed_in = pa.scalar(committed, pa.int64())
+    n_columns = len(inputs.table_names)
     if kept is not None and changed_tables is not None and committed is not None and not kept.unlisted:
-        fresh = rows_of_tables(inputs, sorted(changed_tables))
-        outdated = kept.rows.num_rows + fresh.num_rows - inputs.num_rows
-        if outdated <= OUTDATED_SHARE * inputs.num_rows:
+        at = np.flatnonzero(of_tables(inputs.table_names, changed_tables))
+        outdated = kept.rows.num_rows + len(at) - n_columns
+        if outdated <= OUTDATED_SHARE * n_columns:
+            fresh = inputs.take(at).to_arrow()
             fresh = fresh.append_column(COMPUTED_IN, pa.repeat(computed_in, fresh.num_rows))
             catalog.append_small(INPUTS, fresh, Txn(f"discovery {INPUTS}", committed), reflects=reflects)
             return
-    rows = inputs.append_column(COMPUTED_IN, pa.repeat(computed_in, inputs.num_rows))
+    rows = inputs.to_arrow()
+    rows = rows.append_column(COMPUTED_IN, pa.repeat(computed_in, n_columns))
     catalog.replace_small(INPUTS, rows, reflects=reflects)

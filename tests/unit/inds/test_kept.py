@@ -14,13 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakemeta.catalog import Catalog
-from lakemeta.inds.columns import INPUTS
+from lakemeta.inds.bloom import BloomParams
+from lakemeta.inds.columns import INPUTS, ColumnInputs
 from lakemeta.inds.kept import COMPUTED_IN, OUTDATED_SHARE, keep_inputs, read_kept_inputs
 from lakemeta.storage import Location
 
 # enough columns that a batch of a table or two leaves the outdated rows within their share: appended
 TABLES = [f"t{i}" for i in range(12)]
 COLUMNS = ["a", "b", "c", "d"]
+SIGNATURE = BloomParams(m=64, k=1, p=2)  # a signature of 16 bytes, as the random ones below
 
 # the lake's first tables; then per discovery: the tables changed by batches, a change of the lake's
 # tables (a table or a column added or dropped) and its table, whether it runs from scratch (other
@@ -124,10 +126,11 @@ def test_the_newest_row_of_each_column_holds_the_inputs_of_the_last_discovery(
                 changed |= {table for (table, _), at in zip(names, kept.at, strict=True) if at < 0}
             inputs = _inputs(rng, lake, old, changed)
             rows = _table(inputs)
+            column_inputs = ColumnInputs.from_arrow(rows, SIGNATURE)
             reflects = {"run": run, "settings": "s"}
             stored = []
             for _ in range(2 if retried else 1):
-                keep_inputs(catalog, rows, None if kept is None else changed, kept, reflects)
+                keep_inputs(catalog, column_inputs, None if kept is None else changed, kept, reflects)
                 stored.append(catalog.read_small(INPUTS).num_rows)
             assert catalog.reflects(INPUTS) == reflects
             assert len(set(stored)) == 1, stored  # a retry writes nothing
