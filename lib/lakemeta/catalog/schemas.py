@@ -205,7 +205,8 @@ BOOKKEEPING_SCHEMAS: dict[str, StructType] = {
 
 
 # What discovery keeps between runs so that it recomputes only what changed: derived from the state, with
-# the run and settings it reflects in its newest commit, and dropped with the state on a rebuild.
+# the run and settings it reflects in its newest commit that wrote rows, and dropped with the state on a
+# rebuild.
 DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
     # Many's inputs per column (lakemeta.inds.columns): Bloom signature and filter statistics, and the
     # sorted value hashes of a column small enough to be validated on the driver (lakemeta.inds.containment).
