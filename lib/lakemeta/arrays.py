@@ -20,13 +20,21 @@ def sorted_unique(values: np.ndarray) -> np.ndarray:
     return ordered[run_starts(ordered)]
 
 
+def one_array(values: pa.ChunkedArray) -> pa.Array:
+    """The values as one array: the only chunk as it is (``combine_chunks`` copies even that), the chunks
+    concatenated otherwise."""
+    if values.num_chunks == 1:
+        return values.chunk(0)
+    return values.combine_chunks() if values.num_chunks else pa.array([], values.type)
+
+
 def uint64_rows(values: pa.BinaryArray | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Binary rows of little-endian uint64 words (hashes, signature words) as (offsets, words, stored):
     row i's words are ``words[offsets[i]:offsets[i + 1]]``; ``stored`` is False where the row is null.
     Read on the array's buffers, with no loop per row; ``words`` is a view of the array's data
     (Arrow aligns its buffers, and the rows' words start at multiples of 8 bytes), not a copy."""
     if isinstance(values, pa.ChunkedArray):
-        values = values.combine_chunks() if values.num_chunks else pa.array([], pa.binary())
+        values = one_array(values)
     n = len(values)
     stored = values.is_valid().to_numpy(zero_copy_only=False).astype(bool)
     byte_offsets = np.frombuffer(values.buffers()[1], np.int32, n + 1, values.offset * 4).astype(np.int64)

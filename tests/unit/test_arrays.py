@@ -8,7 +8,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakemeta.arrays import binary_rows, take_rows, uint64_rows
+from lakemeta.arrays import binary_rows, one_array, take_rows, uint64_rows
 
 rows_of_words = st.lists(
     st.one_of(st.none(), st.lists(st.integers(0, 2**64 - 1), max_size=5)), min_size=1, max_size=30
@@ -45,3 +45,10 @@ def test_rows_of_a_sliced_array_start_at_its_offset() -> None:
     offsets, words, stored = uint64_rows(_binary(rows).slice(1, 3))
     assert [words[offsets[i] : offsets[i + 1]].tolist() for i in range(3)] == [[3], [], [4, 5, 6]]
     assert stored.tolist() == [True, False, True]
+
+
+def test_one_array_of_one_chunk_is_that_chunk_and_of_several_their_concatenation() -> None:
+    chunk = _binary([[1], [2, 3]])
+    assert one_array(pa.chunked_array([chunk])).buffers()[2].address == chunk.buffers()[2].address
+    assert one_array(pa.chunked_array([chunk, chunk])).equals(_binary([[1], [2, 3], [1], [2, 3]]))
+    assert one_array(pa.chunked_array([], pa.binary())).equals(pa.array([], pa.binary()))

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 
-from lakemeta.arrays import binary_rows, run_starts, take_rows, uint64_rows
+from lakemeta.arrays import binary_rows, one_array, run_starts, take_rows, uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.hashing import hash_strings
 from lakemeta.inds.bloom import BloomParams, sized_signatures, words_at
@@ -121,8 +121,8 @@ class ColumnInputs:
         if not stored.all():
             raise ValueError(f"{INPUTS} holds a column without a signature")
         return cls(
-            rows["table_name"].combine_chunks().cast(pa.string()),
-            rows["column_name"].combine_chunks().cast(pa.string()),
+            one_array(rows["table_name"]).cast(pa.string()),
+            one_array(rows["column_name"]).cast(pa.string()),
             offsets,
             words,
             levels_of(np.diff(offsets), params),
@@ -133,7 +133,7 @@ class ColumnInputs:
                 rows["all_integer"].to_numpy(zero_copy_only=False).astype(bool),
             ),
             # rows written before the hashes were kept have none: their candidates are validated by Spark
-            rows["value_hashes"].combine_chunks() if rows.num_rows else pa.array([], pa.binary()),
+            one_array(rows["value_hashes"]),
         )
 
     def base_signatures(self, params: BloomParams) -> np.ndarray:

@@ -51,6 +51,7 @@ import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import SparkSession
 
+from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.relationships import replace_relationships
@@ -123,8 +124,8 @@ def lake_columns(catalog: Catalog) -> LakeColumns:
     plain = [name for name in type_names if is_plain_type_name(name) and name != "binary"]
     kept = columns.filter(pc.is_in(columns["data_type"], pa.array(plain, pa.string())))
     return LakeColumns(
-        kept["table_name"].combine_chunks().cast(pa.string()),
-        kept["column_name"].combine_chunks().cast(pa.string()),
+        one_array(kept["table_name"]).cast(pa.string()),
+        one_array(kept["column_name"]).cast(pa.string()),
         pc.fill_null(kept["n_distinct"], 0).to_numpy().astype(np.int64),
     )
 

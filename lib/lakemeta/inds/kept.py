@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.store import Txn
 from lakemeta.inds.columns import INPUTS, ColumnInputs, of_tables
@@ -56,7 +57,7 @@ def read_kept_inputs(
     stored = catalog.read_small(INPUTS)
     # The rows come in the order of their files, not the lake's: each row's column is found by its key
     # (hashed, vectorised: 10^5 columns), -1 for a row of a dropped table or column.
-    stored_keys = _column_keys(stored["table_name"].combine_chunks(), stored["column_name"].combine_chunks())
+    stored_keys = _column_keys(one_array(stored["table_name"]), one_array(stored["column_name"]))
     column_of = pc.fill_null(pc.index_in(stored_keys, value_set=_column_keys(table_names, column_names)), -1)
     column_of = column_of.to_numpy()
     # a row written before the runs were recorded is older than any other
