@@ -85,6 +85,9 @@ def fold_to_base(
 ) -> np.ndarray:
     """Each sized signature folded to level 0: the paper's signature of the column (uint64
     [n_columns, params.n_words]), what the matrix of Alg. 3 is built from."""
+    if not np.any(levels):  # every signature is the paper's already: its words as they lie, not copied
+        base = np.asarray(words[word_offsets[0] : word_offsets[-1]], np.uint64)
+        return base.reshape(len(levels), params.n_words)
     out = np.zeros((len(levels), params.n_words), np.uint64)
     _fold(
         np.ascontiguousarray(word_offsets, np.int64),

@@ -56,6 +56,17 @@ def test_a_sized_signature_has_the_double_hash_bits_at_its_m_and_folds_to_the_pa
     )
 
 
+def test_signatures_all_at_the_papers_m_are_their_own_base_not_a_copy() -> None:
+    params = BloomParams(m=100, k=3, p=2)
+    hashes = np.random.default_rng(0).integers(0, 2**63, 40).astype(np.uint64)
+    bounds = np.array([0, 5, 5, 40])  # one column without a value
+    levels = np.zeros(3, np.int64)
+    offsets, words = sized_signatures(hashes, bounds, levels, params)
+    base = fold_to_base(offsets, words, levels, params)
+    assert np.shares_memory(base, words)
+    assert np.array_equal(base, signatures_from_hashes(hashes, bounds, params))
+
+
 def plainly_may_be_contained(
     dep: list[int], ref: list[int], dep_level: int, ref_level: int, kept: bool, params
 ) -> bool:
