@@ -12,12 +12,14 @@ import contextlib
 import json
 import logging
 import re
+import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import deltalake
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
@@ -108,9 +110,14 @@ def _metadata(reflects: dict | None) -> dict[str, str]:
     return {} if reflects is None else {_REFLECTS: json.dumps(reflects, sort_keys=True)}
 
 
-def rows_of_tables(rows: pa.Table, tables: Sequence[str]) -> pa.Table:
+def of_tables(table_names: pa.Array | pa.ChunkedArray, tables: Collection[str]) -> np.ndarray:
+    """Which of ``table_names`` are one of ``tables``: a mask."""
+    return pc.is_in(table_names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
+
+
+def rows_of_tables(rows: pa.Table, tables: Collection[str]) -> pa.Table:
     """The rows of ``rows`` whose ``table_name`` is one of ``tables``."""
-    return rows.filter(pc.is_in(rows["table_name"], pa.array(tables, pa.string())))
+    return rows.filter(pa.array(of_tables(rows["table_name"], tables)))
 
 
 def arrow_schema(name: str) -> pa.Schema:
@@ -175,7 +182,9 @@ class Catalog:
         }
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
         # while it holds the state lock shared: a delta-rs handle per table read or written (``delta_table``)
+        # by the thread that took the lock (a handle is not to be used by two threads at once)
         self._tables: dict[str, deltalake.DeltaTable] | None = None
+        self._tables_thread: int | None = None
 
     @property
     def spark(self) -> SparkSession:
@@ -207,9 +216,10 @@ class Catalog:
         since (``update_incremental``, under a millisecond) where opening replays the log from its last
         checkpoint (4-15 ms): a discovery after a small batch reads and writes the same bookkeeping tables
         a dozen times. Outside a step a rebuild may drop and recreate a table, which a kept handle would
-        not see: each call opens it."""
+        not see, and another thread of the step (a search's freshness check) may read meanwhile, which a
+        shared handle would not bear: each such call opens the table."""
         location = self.location(name)
-        if self._tables is None:
+        if self._tables is None or threading.get_ident() != self._tables_thread:
             return location.delta_table()
         table = self._tables.get(name)
         if table is None:
@@ -314,11 +324,11 @@ class Catalog:
             yield
             return
         with Lease(self.root, "state", LEASE_SECONDS).hold(SHARED, purpose):
-            self._holding_state, self._tables = True, {}
+            self._holding_state, self._tables, self._tables_thread = True, {}, threading.get_ident()
             try:
                 yield
             finally:
-                self._holding_state, self._tables = False, None
+                self._holding_state, self._tables, self._tables_thread = False, None, None
 
     @contextlib.contextmanager
     def replacing_state(self) -> Iterator[None]:

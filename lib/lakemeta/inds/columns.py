@@ -58,11 +58,6 @@ _PARTS_SCHEMA = ", ".join(f"{name} {kind}" for name, kind in _PARTS_COLUMNS.item
 _VALUE_ROW_COLUMNS = ["column_id", "level", "hash", "count", "integer"]  # what ``_column_parts`` reads
 
 
-def of_tables(table_names: pa.StringArray, tables: set[str]) -> np.ndarray:
-    """Which of the columns (by their tables' names) belong to ``tables``: a mask."""
-    return pc.is_in(table_names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
-
-
 @dataclass(frozen=True)
 class ColumnInputs:
     """Many's inputs for columns in a fixed order (driver side): names, signatures, sizes, statistics."""

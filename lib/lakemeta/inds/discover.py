@@ -55,8 +55,9 @@ from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.relationships import replace_relationships
+from lakemeta.catalog.store import of_tables
 from lakemeta.config import Config, settings_of
-from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs, of_tables
+from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.containment import contained
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
@@ -325,13 +326,8 @@ def discover_inclusion_dependencies(
     found = _result(inputs, deps, refs)
     last = None if changed_tables is None else catalog.read_small(RESULTS)
     if last is not None:
-        unchanged = pc.invert(
-            pc.or_(
-                pc.is_in(last["dep_table"], pa.array(sorted(changed_tables), pa.string())),
-                pc.is_in(last["ref_table"], pa.array(sorted(changed_tables), pa.string())),
-            )
-        )
-        kept_rows = last.select(found.column_names).filter(unchanged).cast(found.schema)
+        touched = of_tables(last["dep_table"], changed_tables) | of_tables(last["ref_table"], changed_tables)
+        kept_rows = last.select(found.column_names).filter(pa.array(~touched)).cast(found.schema)
         found = pa.concat_tables([kept_rows, found])
     result = found.sort_by([(name, "ascending") for name in PAIR])
     return ManyRun(

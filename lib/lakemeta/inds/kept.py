@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 
 from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.store import Txn
-from lakemeta.inds.columns import INPUTS, ColumnInputs, of_tables
+from lakemeta.catalog.store import Txn, of_tables
+from lakemeta.inds.columns import INPUTS, ColumnInputs
 
 # The share of outdated rows past which the kept inputs are rewritten rather than appended to: their read
 # grows by at most this share between rewrites.
@@ -82,9 +82,9 @@ def keep_inputs(
     reflects: dict,
 ) -> None:
     """Keep ``inputs`` (every column's), computed again for ``changed_tables`` only and reusing ``kept``
-    for the others (None, None: all computed), over the committed run
-    ``reflects["run"]``: the changed tables' rows appended, once per committed run, or every column's row
-    written alone (see the module). ``reflects`` goes with the commit (``Catalog.reflects``)."""
+    for the others (None, None: all computed), over the committed run ``reflects["run"]``: the changed
+    tables' rows appended, once per committed run, or every column's row written alone (see the module).
+    ``reflects`` goes with the commit (``Catalog.reflects``)."""
     committed = reflects["run"]
     computed_in = pa.scalar(committed, pa.int64())
     n_columns = len(inputs.table_names)

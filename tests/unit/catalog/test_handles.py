@@ -4,6 +4,7 @@ step every use opens the table. On delta-rs, no Spark."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from lakemeta.catalog import Catalog
@@ -39,3 +40,13 @@ def test_a_table_a_step_replaces_before_it_exists_is_created(tmp_path: Path) -> 
         catalog.truncate("tables")
         assert catalog.read_small("tables").num_rows == 0
         assert catalog.delta_table("tables").version() == 0
+
+
+def test_another_thread_of_a_step_opens_its_own_handle(tmp_path: Path) -> None:
+    catalog = Catalog(None, Location.parse(tmp_path))
+    catalog.ensure_tables()
+    with catalog.using_state("a step"), ThreadPoolExecutor(1) as other_thread:
+        kept = catalog.delta_table("runs")
+        theirs = other_thread.submit(catalog.delta_table, "runs").result()
+        assert theirs is not kept
+        assert catalog.delta_table("runs") is kept
