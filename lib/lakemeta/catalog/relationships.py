@@ -13,7 +13,7 @@ recorded twice or lost.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakemeta.catalog.discovery_runs import committed_batches
-from lakemeta.catalog.store import Catalog, Txn
+from lakemeta.catalog.store import Catalog, Txn, of_tables
 
 CHANGES = "relationship_changes"
 
@@ -90,35 +90,64 @@ def replace_relationships(
     run: int | None,
     reflects: dict | None = None,
     stored: pa.Table | None = None,
+    changed_tables: Collection[str] | None = None,
 ) -> None:
     """Replace the result table ``name`` (written by the discovery step of the same name, run with
     ``settings`` over the state of the committed run ``run``) with ``rows`` (all its columns but
     ``first_run``): each relationship kept keeps its ``first_run``, a new one gets ``run``, and the
     relationships that appeared or disappeared are recorded first. ``reflects`` goes with the new result's
     commit (``Catalog.replace_small``). ``stored``: the table's current content when the step has read it
-    already (a step reusing its last result), read here otherwise."""
+    already (a step reusing its last result), read here otherwise. ``changed_tables``: when the step
+    computed again only the relationships with one of these tables on a side and kept the others as
+    stored, in their order: only the relationships of those tables are compared (10^5 INDs reused after
+    a batch of a few tables)."""
     step = name
     tracked = TRACKED[name]
     if stored is None:
         stored = catalog.read_small(name)
+    first_runs = np.zeros(rows.num_rows, np.int64)
+    has_first_run = np.zeros(rows.num_rows, bool)
+    compared, stored_compared = np.arange(rows.num_rows), np.arange(stored.num_rows)
+    if changed_tables is not None:
+        in_rows, in_stored = (
+            _of_tables(rows, tracked, changed_tables),
+            _of_tables(stored, tracked, changed_tables),
+        )
+        sides = [*tracked.dependent, *tracked.referenced]
+        kept = rows.select(sides).filter(pa.array(~in_rows))
+        # the others are those stored, in their order (checked: two tables equal column for column, a
+        # millisecond): each keeps its stored first run; otherwise every row is compared by its key
+        if kept.equals(stored.select(sides).filter(pa.array(~in_stored))):
+            kept_first_runs = stored["first_run"].combine_chunks().filter(pa.array(~in_stored))
+            first_runs[~in_rows] = pc.fill_null(kept_first_runs, 0).to_numpy()
+            has_first_run[~in_rows] = kept_first_runs.is_valid().to_numpy(zero_copy_only=False)
+            compared, stored_compared = np.flatnonzero(in_rows), np.flatnonzero(in_stored)
+    rows_compared, stored = rows.take(pa.array(compared)), stored.take(pa.array(stored_compared))
     stored_keys, stored_holds = _keys(stored, tracked)
     stored = stored.filter(stored_holds)
     stored_keys = stored_keys.filter(stored_holds)
-    keys, holds = _keys(rows, tracked)
+    keys, holds = _keys(rows_compared, tracked)
     at = pc.index_in(keys, value_set=stored_keys)  # each row's relationship among the stored ones
-    first_runs = pc.if_else(
+    compared_first_runs = pc.if_else(
         holds,
         pc.coalesce(stored["first_run"].combine_chunks().take(at), pa.scalar(run, pa.int64())),
         pa.scalar(None, pa.int64()),
     )
+    first_runs[compared] = pc.fill_null(compared_first_runs, 0).to_numpy()
+    has_first_run[compared] = compared_first_runs.is_valid().to_numpy(zero_copy_only=False)
     new = pc.and_(holds, pc.is_null(at))
     gone = pc.invert(pc.is_in(stored_keys, value_set=keys.filter(holds)))
-    appeared = sorted(set(_identities(rows.filter(new), tracked)))
+    appeared = sorted(set(_identities(rows_compared.filter(new), tracked)))
     disappeared = sorted(set(_identities(stored.filter(gone), tracked)))
     _record_changes(catalog, tracked, step, run, settings, appeared, disappeared)
-    written = rows.append_column("first_run", first_runs.cast(pa.int64()))
+    written = rows.append_column("first_run", pa.array(first_runs, pa.int64(), mask=~has_first_run))
     schema = catalog.arrow_schema(name)
     catalog.replace_small(name, written.select(schema.names).cast(schema), reflects=reflects)
+
+
+def _of_tables(rows: pa.Table, tracked: Tracked, tables: Collection[str]) -> np.ndarray:
+    """Whether each row's relationship has one of ``tables`` on a side."""
+    return of_tables(rows[tracked.dependent[0]], tables) | of_tables(rows[tracked.referenced[0]], tables)
 
 
 def _record_changes(

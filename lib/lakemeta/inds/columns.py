@@ -93,14 +93,16 @@ class ColumnInputs:
         )
 
     def to_arrow(self) -> pa.Table:
-        """The rows of ``state/ind_columns``."""
+        """The rows of ``state/ind_columns``. A signature at the paper's m (level 0) of a column whose value
+        hashes are kept is not stored: those hashes give it back (``from_arrow``). The signatures were
+        two thirds of the table's bytes (168 bytes against 8 hashes of 8 bytes for the columns of a web
+        table), and a discovery after a batch reads the table whole."""
+        given_back = self.value_hashes.is_valid().to_numpy(zero_copy_only=False) & (self.levels == 0)
         return pa.table(
             {
                 "table_name": self.table_names,
                 "column_name": self.column_names,
-                "signature": binary_rows(
-                    self.signature_words, self.signature_offsets, np.ones(len(self.levels), bool)
-                ),
+                "signature": binary_rows(self.signature_words, self.signature_offsets, ~given_back),
                 "set_size": pa.array(self.set_sizes, pa.int64()),
                 "n_values": pa.array(self.stats.n_values, pa.int64()),
                 "n_distinct": pa.array(self.stats.n_distinct, pa.int64()),
@@ -112,15 +114,13 @@ class ColumnInputs:
     @classmethod
     def from_arrow(cls, rows: pa.Table, params: BloomParams) -> ColumnInputs:
         """Inputs from rows of ``state/ind_columns``, in their order."""
-        offsets, words, stored = uint64_rows(rows["signature"])
-        if not stored.all():
-            raise ValueError(f"{INPUTS} holds a column without a signature")
+        offsets, words, levels = _stored_signatures(rows, params)
         return cls(
             one_array(rows["table_name"]).cast(pa.string()),
             one_array(rows["column_name"]).cast(pa.string()),
             offsets,
             words,
-            levels_of(np.diff(offsets), params),
+            levels,
             rows["set_size"].to_numpy(),
             ColumnStats(
                 rows["n_values"].to_numpy(),
@@ -134,6 +134,29 @@ class ColumnInputs:
     def base_signatures(self, params: BloomParams) -> np.ndarray:
         """The paper's signatures (level 0) of the columns, for the matrix: uint64 [n_columns, words]."""
         return fold_to_base(self.signature_offsets, self.signature_words, self.levels, params)
+
+
+def _stored_signatures(rows: pa.Table, params: BloomParams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows' signatures as (offsets, words) and their levels: a stored one as it is, one not stored
+    (``ColumnInputs.to_arrow``) built again at level 0 from the row's value hashes, the values it was
+    built from in the first place (``_column_parts``), so it is the same bit for bit."""
+    offsets, words, stored = uint64_rows(rows["signature"])
+    if stored.all():
+        return offsets, words, levels_of(np.diff(offsets), params)
+    hash_offsets, hashes, kept = uint64_rows(rows["value_hashes"])
+    if not (stored | kept).all():
+        raise ValueError(f"{INPUTS} holds a column with neither its signature nor its value hashes")
+    levels = np.zeros(len(stored), np.int64)
+    levels[stored] = levels_of(np.diff(offsets)[stored], params)
+    # every row's from its hashes (none for a row without), then the stored ones written over theirs
+    all_offsets, all_words = sized_signatures(hashes, hash_offsets, levels, params)
+    at = np.flatnonzero(stored)
+    stored_offsets, stored_words = take_rows(offsets, words, at)
+    sizes = np.diff(stored_offsets)
+    all_words[np.repeat(all_offsets[:-1][at] - stored_offsets[:-1], sizes) + np.arange(len(stored_words))] = (
+        stored_words
+    )
+    return all_offsets, all_words, levels
 
 
 def _column_parts(

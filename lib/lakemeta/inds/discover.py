@@ -178,7 +178,7 @@ def _propose(
     filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
     if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
         # A few changed columns: tested against every signature on the driver, without the matrix.
-        return propose_changed(signatures, changed, filtered_cols, filtered_refs)
+        return propose_changed(signatures, changed, filtered_cols, filtered_refs, inputs.set_sizes)
     matrix = SignatureMatrix.from_signatures(signatures, config.params)
     ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * default_parallelism(spark))))
     strategies = (config.strategy,) if changed is None else STRATEGIES
@@ -364,6 +364,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
             committed,
             reflects=reflects,
             stored=run.last_result,
+            changed_tables=run.changed_tables,
         )
     # else nothing changed since the kept inputs and result: both stand as they are, and what they
     # reflect still holds (no batch after the run they name)

@@ -10,11 +10,12 @@ import tempfile
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakemeta.catalog import Catalog
-from lakemeta.inds.bloom import BloomParams
+from lakemeta.inds.bloom import BloomParams, signature_from_hashes
 from lakemeta.inds.columns import INPUTS, ColumnInputs
 from lakemeta.inds.kept import COMPUTED_IN, OUTDATED_SHARE, keep_inputs, read_kept_inputs
 from lakemeta.storage import Location
@@ -68,14 +69,23 @@ def _inputs(rng: np.random.Generator, lake: dict[str, set[str]], old: dict, chan
                 inputs[(table, column)] = old[(table, column)]
                 continue
             n = int(rng.integers(0, 4))
-            hashes = rng.integers(0, 2**63, n).astype(np.uint64)
+            hashes = np.sort(rng.integers(0, 2**63, n).astype(np.uint64))
+            kept_hashes = rng.integers(0, 3) > 0
+            # a column's signature: its hashes' at the paper's m (level 0), or a larger column's at level
+            # 1 (32 bytes), or, with its hashes not kept, any
+            if not kept_hashes:
+                signature = rng.bytes(int(rng.choice([16, 32])))
+            elif rng.integers(0, 4) > 0:
+                signature = signature_from_hashes(hashes, SIGNATURE).tobytes()
+            else:
+                signature = rng.bytes(32)
             inputs[(table, column)] = {
-                "signature": rng.bytes(16),
+                "signature": signature,
                 "set_size": n,
                 "n_values": n + int(rng.integers(0, 3)),
                 "n_distinct": n,
                 "all_integer": bool(rng.integers(0, 2)),
-                "value_hashes": None if rng.integers(0, 3) == 0 else np.sort(hashes).tobytes(),
+                "value_hashes": hashes.tobytes() if kept_hashes else None,
             }
     return inputs
 
@@ -136,6 +146,15 @@ def test_the_newest_row_of_each_column_holds_the_inputs_of_the_last_discovery(
             assert len(set(stored)) == 1, stored  # a retry writes nothing
             now = read_kept_inputs(catalog, table_names, column_names)
             assert (now.at >= 0).all() and not now.unlisted
-            assert now.current_rows().drop_columns([COMPUTED_IN]).equals(rows)
+            current = now.current_rows().drop_columns([COMPUTED_IN])
+            assert current.equals(column_inputs.to_arrow())
+            # a signature its kept hashes give back is not stored, and is given back bit for bit
+            at_base = pc.equal(pc.binary_length(rows["signature"]), 16)
+            given_back = pc.and_(current["value_hashes"].is_valid(), at_base)
+            assert current["signature"].is_null().to_pylist() == given_back.to_pylist()
+            read = ColumnInputs.from_arrow(current, SIGNATURE)
+            assert np.array_equal(read.signature_offsets, column_inputs.signature_offsets)
+            assert np.array_equal(read.signature_words, column_inputs.signature_words)
+            assert np.array_equal(read.levels, column_inputs.levels)
             assert now.rows.num_rows <= len(rows) * (1 + OUTDATED_SHARE)
             old = inputs

@@ -114,6 +114,10 @@ def test_the_candidates_of_changed_columns_equal_brute_force_and_the_matrix(
     matrix = SignatureMatrix.from_signatures(signatures, params)
     from_matrix = [propose_range(matrix, 0, n, s, True, cols, refs, changed) for s in STRATEGIES]
     assert as_set(np.concatenate([np.zeros((0, 2), np.int64), *from_matrix])) == expected
+    # with the columns' sizes: only the pairs whose dependent side is not the larger
+    sizes = rng.integers(0, 4, n)
+    by_size = propose_changed(signatures, changed, cols, refs, sizes)
+    assert as_set(by_size) == {(d, r) for d, r in expected if sizes[d] <= sizes[r]}
 
 
 def test_column_ranges_and_arguments():
