@@ -209,7 +209,8 @@ BOOKKEEPING_SCHEMAS: dict[str, StructType] = {
 # rebuild.
 DISCOVERY_STATE_SCHEMAS: dict[str, StructType] = {
     # Many's inputs per column (lakemeta.inds.columns): Bloom signature and filter statistics, and the
-    # sorted value hashes of a column small enough to be validated on the driver (lakemeta.inds.containment).
+    # sorted value hashes of a column small enough to be validated on the driver (lakemeta.inds.containment);
+    # the signature is null where it is the paper's (level 0) of those hashes, which give it back.
     # A batch's columns are appended: a column's row of the newest computed_in (the committed run it was
     # computed over) holds its inputs, and the older ones are dropped when the table is rewritten.
     "state/ind_columns": _schema(

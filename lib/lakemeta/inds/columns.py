@@ -17,7 +17,8 @@ distinct values in all (a batch's few tables) are summarised by the same functio
 value rows read with delta-rs from their tables' buckets: no Spark job. The inputs are kept in
 ``state/ind_columns`` with the settings and the run they were computed for (the commit's
 ``lakemeta.reflects``), so that a discovery after a batch computes them again for the changed tables'
-columns only (``inds.discover``).
+columns only (``inds.discover``); a signature at the paper's m whose column's hashes are kept is left out
+there and built again from them when read, the same bit for bit.
 """
 
 from __future__ import annotations
