@@ -159,6 +159,8 @@ def _record_changes(
     appeared: Sequence[Identity],
     disappeared: Sequence[Identity],
 ) -> None:
+    if not appeared and not disappeared:
+        return
     previous = _previous_discovery(catalog, step)
     previous_at = None if previous is None else previous["finished_at"]
     settings_changed = previous is not None and previous["settings"] != settings
@@ -187,9 +189,9 @@ def _record_changes(
             "settings_changed": [settings_changed] * len(changes),
         }
     )
-    if changes:  # once per discovery: a retry compares with the same previous discovery
-        version = 0 if previous_at is None else int(previous_at.timestamp() * 1_000_000)
-        catalog.append_small(CHANGES, table, Txn(f"relationships {step}", version))
+    # once per discovery: a retry compares with the same previous discovery
+    version = 0 if previous_at is None else int(previous_at.timestamp() * 1_000_000)
+    catalog.append_small(CHANGES, table, Txn(f"relationships {step}", version))
 
 
 def _previous_discovery(catalog: Catalog, step: str) -> dict | None:

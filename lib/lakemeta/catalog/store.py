@@ -54,6 +54,7 @@ _WANTED = "lakemeta_wanted_table"  # the table names a read asks for, in its sem
 _REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's content was computed from
 # Delta operations that leave a table's rows as they were (a schema change does not: old rows lack values)
 _CONTENT_KEPT = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
+COMPACT_PAST_FILES = 8  # files of a small table past which an append compacts it (``Catalog.append_small``)
 _REFLECTS_LOOKBACK = 20  # commits; past them a discovery recomputes everything, which is always correct
 # Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
 # of the same write (a retried step skips it: what it would write is there); ``lakemeta.lineage`` listens.
@@ -383,12 +384,18 @@ class Catalog:
             custom_metadata=_metadata(reflects),
         )
         with self.committing("append", name):
+            table = self.delta_table(name)
             self.location(name).write_delta(
-                rows.cast(self.arrow_schema(name)),
-                self.delta_table(name),
-                mode="append",
-                commit_properties=commit,
+                rows.cast(self.arrow_schema(name)), table, mode="append", commit_properties=commit
             )
+            # Each append adds a file, which every later read opens (about a millisecond each): a table
+            # appended to per run or per step would be read from hundreds of them between two
+            # ``lakemeta maintain``. Past a few it is compacted, in a commit of its own that keeps its rows
+            # (Delta's OPTIMIZE: a retry, ``reflects`` and the publication pass over it). A table
+            # partitioned by bucket has a file per bucket it holds, and is left to maintenance.
+            table.update_incremental()
+            if len(table.file_uris()) > COMPACT_PAST_FILES and not table.metadata().partition_columns:
+                table.optimize.compact(writer_properties=writer_properties(name))
 
     def replace_small(
         self, name: str, rows: pa.Table, predicate: str | None = None, reflects: dict | None = None

@@ -7,8 +7,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pyarrow as pa
+
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import record_discovery
+from lakemeta.catalog.store import COMPACT_PAST_FILES, Txn
+from lakemeta.inds.columns import INPUTS
 from lakemeta.storage import Location
 
 
@@ -50,3 +54,23 @@ def test_another_thread_of_a_step_opens_its_own_handle(tmp_path: Path) -> None:
         theirs = other_thread.submit(catalog.delta_table, "runs").result()
         assert theirs is not kept
         assert catalog.delta_table("runs") is kept
+
+
+def test_a_small_table_appended_to_again_and_again_is_compacted_and_keeps_its_rows(tmp_path: Path) -> None:
+    catalog = Catalog(None, Location.parse(tmp_path))
+    catalog.ensure_tables()
+    reflects = {"run": 3, "settings": "s"}
+    row = {"table_name": "t", "column_name": "c", "set_size": 0}
+    inputs = pa.Table.from_pylist([row], schema=catalog.arrow_schema(INPUTS))
+    for step in range(3 * COMPACT_PAST_FILES):
+        record_discovery(catalog, f"step {step}", step, "settings")
+        catalog.append_small(INPUTS, inputs, Txn("inputs", step), reflects=reflects)
+        for name in ("discovery_runs", INPUTS):
+            assert len(catalog.delta_table(name).file_uris()) <= COMPACT_PAST_FILES
+    assert sorted(_steps(catalog)) == sorted(f"step {step}" for step in range(3 * COMPACT_PAST_FILES))
+    history = [commit["operation"] for commit in catalog.delta_table(INPUTS).history()]
+    assert history.count("OPTIMIZE") == 2
+    # the compaction keeps what the rows reflect, and which appends were made: a retry is skipped
+    assert catalog.reflects(INPUTS) == reflects
+    catalog.append_small(INPUTS, inputs, Txn("inputs", 0))
+    assert catalog.read_small(INPUTS).num_rows == 3 * COMPACT_PAST_FILES
