@@ -166,20 +166,27 @@ class Pipeline:
             refresh_tables_and_columns(self.catalog, metrics, changed)
             record_discovery(self.catalog, DERIVED_TABLES, committed, settings)
 
-    def discover(self, step: str | None = None) -> None:
+    def discover(self, step: str | None = None, if_stale: bool = False) -> list[str]:
         """Run one discovery step of the registry (by name), or every one that the commit has not done
-        already (``DiscoveryStep.done_by_commit``), in the registry's order. Each is a deterministic function
-        of the state, the tables and the configuration, and of the results of the steps it comes after."""
+        already (``DiscoveryStep.done_by_commit``), in the registry's order; with ``if_stale`` only those
+        whose results do not reflect the newest committed run with these settings (``stale_results``,
+        checked in the same hold of the state, through the Delta handles the steps go on with). Each is a
+        deterministic function of the state, the tables and the configuration, and of the results of the
+        steps it comes after. Returns the steps run."""
         steps = [s for s in DISCOVERY_STEPS if s.name == step or (step is None and not s.done_by_commit)]
         if not steps:
             raise KeyError(f"no discovery step named {step!r}")
         settings = self.config.discovery_settings()
         with self.catalog.using_state(step or "discovery"):
+            if if_stale:
+                stale = stale_steps(self.catalog, [each.name for each in steps], settings)
+                steps = [each for each in steps if each.name in stale]
             for each in steps:
                 # Read before the step: a run committing meanwhile is not claimed by its record.
                 committed = newest_committed_run(self.catalog)
                 discovery_step(each)(self.catalog, self.lake, self.config, committed)
                 record_discovery(self.catalog, each.name, committed, settings)
+        return [each.name for each in steps]
 
     def run(self) -> Plan | None:
         """All steps in this process, with a progress bar on a terminal; a rebuild started meanwhile waits

@@ -97,9 +97,7 @@ def discover(argv: Sequence[str] | None = None, spark: SparkSession | None = Non
     pipeline = _open(args.step, args, spark)
     # As `lakemeta run`: a step whose results reflect the newest committed run with these settings (the
     # keys and FDs, which the commit derives for the changed tables) has nothing to do.
-    if args.step in pipeline.stale_results():
-        pipeline.discover(args.step)
-    else:
+    if not pipeline.discover(args.step, if_stale=True):
         logging.getLogger("lakemeta").info("%s: results current, nothing to do", args.step)
 
 

@@ -166,6 +166,7 @@ def test_an_unchanged_lake_opens_no_run_and_writes_nothing(spark, tmp_path: Path
     unchanged = Pipeline(None, config)
     assert unchanged.stale_results() == []
     versions = catalog_versions(catalog)
+    assert unchanged.discover("inclusion_dependencies", if_stale=True) == []  # as the DAG task runs it
     assert Pipeline(spark, config).run() is None
     assert catalog_versions(catalog) == versions  # no run, no result, no record written
 
@@ -173,6 +174,10 @@ def test_an_unchanged_lake_opens_no_run_and_writes_nothing(spark, tmp_path: Path
     stricter = Config(lake=lake, catalog=catalog, fks=FkConfig(inclusion_threshold=0.95))
     discovery = [step.name for step in DISCOVERY_STEPS]  # the keys too: all tables', with the new settings
     assert Pipeline(None, stricter).stale_results() == [DERIVED_TABLES, *discovery]
+    assert Pipeline(spark, stricter).discover("inclusion_dependencies", if_stale=True) == [
+        "inclusion_dependencies"
+    ]
+    assert "inclusion_dependencies" not in Pipeline(None, stricter).stale_results()
     assert Pipeline(spark, stricter).run() is None
     assert Pipeline(None, stricter).stale_results() == []
     runs = Location.parse(catalog / "runs").delta_table().to_pyarrow_table()
