@@ -373,9 +373,12 @@ class Catalog:
         rows = rows_of_tables(dataset.to_table(), tables)
         return rows if columns is None else rows.select(columns)
 
-    def append_small(self, name: str, rows: pa.Table, txn: Txn, reflects: dict | None = None) -> None:
+    def append_small(
+        self, name: str, rows: pa.Table, txn: Txn, reflects: dict | None = None, compact: bool = True
+    ) -> None:
         """Append rows to a small table once per ``txn`` (a repeated append is skipped); ``reflects`` as
-        :meth:`replace_small`'s."""
+        :meth:`replace_small`'s. ``compact``: whether the append compacts the table once it passes
+        ``COMPACT_PAST_FILES`` files (not one whose readers skip files by their statistics)."""
         if self.already_applied(name, txn):
             report_written(name)
             return
@@ -394,7 +397,11 @@ class Catalog:
             # (Delta's OPTIMIZE: a retry, ``reflects`` and the publication pass over it). A table
             # partitioned by bucket has a file per bucket it holds, and is left to maintenance.
             table.update_incremental()
-            if len(table.file_uris()) > COMPACT_PAST_FILES and not table.metadata().partition_columns:
+            if (
+                compact
+                and len(table.file_uris()) > COMPACT_PAST_FILES
+                and not table.metadata().partition_columns
+            ):
                 table.optimize.compact(writer_properties=writer_properties(name))
 
     def replace_small(

@@ -154,7 +154,9 @@ def _open_plan(catalog: Catalog, lake: Location) -> Plan | None:
             "error": [None] * len(batches),
         }
     )
-    catalog.append_small("state/batches", planned, Txn(PLAN_APP, run_id))
+    # a file per run, not compacted on append: a discovery after a few changed tables reads the later
+    # runs' files alone, by their statistics, not the first run's batch of every table (committed_batches)
+    catalog.append_small("state/batches", planned, Txn(PLAN_APP, run_id), compact=False)
     started = pa.table(
         {"run_id": [run_id], "started_at": [datetime.now(UTC)], "finished_at": [None], "status": ["running"]}
     )
