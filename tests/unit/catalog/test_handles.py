@@ -74,3 +74,7 @@ def test_a_small_table_appended_to_again_and_again_is_compacted_and_keeps_its_ro
     assert catalog.reflects(INPUTS) == reflects
     catalog.append_small(INPUTS, inputs, Txn("inputs", 0))
     assert catalog.read_small(INPUTS).num_rows == 3 * COMPACT_PAST_FILES
+    # a table whose readers skip files by their statistics keeps a file per append
+    for step in range(COMPACT_PAST_FILES + 2):
+        catalog.append_small(INPUTS, inputs, Txn("apart", step), compact=False)
+    assert len(catalog.delta_table(INPUTS).file_uris()) > COMPACT_PAST_FILES + 2
