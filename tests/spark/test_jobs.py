@@ -68,16 +68,45 @@ print("checked")
 """
 
 
+# The tasks of a DAG run on the run's session (lakemeta.spark.dag_tasks): what one task leaves in it, the
+# next finds; a session the server ended gives the task a session of its own.
+RUN_SESSION = """
+import sys, uuid
+from lakemeta.spark.connect import attach_session
+url, run = sys.argv[1], str(uuid.uuid4())
+first, shared = attach_session(url, run, "first", {"spark.lakemeta.test": "set by the first task"})
+assert shared
+first.sql("CREATE TEMPORARY VIEW of_the_first AS SELECT 1 AS one")
+first.stop()  # the task's end closes its client, not the session
+second, shared = attach_session(url, run, "second")
+assert shared and second.conf.get("spark.lakemeta.test") == "set by the first task"
+assert second.sql("SELECT one FROM of_the_first").first().one == 1
+second.release_session_on_close = True
+second.stop()  # the server ends the session, as after its idle timeout
+third, shared = attach_session(url, run, "third")
+assert not shared and third.range(3).count() == 3
+assert third.conf.get("spark.lakemeta.test", None) is None
+third.stop()
+print("attached")
+"""
+
+
 def test_a_session_of_a_connect_server(tmp_path: Path) -> None:
     config = Config(lake=tmp_path / "lake", catalog=tmp_path / "catalog", spark_master="local[2]")
     env = {**os.environ, TOKEN_VARIABLE: "a-token-of-the-test", "LAKEMETA_DRIVER_MEMORY": "1g"}
-    with running_server(config, free_port(), tmp_path / "server.log", env) as url:
-        checked = subprocess.run(
-            [sys.executable, "-c", OVER_CONNECT, url, str(tmp_path / "tables")],
+
+    def client(script: str, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [sys.executable, "-c", script, *args],
             cwd=Path(__file__).resolve().parents[2],
             env=env,
             capture_output=True,
             text=True,
             timeout=300,
         )
+
+    with running_server(config, free_port(), tmp_path / "server.log", env) as url:
+        checked = client(OVER_CONNECT, url, str(tmp_path / "tables"))
+        attached = client(RUN_SESSION, url)
     assert checked.returncode == 0 and checked.stdout.strip().endswith("checked"), checked.stderr[-3000:]
+    assert attached.returncode == 0 and attached.stdout.strip().endswith("attached"), attached.stderr[-3000:]

@@ -1,11 +1,12 @@
 """The Spark Connect server that the DAGs' tasks, and ``lakemeta --remote``, run their steps on.
 
 One long-running Spark driver serves every step: a task pays no JVM start, no Delta or numba warm-up and
-no new Spark application; each task gets its own Connect session, which ends with the task (a task killed
-mid-step leaves the server serving). The server holds what is fixed for a deployment: Delta's jars and
-SQL extension, the storage settings of the lake and catalog, the metastore of the database ``lakemeta``
-(the embedded one beside the catalog admits one JVM: the server's), and the master, ``local[*]`` or a
-standalone cluster's ``spark://host:7077`` whose application it then is.
+no new Spark application. The tasks of a DAG run share a Connect session (``attach_session``), which the
+server ends once idle; a task killed mid-step leaves the server serving. The server holds what is fixed
+for a deployment: Delta's jars and SQL extension, the storage settings of the lake and catalog, the
+metastore of the database ``lakemeta`` (the embedded one beside the catalog admits one JVM: the
+server's), and the master, ``local[*]`` or a standalone cluster's ``spark://host:7077`` whose
+application it then is.
 
 Authentication is Spark's: a bearer token in ``SPARK_CONNECT_AUTHENTICATE_TOKEN``, read by the server and by
 pyspark's client alike, never on a command line. The server binds 127.0.0.1 unless told otherwise, and
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import logging
 import os
 import signal
 import socket
@@ -26,11 +28,18 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lakemeta.config import Config
 from lakemeta.spark.session import delta_jars, metastore_conf, spark_conf, spark_environment
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_HOST = "127.0.0.1"
@@ -38,6 +47,8 @@ DEFAULT_PORT = 15002
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 # The Airflow connection (type spark_connect) the DAGs' Spark tasks run through.
 AIRFLOW_CONNECTION = "lakemeta_connect"
+# Namespace of the session ids of DAG runs (``run_session_id``).
+_RUN_SESSIONS = uuid.UUID("7f3c9a52-1f0e-4d4b-9a55-0c6e2b8d4a17")
 
 
 def server_command(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT) -> list[str]:
@@ -143,3 +154,46 @@ def running_server(
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait()
+
+
+def run_session_id(dag_id: str, run_id: str) -> str:
+    """The id of the Connect session that the tasks of one DAG run share: the same for every task and
+    every retry of the run, another for every other run."""
+    return str(uuid.uuid5(_RUN_SESSIONS, f"{dag_id}/{run_id}"))
+
+
+def session_url(url: str, session_id: str) -> str:
+    """``url`` (``sc://host:port`` with or without ``/;param=value...``) naming the session ``session_id``."""
+    base, _, params = url.partition("/;")
+    kept = [param for param in params.split(";") if param and not param.startswith("session_id=")]
+    return f"{base.rstrip('/')}/;" + ";".join([*kept, f"session_id={session_id}"])
+
+
+def attach_session(
+    url: str, session_id: str, app_name: str, conf: Mapping[str, str] = {}
+) -> tuple[SparkSession, bool]:
+    """A client of the server's session ``session_id`` (created by the first client that names it), with
+    ``app_name`` and ``conf`` set in it, and whether it is that shared session. A session the server has
+    ended (released, or idle past ``spark.connect.session.manager.defaultSessionTimeout``) cannot be
+    opened again: then a session of its own, which ``stop()`` releases.
+
+    Sharing the session is what makes a DAG run's tasks cheap: Spark runs each session's Python UDFs in
+    workers of its own (keyed by the session's artifact id), so a task in a new session starts Python
+    workers and imports numba, pyarrow and the kernels again, about 2 s, where a task in its run's session
+    finds them warm (``bench/small_change.py``)."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
+
+    settings = {"spark.app.name": app_name, **conf}
+    spark = SparkSession.builder.remote(session_url(url, session_id)).create()
+    spark.release_session_on_close = False  # stop() leaves it to the run's next task
+    try:
+        for key, value in settings.items():  # the session's first call: it fails if the session ended
+            spark.conf.set(key, value)
+    except PySparkException as error:
+        spark.stop()
+        if "SESSION_CLOSED" not in str(error):
+            raise
+        log.warning("the session %s of this run has ended on the server: the task opens its own", session_id)
+        return SparkSession.builder.remote(url).config(map=settings).create(), False
+    return spark, True

@@ -2,8 +2,14 @@
 
 Each task is the Spark provider's ``@task.pyspark`` operator on the connection ``lakemeta_connect`` (type
 ``spark_connect``): the task process opens a session of the server (``lakemeta.spark.connect``), runs the
-step of ``lakemeta.steps`` on it with the task's arguments, and closes the session, so no task starts a
+step of ``lakemeta.steps`` on it with the task's arguments, and closes its client, so no task starts a
 JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers other than these DAGs.
+
+The Spark tasks of one DAG run share one session (``connect.run_session_id``), which keeps its Python
+workers warm from task to task; the server ends it once idle. The state updates are the exception: each
+opens a session of its own and releases it. They run side by side, and each tags its commit with its
+component's Delta transaction through the session's configuration (``Catalog.transaction``), which in a
+shared session one update could set while another commits.
 
 With Airflow's OpenLineage provider configured, each task's COMPLETE event lists the tables its step
 read and wrote (``lakemeta.lineage``).
@@ -14,11 +20,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
-from airflow.sdk import Asset
+from airflow.providers.standard.operators.python import PythonOperator
+from airflow.sdk import Asset, BaseHook
 
 from lakemeta.dag_settings import PUBLISHED_ASSET, SPARK_POOL
 from lakemeta.spark.connect import AIRFLOW_CONNECTION
+
+# Steps that commit under a Delta transaction set in the session's configuration (module docstring).
+_OWN_SESSION_STEPS = frozenset({"update_state", "rebuild_state"})
 
 
 def run_step(step: str, argv: list[str], spark=None) -> None:  # noqa: ANN001 (the provider's session)
@@ -29,18 +40,41 @@ def run_step(step: str, argv: list[str], spark=None) -> None:  # noqa: ANN001 (t
 
 
 class SparkStepOperator(PySparkOperator):
-    """The provider's PySparkOperator, which also tells Airflow's OpenLineage provider, when it is on,
-    the tables its step read and wrote."""
+    """The provider's PySparkOperator, on its DAG run's Connect session unless the step needs its own
+    (module docstring), which also tells Airflow's OpenLineage provider, when it is on, the tables its
+    step read and wrote."""
 
     def execute(self, context: Any) -> Any:
         from lakemeta import lineage  # loads the configuration, the lake and the registry: at run time
 
+        self.run_id = context["run_id"]
         watch = lineage.StepWatch(self.op_args[0]) if lineage.lineage_enabled() else None
         try:
             return super().execute(context)
         finally:
             if watch is not None:
                 self.step_lineage = watch.finish()
+
+    def execute_callable(self) -> Any:
+        if self.op_args[0] in _OWN_SESSION_STEPS:
+            return super().execute_callable()  # the provider's: a session of the task's own, released
+        from lakemeta.spark.connect import attach_session, run_session_id
+
+        connection = BaseHook.get_connection(self.conn_id)
+        session_id = run_session_id(self.dag_id, self.run_id)
+        spark, shared = attach_session(
+            SparkConnectHook(self.conn_id).get_connection_url(),
+            session_id,
+            f"{self.dag_id}-{self.task_id}",
+            {key: str(value) for key, value in connection.extra_dejson.items()},
+        )
+        where = "the session" if shared else "a session of its own: that of the run, the session"
+        self.log.info("on %s %s", where, session_id)
+        try:
+            self.op_kwargs = {**self.op_kwargs, "spark": spark}
+            return PythonOperator.execute_callable(self)
+        finally:
+            spark.stop()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The provider's lineage of the step (the DefaultExtractor calls this after ``execute``)."""
