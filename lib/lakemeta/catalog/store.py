@@ -395,8 +395,8 @@ class Catalog:
             # appended to per run or per step would be read from hundreds of them between two
             # ``lakemeta maintain``. Past a few it is compacted, in a commit of its own that keeps its rows
             # (Delta's OPTIMIZE: a retry, ``reflects`` and the publication pass over it). A table
-            # partitioned by bucket has a file per bucket it holds, and is left to maintenance.
-            table.update_incremental()
+            # partitioned by bucket has a file per bucket it holds, and is left to maintenance. The write
+            # moved ``table`` to the version it committed, so its files count the appended one.
             if (
                 compact
                 and len(table.file_uris()) > COMPACT_PAST_FILES
