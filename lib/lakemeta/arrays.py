@@ -44,15 +44,25 @@ def uint64_rows(values: pa.BinaryArray | pa.ChunkedArray) -> tuple[np.ndarray, n
     return (byte_offsets - byte_offsets[0]) // 8, words, stored
 
 
+def expand_ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
+    """The concatenation of ``arange(starts[i], stops[i])`` over i, as int64: the positions of the ranges'
+    elements in order, for one gather with no loop per range. A range with ``stops[i] <= starts[i]`` adds
+    nothing, as ``arange`` gives nothing for it; no ranges give an empty array."""
+    starts = np.asarray(starts, np.int64)
+    lengths = np.maximum(np.asarray(stops, np.int64) - starts, 0)
+    ends = np.cumsum(lengths)
+    # element j of the result is its range's start plus j's place within that range
+    first = np.repeat(starts - (ends - lengths), lengths)
+    return first + np.arange(len(first), dtype=np.int64)
+
+
 def take_rows(offsets: np.ndarray, words: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows ``at`` of rows kept as (offsets, words) (:func:`uint64_rows`), as (offsets, words) of their
     own: one gather, with no loop per row."""
-    sizes = offsets[1:][at] - offsets[:-1][at]
+    starts, stops = offsets[:-1][at], offsets[1:][at]
     taken_offsets = np.zeros(len(at) + 1, np.int64)
-    np.cumsum(sizes, out=taken_offsets[1:])
-    # word j of the result comes from its row's first word, plus j's place within that row
-    first = np.repeat(offsets[:-1][at] - taken_offsets[:-1], sizes)
-    return taken_offsets, words[first + np.arange(taken_offsets[-1])]
+    np.cumsum(stops - starts, out=taken_offsets[1:])
+    return taken_offsets, words[expand_ranges(starts, stops)]
 
 
 def binary_rows(words: np.ndarray, bounds: np.ndarray, kept: np.ndarray) -> pa.BinaryArray:

@@ -65,7 +65,9 @@ class Pipeline:
         """The discovery steps (and ``DERIVED_TABLES``) whose results do not reflect the newest committed
         run with this configuration's settings, in run order."""
         steps = [DERIVED_TABLES, *(step.name for step in DISCOVERY_STEPS)]
-        return stale_steps(self.catalog, steps, self.config.discovery_settings())
+        return stale_steps(
+            self.catalog, steps, self.config.discovery_settings(), newest_committed_run(self.catalog)
+        )
 
     def results_current(self) -> bool:
         """Whether every result reflects the newest committed run with these settings and is published:
@@ -145,9 +147,11 @@ class Pipeline:
                 # The unchanged tables' keys stay current if they were (derived over the last committed
                 # run with these settings), or when there is no such run: this one covers every table. So
                 # do their rows of `columns`.
-                first = newest_committed_run(self.catalog) is None
-                keys_current = first or not stale_steps(self.catalog, [KEYS], settings)
-                if not first and not stale_steps(self.catalog, [DERIVED_TABLES], settings):
+                last = newest_committed_run(self.catalog)
+                first = last is None
+                stale = [] if first else stale_steps(self.catalog, [KEYS, DERIVED_TABLES], settings, last)
+                keys_current = first or KEYS not in stale
+                if not first and DERIVED_TABLES not in stale:
                     changed = plan.tables
                 failed = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows).failed()
                 refresh_keys_and_dependencies(
@@ -179,7 +183,8 @@ class Pipeline:
         settings = self.config.discovery_settings()
         with self.catalog.using_state(step or "discovery"):
             if if_stale:
-                stale = stale_steps(self.catalog, [each.name for each in steps], settings)
+                names = [each.name for each in steps]
+                stale = stale_steps(self.catalog, names, settings, newest_committed_run(self.catalog))
                 steps = [each for each in steps if each.name in stale]
             for each in steps:
                 # Read before the step: a run committing meanwhile is not claimed by its record.

@@ -1,5 +1,6 @@
 """Rows of 64-bit words kept as Arrow binary rows (``lakemeta.arrays``): read as views, gathered by
-position, written back; against the rows as Python lists."""
+position, written back; against the rows as Python lists. Ranges expanded to their positions, against
+Python's ranges."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pyarrow as pa
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lakemeta.arrays import binary_rows, one_array, take_rows, uint64_rows
+from lakemeta.arrays import binary_rows, expand_ranges, one_array, take_rows, uint64_rows
 
 rows_of_words = st.lists(
     st.one_of(st.none(), st.lists(st.integers(0, 2**64 - 1), max_size=5)), min_size=1, max_size=30
@@ -52,3 +53,23 @@ def test_one_array_of_one_chunk_is_that_chunk_and_of_several_their_concatenation
     assert one_array(pa.chunked_array([chunk])).buffers()[2].address == chunk.buffers()[2].address
     assert one_array(pa.chunked_array([chunk, chunk])).equals(_binary([[1], [2, 3], [1], [2, 3]]))
     assert one_array(pa.chunked_array([], pa.binary())).equals(pa.array([], pa.binary()))
+
+
+# (start, length) pairs: empty ranges among them, and a stop before its start, which ``arange`` leaves empty
+ranges = st.lists(st.tuples(st.integers(-(2**40), 2**40), st.integers(-3, 6)), max_size=20)
+
+
+@given(ranges)
+def test_expanded_ranges_are_the_concatenation_of_the_ranges(pairs: list[tuple[int, int]]) -> None:
+    starts = np.array([start for start, _ in pairs], np.int64)
+    stops = np.array([start + length for start, length in pairs], np.int64)
+    expanded = expand_ranges(starts, stops)
+    assert expanded.dtype == np.int64
+    concatenated = [i for start, stop in zip(starts, stops, strict=True) for i in range(start, stop)]
+    assert expanded.tolist() == concatenated
+
+
+def test_no_ranges_and_empty_ranges_expand_to_nothing() -> None:
+    for starts, stops in (([], []), ([3, 7], [3, 7])):
+        expanded = expand_ranges(np.array(starts, np.int64), np.array(stops, np.int64))
+        assert expanded.dtype == np.int64 and expanded.size == 0

@@ -37,9 +37,9 @@ def record_discovery(catalog: Catalog, step: str, run_id: int | None, settings: 
     catalog.append_small("discovery_runs", row, Txn(f"discovery {step}", time.time_ns() // 1000))
 
 
-def stale_steps(catalog: Catalog, steps: Sequence[str], settings: str) -> list[str]:
-    """Those of ``steps`` whose results do not reflect the newest committed run with ``settings``."""
-    run = newest_committed_run(catalog)
+def stale_steps(catalog: Catalog, steps: Sequence[str], settings: str, run: int | None) -> list[str]:
+    """Those of ``steps`` whose results do not reflect ``run``, the newest committed run
+    (:func:`newest_committed_run`, read by the caller, which usually needs it too), with ``settings``."""
     records = catalog.read_small("discovery_runs").sort_by("finished_at").to_pylist()
     newest = {record["step"]: (record["run_id"], record["settings"]) for record in records}
     return [step for step in steps if newest.get(step) != (run, settings)]

@@ -82,6 +82,13 @@ def _keys(rows: pa.Table, tracked: Tracked) -> tuple[pa.Array, pa.Array]:
     return keys, pc.fill_null(rows["accepted"].combine_chunks(), False)
 
 
+def touching(rows: pa.Table, name: str, tables: Collection[str]) -> np.ndarray:
+    """Whether each row of the result table ``name`` (a key of ``TRACKED``) has one of ``tables`` on a
+    side, dependent or referenced: a mask."""
+    tracked = TRACKED[name]
+    return of_tables(rows[tracked.dependent[0]], tables) | of_tables(rows[tracked.referenced[0]], tables)
+
+
 def replace_relationships(
     catalog: Catalog,
     name: str,
@@ -109,10 +116,7 @@ def replace_relationships(
     has_first_run = np.zeros(rows.num_rows, bool)
     compared, stored_compared = np.arange(rows.num_rows), np.arange(stored.num_rows)
     if changed_tables is not None:
-        in_rows, in_stored = (
-            _of_tables(rows, tracked, changed_tables),
-            _of_tables(stored, tracked, changed_tables),
-        )
+        in_rows, in_stored = touching(rows, name, changed_tables), touching(stored, name, changed_tables)
         sides = [*tracked.dependent, *tracked.referenced]
         kept = rows.select(sides).filter(pa.array(~in_rows))
         # the others are those stored, in their order (checked: two tables equal column for column, a
@@ -143,11 +147,6 @@ def replace_relationships(
     written = rows.append_column("first_run", pa.array(first_runs, pa.int64(), mask=~has_first_run))
     schema = catalog.arrow_schema(name)
     catalog.replace_small(name, written.select(schema.names).cast(schema), reflects=reflects)
-
-
-def _of_tables(rows: pa.Table, tracked: Tracked, tables: Collection[str]) -> np.ndarray:
-    """Whether each row's relationship has one of ``tables`` on a side."""
-    return of_tables(rows[tracked.dependent[0]], tables) | of_tables(rows[tracked.referenced[0]], tables)
 
 
 def _record_changes(

@@ -216,9 +216,12 @@ class Catalog:
         shared) the handle is kept and brought up to date on the next call, which reads only the commits
         since (``update_incremental``, under a millisecond) where opening replays the log from its last
         checkpoint (4-15 ms): a discovery after a small batch reads and writes the same bookkeeping tables
-        a dozen times. Outside a step a rebuild may drop and recreate a table, which a kept handle would
-        not see, and another thread of the step (a search's freshness check) may read meanwhile, which a
-        shared handle would not bear: each such call opens the table."""
+        a dozen times. The handles are the step's and go with its hold: outside a step nothing would bound
+        how long a kept handle lived (with its snapshot of the table's files) nor which thread used it, and
+        another thread of the step (a search's freshness check) may read meanwhile, which a shared handle
+        would not bear: each such call opens the table. (A rebuild truncates with ``replace_small``, an
+        overwrite, and maintenance compacts and rewrites in place: commits on the same Delta log, which a
+        kept handle follows like any other.)"""
         location = self.location(name)
         if self._tables is None or threading.get_ident() != self._tables_thread:
             return location.delta_table()
@@ -395,8 +398,8 @@ class Catalog:
             # appended to per run or per step would be read from hundreds of them between two
             # ``lakemeta maintain``. Past a few it is compacted, in a commit of its own that keeps its rows
             # (Delta's OPTIMIZE: a retry, ``reflects`` and the publication pass over it). A table
-            # partitioned by bucket has a file per bucket it holds, and is left to maintenance.
-            table.update_incremental()
+            # partitioned by bucket has a file per bucket it holds, and is left to maintenance. The write
+            # moved ``table`` to the version it committed, so its files count the appended one.
             if (
                 compact
                 and len(table.file_uris()) > COMPACT_PAST_FILES

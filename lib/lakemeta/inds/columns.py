@@ -33,7 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
 
-from lakemeta.arrays import binary_rows, one_array, run_starts, take_rows, uint64_rows
+from lakemeta.arrays import binary_rows, expand_ranges, one_array, run_starts, take_rows, uint64_rows
 from lakemeta.catalog import Catalog
 from lakemeta.hashing import hash_strings
 from lakemeta.inds.bloom import BloomParams, sized_signatures, words_at
@@ -153,10 +153,8 @@ def _stored_signatures(rows: pa.Table, params: BloomParams) -> tuple[np.ndarray,
     all_offsets, all_words = sized_signatures(hashes, hash_offsets, levels, params)
     at = np.flatnonzero(stored)
     stored_offsets, stored_words = take_rows(offsets, words, at)
-    sizes = np.diff(stored_offsets)
-    all_words[np.repeat(all_offsets[:-1][at] - stored_offsets[:-1], sizes) + np.arange(len(stored_words))] = (
-        stored_words
-    )
+    starts = all_offsets[:-1][at]
+    all_words[expand_ranges(starts, starts + np.diff(stored_offsets))] = stored_words
     return all_offsets, all_words, levels
 
 
@@ -266,7 +264,7 @@ def compute_inputs(
         lengths = np.diff(part_offsets)
         if np.any(lengths != np.diff(signature_offsets)[ids]):
             raise ValueError("a part's signature does not have its column's level")
-        targets = np.repeat(signature_offsets[ids] - part_offsets[:-1], lengths) + np.arange(len(part_words))
+        targets = expand_ranges(signature_offsets[ids], signature_offsets[ids] + lengths)
         np.bitwise_or.at(signature_words, targets, part_words)
         for total, name in (
             (counted, "set_size"),

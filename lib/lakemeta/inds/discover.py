@@ -54,7 +54,7 @@ from pyspark.sql import SparkSession
 from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
-from lakemeta.catalog.relationships import replace_relationships
+from lakemeta.catalog.relationships import replace_relationships, touching
 from lakemeta.catalog.store import of_tables
 from lakemeta.config import Config, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
@@ -326,8 +326,8 @@ def discover_inclusion_dependencies(
     found = _result(inputs, deps, refs)
     last = None if changed_tables is None else catalog.read_small(RESULTS)
     if last is not None:
-        touched = of_tables(last["dep_table"], changed_tables) | of_tables(last["ref_table"], changed_tables)
-        kept_rows = last.select(found.column_names).filter(pa.array(~touched)).cast(found.schema)
+        unchanged = ~touching(last, RESULTS, changed_tables)
+        kept_rows = last.select(found.column_names).filter(pa.array(unchanged)).cast(found.schema)
         found = pa.concat_tables([kept_rows, found])
     result = found.sort_by([(name, "ascending") for name in PAIR])
     return ManyRun(

@@ -47,6 +47,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakemeta.arrays import expand_ranges
 from lakemeta.joinsearch.index import PostingIndex, as_numpy_strings
 from lakemeta.joinsearch.normalise import normalise_values
 from lakemeta.joinsearch.superkey import SuperKeyHasher
@@ -184,13 +185,6 @@ def _code_items(starts: np.ndarray, stops: np.ndarray, n_items: int) -> np.ndarr
     for code in range(starts.shape[0]):
         item_code[starts[code] : stops[code]] = code
     return item_code
-
-
-def _expand_ranges(starts: np.ndarray, stops: np.ndarray) -> np.ndarray:
-    """Concatenation of ``arange(starts[i], stops[i])`` over i."""
-    lengths = stops - starts
-    begins = np.cumsum(lengths) - lengths
-    return np.repeat(starts - begins, lengths) + np.arange(lengths.sum())
 
 
 @numba.njit(cache=True, inline="always")
@@ -600,7 +594,7 @@ def algorithm_1(
     starts, stops = index.value_ranges(as_numpy_strings(query.distinct_values))
     item_code = _code_items(starts, stops, index.n_items)
     initial_codes = np.unique(tuples[:, initial])
-    fetched = _expand_ranges(starts[initial_codes], stops[initial_codes])
+    fetched = expand_ranges(starts[initial_codes], stops[initial_codes])
     fetched = fetched[
         np.lexsort((index.column_ids[fetched], index.row_ids[fetched], index.table_ids[fetched]))
     ]

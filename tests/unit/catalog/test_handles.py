@@ -32,7 +32,7 @@ def test_a_step_reads_every_commit_through_the_handle_it_keeps(tmp_path: Path) -
         assert sorted(_steps(ours)) == ["ours", "theirs"]
         assert ours.delta_table("discovery_runs") is kept
         assert kept.version() == 2
-    # outside a step a rebuild may recreate a table: nothing is kept
+    # outside a step nothing is kept: each call opens the table
     assert ours.delta_table("discovery_runs") is not ours.delta_table("discovery_runs")
     record_discovery(theirs, "theirs again", 2, "settings")
     assert sorted(_steps(ours)) == ["ours", "theirs", "theirs again"]

@@ -1,7 +1,8 @@
 """Replacing a result with ``changed_tables`` (``lakemeta.catalog.relationships.replace_relationships``):
 comparing only the changed tables' relationships writes the same result, first runs and recorded changes
 as comparing every one, whether the others come in their stored order (compared by position) or not (then
-compared by key). On delta-rs, no Spark."""
+compared by key); the relationships touching the changed tables (``touching``) are those with one on
+either side. On delta-rs, no Spark."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.relationships import CHANGES, replace_relationships
+from lakemeta.catalog.relationships import CHANGES, replace_relationships, touching
 from lakemeta.storage import Location
 
 RESULTS = "inclusion_dependencies"
@@ -85,3 +86,10 @@ def test_comparing_the_changed_tables_alone_writes_what_comparing_all_does(
         *(("appeared", ind[0], ind[2]) for ind in set(after) - before),
         *(("disappeared", ind[0], ind[2]) for ind in before - set(after)),
     }
+
+
+@given(st.lists(st.sampled_from(ALL_INDS), max_size=20), st.sets(st.sampled_from(TABLES), max_size=3))
+def test_a_relationship_touches_the_tables_on_either_of_its_sides(inds: list[IND], tables: set[str]) -> None:
+    assert touching(_rows(inds), RESULTS, tables).tolist() == [
+        ind[0] in tables or ind[2] in tables for ind in inds
+    ]
