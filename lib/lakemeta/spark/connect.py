@@ -170,7 +170,7 @@ def session_url(url: str, session_id: str) -> str:
 
 
 def attach_session(
-    url: str, session_id: str, app_name: str, conf: Mapping[str, str] = {}
+    url: str, session_id: str, app_name: str, conf: Mapping[str, str] | None = None
 ) -> tuple[SparkSession, bool]:
     """A client of the server's session ``session_id`` (created by the first client that names it), with
     ``app_name`` and ``conf`` set in it, and whether it is that shared session. A session the server has
@@ -179,12 +179,13 @@ def attach_session(
 
     Sharing the session is what makes a DAG run's tasks cheap: Spark runs each session's Python UDFs in
     workers of its own (keyed by the session's artifact id), so a task in a new session starts Python
-    workers and imports numba, pyarrow and the kernels again, about 2 s, where a task in its run's session
-    finds them warm (``bench/small_change.py``)."""
+    workers and imports numba, pyarrow and the kernels again, where a task in its run's session finds them
+    warm: a first ``mapInArrow`` that loads the kernels took 2.5-3.6 s in a new session and 0.7-1.0 s in a
+    warm one, although through both DAGs (``bench/small_change.py``) the difference was within noise."""
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 
-    settings = {"spark.app.name": app_name, **conf}
+    settings = {"spark.app.name": app_name, **(conf or {})}
     spark = SparkSession.builder.remote(session_url(url, session_id)).create()
     spark.release_session_on_close = False  # stop() leaves it to the run's next task
     try:

@@ -68,8 +68,10 @@ class SparkStepOperator(PySparkOperator):
             f"{self.dag_id}-{self.task_id}",
             {key: str(value) for key, value in connection.extra_dejson.items()},
         )
-        where = "the session" if shared else "a session of its own: that of the run, the session"
-        self.log.info("on %s %s", where, session_id)
+        if shared:
+            self.log.info("on the run's Connect session %s", session_id)
+        else:
+            self.log.info("on a Connect session of its own: the run's, %s, has ended", session_id)
         try:
             self.op_kwargs = {**self.op_kwargs, "spark": spark}
             return PythonOperator.execute_callable(self)
