@@ -23,6 +23,8 @@ from deltalake import DeltaTable, write_deltalake
 
 from lakemeta import crash_points
 from lakemeta.config import Config
+from lakemeta.inds.columns import INPUTS
+from lakemeta.inds.kept import COMPUTED_IN
 from lakemeta.lake.batches import BatchUnreadableError
 from lakemeta.pipeline import Pipeline
 from lakemeta.quality.gate import Audit
@@ -70,16 +72,27 @@ def run_killed_at(pipeline: Pipeline, label: str, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(crash_points, "on_reach", lambda reached: None)
 
 
+def current_inputs(table: pa.Table) -> pa.Table:
+    """Of Many's kept inputs (``lakemeta.inds.kept``) each column's newest row, the one holding its inputs,
+    without the run it was computed in. The outdated rows, and the run, tell which runs a discovery ran
+    over: a crash that cut a discovery short before the next run was planned has it done over that run."""
+    keys = ["table_name", "column_name"]
+    newest = table.group_by(keys).aggregate([(COMPUTED_IN, "max")]).rename_columns([*keys, COMPUTED_IN])
+    return table.join(newest, [*keys, COMPUTED_IN], join_type="inner").drop_columns([COMPUTED_IN])
+
+
 def catalog_rows(catalog: Path | Location, names: list[str] = _COMPARED) -> dict[str, list[tuple]]:
     """Every compared catalog table's rows (read with delta-rs: small tables, no Spark jobs); of ``runs``
     only those that changed something (a retry after a run committed is a run of its own, which finds
-    nothing to do)."""
+    nothing to do); of Many's kept inputs the current ones."""
     rows = {}
     for name in names:
         table = (Location.parse(catalog) / name).delta_table().to_pyarrow_table()
         if name == "runs":
             table = table.filter(pc.greater(table["tables_changed"], 0))
-        columns = [c for c in all_schemas()[name].fieldNames() if c not in _RUN_DEPENDENT]
+        if name == INPUTS:
+            table = current_inputs(table)
+        columns = [c for c in all_schemas()[name].fieldNames() if c not in _RUN_DEPENDENT | {COMPUTED_IN}]
         rows[name] = sorted((tuple(row.values()) for row in table.select(columns).to_pylist()), key=repr)
     return rows
 
@@ -142,41 +155,44 @@ def test_a_run_killed_at_every_crash_point_and_run_again_equals_an_uninterrupted
     reached: list[str] = []
     monkeypatch.setattr(crash_points, "on_reach", reached.append)
     full_run(spark, lake, reference)
-    # The crash points in the order the run reached them, a point reached twice (the same write to the
-    # same table, at two steps) counted by its reach. Between an "after" point and the next "before" point
-    # nothing is written, so the files are the same at both: the "after" points (and the very first point)
-    # are the distinct states a crash can leave.
-    points = [(reached[0], 1)]
-    for i, label in enumerate(reached):
-        if label.startswith("after "):
-            points.append((label, reached[: i + 1].count(label)))
-    assert len(points) >= 20, points
+    # Between an "after" point and the next "before" point nothing is written, so the files are the same
+    # at both: the "after" points (and the very first point) are the distinct states a crash can leave.
+    distinct = {reached[0]} | {label for label in reached if label.startswith("after ")}
+    assert len(distinct) >= 15, reached
 
+    # Each attempt is killed at the first point it reaches that no attempt was killed at yet, a point
+    # being a label and its reach in the attempt (the same write at two steps is two points). A retry
+    # resumes where the last kill left it, so each attempt goes one point further, and none runs to its
+    # end for nothing; the chain ends with the first attempt that reaches no new point.
     killed_at: list[tuple[str, int]] = []
-    for target in points:
+    for _ in range(len(reached) + 1):  # at most one attempt per reach, and the last one
         reaches: list[str] = []
 
-        def kill_at(label: str, target: tuple[str, int] = target, reaches: list[str] = reaches) -> None:
+        def kill_at(label: str, reaches: list[str] = reaches) -> None:
             reaches.append(label)
-            if (label, reaches.count(label)) == target:
+            point = (label, reaches.count(label))
+            if label in distinct and point not in killed_at:
+                killed_at.append(point)
                 raise Killed(label)
 
         monkeypatch.setattr(crash_points, "on_reach", kill_at)
         try:
             full_run(spark, lake, catalog)
+            break
         except Killed:
-            killed_at.append(target)
-        if killed_at[-1:] == [("after append runs", 1)]:  # the plan is stored; the run is not yet done
+            pass
+        if killed_at[-1] == ("after append runs", 1):  # the plan is stored; the run is not yet done
             # The lake moves on while the killed run waits for its retry: the retry still processes
             # exactly the versions it planned, and the next run the rest.
             spark.sql(f"INSERT INTO delta.`{lake / 'a'}` VALUES (40, 'moved', 4.0)")
+    else:
+        pytest.fail(f"every attempt was killed: {killed_at}")
     monkeypatch.setattr(crash_points, "on_reach", lambda label: None)
     full_run(spark, lake, catalog)
     full_run(spark, lake, reference)
 
-    # Fewer than the points: a label reached several times (the record of each discovery step) is counted
-    # from the start of each retry, which skips the steps already recorded, so its later reaches are not met.
-    assert len(killed_at) >= 15, (points, killed_at)
+    # Every distinct point of the uninterrupted run was a kill, at least at its first reach.
+    assert distinct <= {label for label, _ in killed_at}, distinct - {label for label, _ in killed_at}
     assert ("after append runs", 1) in killed_at
     ours, theirs = catalog_rows(catalog), catalog_rows(reference)
     assert ours == theirs
