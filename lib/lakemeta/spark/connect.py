@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemeta.config import Config
-from lakemeta.spark.session import delta_jars, metastore_conf, spark_conf, spark_environment
+from lakemeta.spark.session import (
+    delta_jars,
+    metastore_conf,
+    spark_conf,
+    spark_environment,
+    with_prompt_retries,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -186,7 +192,7 @@ def attach_session(
     from pyspark.sql import SparkSession
 
     settings = {"spark.app.name": app_name, **(conf or {})}
-    spark = SparkSession.builder.remote(session_url(url, session_id)).create()
+    spark = with_prompt_retries(SparkSession.builder.remote(session_url(url, session_id)).create())
     spark.release_session_on_close = False  # stop() leaves it to the run's next task
     try:
         for key, value in settings.items():  # the session's first call: it fails if the session ended
@@ -196,5 +202,6 @@ def attach_session(
         if "SESSION_CLOSED" not in str(error):
             raise
         log.warning("the session %s of this run has ended on the server: the task opens its own", session_id)
-        return SparkSession.builder.remote(url).config(map=settings).create(), False
+        own = SparkSession.builder.remote(url).config(map=settings).create()
+        return with_prompt_retries(own), False
     return spark, True

@@ -125,6 +125,25 @@ def metastore_conf(metastore_uri: str | None = None) -> dict[str, str]:
     return conf
 
 
+# How a Spark Connect client waits out a server that is down: about as long as pyspark's default policy
+# (15 retries, the wait multiplied by 4 up to 60 s: some 10 minutes), in waits of at most 5 s. With the
+# default a task whose server was restarted went on waiting up to a minute after the new server was up
+# (the running-Airflow test: 51 s), before learning that its session had gone with the old one.
+_RETRY_MAX_BACKOFF_MS = 5_000
+_RETRY_TOLERATED_MS = 10 * 60 * 1000
+
+
+def with_prompt_retries(spark: SparkSession) -> SparkSession:
+    """``spark``, a Spark Connect client, retrying as pyspark's default policy does but never waiting
+    more than 5 s between two attempts: it finds a restarted server within seconds."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+
+    retries = 2 * _RETRY_TOLERATED_MS // _RETRY_MAX_BACKOFF_MS  # the first few waits are shorter
+    policy = DefaultPolicy(max_retries=retries, backoff_multiplier=2.0, max_backoff=_RETRY_MAX_BACKOFF_MS)
+    spark.client.set_retry_policies([policy])
+    return spark
+
+
 def get_session(
     master: str = "local[*]",
     app_name: str = "lakemeta",
@@ -141,7 +160,7 @@ def get_session(
     (``lakemeta.spark.connect``), which was started with all of this already.
     """
     if remote:
-        return SparkSession.builder.remote(remote).appName(app_name).create()
+        return with_prompt_retries(SparkSession.builder.remote(remote).appName(app_name).create())
     prepare_environment()
     builder = SparkSession.builder.appName(app_name)
     if not under_spark_submit():
