@@ -49,28 +49,32 @@ STATE_ASSET = Asset(name="lakemeta_state", uri="lakemeta://catalog/state")
 # lakemeta_discovery and lakemeta_rebuild produces it; users' DAGs schedule on it.
 PUBLISHED_ASSET = Asset(name="lakemeta_catalog_published", uri="lakemeta://catalog/published")
 
-# Steps are idempotent, so retries are safe; backing off rides out a busy cluster, a locked table or a
-# Connect server that is restarting.
-RETRIES = {
-    "retries": 3,
-    "retry_delay": timedelta(seconds=30),
-    "retry_exponential_backoff": True,
-    "max_retry_delay": timedelta(minutes=10),
-}
-
 # The DAG callback's context holds the DAG, the run's id and the reason (a failed task, a timeout);
 # the notifier's default templates describe a task instance, which a timed-out run may lack.
 FAILURE_SUBJECT = "lakemeta: {{ dag.dag_id }} run {{ run_id }} failed"
 FAILURE_BODY = "<p>{{ dag.dag_id }} run {{ run_id }} failed: {{ reason }}</p>"
 
 
-def _minutes(variable: str, default: int) -> timedelta:
+def _duration(variable: str, default: int, unit: str) -> timedelta:
+    """``variable``'s value, a positive whole number of ``unit`` ("minutes", "seconds"), or ``default``."""
     text = os.environ.get(variable, "").strip()
     if not text:
-        return timedelta(minutes=default)
+        return timedelta(**{unit: default})
     if not text.isdigit() or int(text) == 0:
-        raise ValueError(f"{variable} must be a positive number of minutes, got {text!r}")
-    return timedelta(minutes=int(text))
+        raise ValueError(f"{variable} must be a positive number of {unit}, got {text!r}")
+    return timedelta(**{unit: int(text)})
+
+
+def retries() -> dict[str, Any]:
+    """Every task's retries: three, the first after ``LAKEMETA_RETRY_DELAY_SECONDS`` (30), each next one
+    after about twice as long as the one before, at most ten minutes. Steps are idempotent, so retries are
+    safe; backing off rides out a busy cluster, a locked table or a Connect server that is restarting."""
+    return {
+        "retries": 3,
+        "retry_delay": _duration("LAKEMETA_RETRY_DELAY_SECONDS", 30, "seconds"),
+        "retry_exponential_backoff": True,
+        "max_retry_delay": timedelta(minutes=10),
+    }
 
 
 def failure_notifiers() -> list[SmtpNotifier]:
@@ -89,10 +93,10 @@ def dag_arguments() -> dict[str, Any]:
         "catchup": False,
         "tags": ["lakemeta"],
         "default_args": {
-            **RETRIES,
-            "execution_timeout": _minutes("LAKEMETA_TASK_TIMEOUT_MINUTES", 120),
+            **retries(),
+            "execution_timeout": _duration("LAKEMETA_TASK_TIMEOUT_MINUTES", 120, "minutes"),
         },
-        "dagrun_timeout": _minutes("LAKEMETA_DAG_RUN_TIMEOUT_MINUTES", 720),
+        "dagrun_timeout": _duration("LAKEMETA_DAG_RUN_TIMEOUT_MINUTES", 720, "minutes"),
         "on_failure_callback": failure_notifiers(),
     }
 

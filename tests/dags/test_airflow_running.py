@@ -46,6 +46,7 @@ from lakemeta.spark.connect import SERVER_CLASS
 from lakemeta.spark.session import spark_environment
 from lakemeta.storage import Location
 
+from ..conftest import INTERPRETED, QUICK_JVM
 from .cluster import standalone_cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,17 +91,19 @@ CLUSTER_SECURITY = dict(
 )
 
 # The Connect server is the cluster's one application: it takes the workers' four cores. Event logs
-# uncompressed, so that the test reads what they hold.
-SPARK_DEFAULTS = """\
+# uncompressed, so that the test reads what they hold. Expressions interpreted, and the C1 compiler alone
+# for the Connect server and the cluster's JVMs (QUICK_JVM): on a tiny lake they spend less of the two cores
+# compiling (tests/conftest.py; a spark-submit here: 47 -> 29 CPU seconds with C1 alone).
+SPARK_DEFAULTS = (
+    """\
 spark.executor.memory 768m
 spark.eventLog.enabled true
 spark.eventLog.dir file://{events}
 spark.eventLog.compress false
-""" + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
-
-# The C1 compiler alone, for the Connect server and the cluster's JVMs: on a tiny lake they spend less of the
-# two cores compiling (a spark-submit here: 47 -> 29 CPU seconds).
-QUICK_JVM = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1"}
+"""
+    + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
+    + "".join(f"{key} {value}\n" for key, value in INTERPRETED.items())
+)
 
 
 class Airflow:
@@ -256,6 +259,9 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         # One scheduled incremental run rather than one per hour (a run could otherwise start again while
         # the test runs); read when the DAG files are parsed (lakemeta.dag_settings).
         "LAKEMETA_INCREMENTAL_SCHEDULE": "@once",
+        # The retries after the SIGKILLs below come after 5 s, not 30 s: the test waits less, and checks
+        # that the setting reaches the tasks the scheduler runs.
+        "LAKEMETA_RETRY_DELAY_SECONDS": "5",
         "LAKEMETA_CONNECT_PORT": str(connect_port),
         "SPARK_CONNECT_AUTHENTICATE_TOKEN": TOKEN,
         "LAKEMETA_DRIVER_MEMORY": "2g",
@@ -406,6 +412,8 @@ def test_the_scheduled_incremental_run_builds_the_state(airflow: Airflow, increm
         f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental_run['dag_run_id']}/taskInstances/{task}",
     )
     assert instance["state"] == "success" and instance["try_number"] >= 2, instance
+    declared = airflow.request("GET", f"/api/v2/dags/lakemeta_incremental/tasks/{task}")
+    assert (declared["retry_delay"]["days"], declared["retry_delay"]["seconds"]) == (0, 5), declared
     # Every Spark task ran in the pool start.sh created (env.sh's default size), the planning task not.
     pool = airflow.request("GET", "/api/v2/pools/lakemeta_spark")
     assert pool["slots"] == 4, pool

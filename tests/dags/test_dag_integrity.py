@@ -334,8 +334,10 @@ def test_every_task_has_an_execution_timeout_and_every_dag_a_run_timeout(dagbag,
         dag = dagbag.dags[dag_id]
         assert dag.dagrun_timeout == timedelta(hours=12)
         assert {task.execution_timeout for task in dag.tasks} == {timedelta(hours=2)}
+        assert {task.retry_delay for task in dag.tasks} == {timedelta(seconds=30)}
     assert dagbag.dags["lakemeta_incremental"].schedule == "@hourly"
     monkeypatch.setenv("LAKEMETA_TASK_TIMEOUT_MINUTES", "45")
+    monkeypatch.setenv("LAKEMETA_RETRY_DELAY_SECONDS", "5")
     monkeypatch.setenv("LAKEMETA_DAG_RUN_TIMEOUT_MINUTES", "90")
     monkeypatch.setenv("LAKEMETA_INCREMENTAL_SCHEDULE", "*/15 * * * *")
     configured = parse()
@@ -344,11 +346,16 @@ def test_every_task_has_an_execution_timeout_and_every_dag_a_run_timeout(dagbag,
         dag = configured.dags[dag_id]
         assert dag.dagrun_timeout == timedelta(minutes=90)
         assert {task.execution_timeout for task in dag.tasks} == {timedelta(minutes=45)}
+        assert {task.retry_delay for task in dag.tasks} == {timedelta(seconds=5)}
     assert configured.dags["lakemeta_incremental"].schedule == "*/15 * * * *"
     monkeypatch.setenv("LAKEMETA_TASK_TIMEOUT_MINUTES", "2h")  # a mistake is an import error naming it
     errors = parse().import_errors
     assert len(errors) == len(DAG_IDS)
     assert all("LAKEMETA_TASK_TIMEOUT_MINUTES" in error for error in errors.values())
+    monkeypatch.setenv("LAKEMETA_TASK_TIMEOUT_MINUTES", "45")
+    monkeypatch.setenv("LAKEMETA_RETRY_DELAY_SECONDS", "-5")
+    errors = parse().import_errors
+    assert errors and all("LAKEMETA_RETRY_DELAY_SECONDS" in error for error in errors.values())
 
 
 def test_publish_emits_the_asset_a_downstream_dag_is_scheduled_on(dagbag, tmp_path: Path):
