@@ -15,15 +15,6 @@ from lakemeta.storage import Location
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 
-# The tests run tiny tables through many short Spark jobs, where compiling costs more CPU than it saves: every
-# JVM they start runs with the C1 compiler alone, and the session of the run evaluates Spark's expressions
-# interpreted, without generated code. Together they took a pipeline test from 163 to 107 CPU seconds
-# (tests/spark/test_pipeline.py::test_renamed_and_dropped_columns_replace_the_table_s_state); the suite's two
-# workers keep both cores busy, so its time follows its CPU. Deployments keep both (lakemeta.spark.session).
-QUICK_JVM = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1"}
-os.environ.setdefault("JDK_JAVA_OPTIONS", QUICK_JVM["JDK_JAVA_OPTIONS"])
-INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
-
 
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects: `make test-fast` relies on the markers added here
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -88,11 +79,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server | None) 
     os.environ.setdefault("LAKEMETA_DRIVER_MEMORY", "3g")
     buckets = [Location.parse(f"s3://{s3_server_module.BUCKET}")] if s3_server else []
     session = get_session(
-        "local[2]",
-        "lakemeta tests",
-        catalog=tmp_path_factory.mktemp("spark-catalog"),
-        extra_conf=INTERPRETED,
-        locations=buckets,
+        "local[2]", "lakemeta tests", catalog=tmp_path_factory.mktemp("spark-catalog"), locations=buckets
     )
     yield session
     session.stop()

@@ -46,7 +46,6 @@ from lakemeta.spark.connect import SERVER_CLASS
 from lakemeta.spark.session import spark_environment
 from lakemeta.storage import Location
 
-from ..conftest import INTERPRETED, QUICK_JVM
 from .cluster import standalone_cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -91,19 +90,17 @@ CLUSTER_SECURITY = dict(
 )
 
 # The Connect server is the cluster's one application: it takes the workers' four cores. Event logs
-# uncompressed, so that the test reads what they hold. Expressions interpreted, and the C1 compiler alone
-# for the Connect server and the cluster's JVMs (QUICK_JVM): on a tiny lake they spend less of the two cores
-# compiling (tests/conftest.py; a spark-submit here: 47 -> 29 CPU seconds with C1 alone).
-SPARK_DEFAULTS = (
-    """\
+# uncompressed, so that the test reads what they hold.
+SPARK_DEFAULTS = """\
 spark.executor.memory 768m
 spark.eventLog.enabled true
 spark.eventLog.dir file://{events}
 spark.eventLog.compress false
-"""
-    + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
-    + "".join(f"{key} {value}\n" for key, value in INTERPRETED.items())
-)
+""" + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
+
+# The C1 compiler alone, for the Connect server and the cluster's JVMs: on a tiny lake they spend less of the
+# two cores compiling (a spark-submit here: 47 -> 29 CPU seconds).
+QUICK_JVM = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1"}
 
 
 class Airflow:
