@@ -16,10 +16,14 @@ import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
 from lakemeta.storage import Location, spark_settings
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.client.retries import RetryPolicy
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 
@@ -127,20 +131,25 @@ def metastore_conf(metastore_uri: str | None = None) -> dict[str, str]:
 
 # How a Spark Connect client waits out a server that is down: about as long as pyspark's default policy
 # (15 retries, the wait multiplied by 4 up to 60 s: some 10 minutes), in waits of at most 5 s. With the
-# default a task whose server was restarted went on waiting up to a minute after the new server was up
-# (the running-Airflow test: 51 s), before learning that its session had gone with the old one.
+# default a task whose server was restarted went on waiting about 50 s after the new server was up (the
+# running-Airflow test's task logs), before learning that its session had gone with the old one.
 _RETRY_MAX_BACKOFF_MS = 5_000
 _RETRY_TOLERATED_MS = 10 * 60 * 1000
 
 
-def with_prompt_retries(spark: SparkSession) -> SparkSession:
-    """``spark``, a Spark Connect client, retrying as pyspark's default policy does but never waiting
-    more than 5 s between two attempts: it finds a restarted server within seconds."""
+def prompt_retry_policy() -> RetryPolicy:
+    """pyspark's default retry policy, waiting 50 ms, then twice as long each time up to 5 s, for some
+    10 minutes in all (the seven waits below 5 s add up to 6.4 s)."""
     from pyspark.sql.connect.client.retries import DefaultPolicy
 
-    retries = 2 * _RETRY_TOLERATED_MS // _RETRY_MAX_BACKOFF_MS  # the first few waits are shorter
-    policy = DefaultPolicy(max_retries=retries, backoff_multiplier=2.0, max_backoff=_RETRY_MAX_BACKOFF_MS)
-    spark.client.set_retry_policies([policy])
+    retries = 7 + _RETRY_TOLERATED_MS // _RETRY_MAX_BACKOFF_MS
+    return DefaultPolicy(max_retries=retries, backoff_multiplier=2.0, max_backoff=_RETRY_MAX_BACKOFF_MS)
+
+
+def with_prompt_retries(spark: SparkSession) -> SparkSession:
+    """``spark``, a Spark Connect client, retrying by ``prompt_retry_policy``: it finds a restarted server
+    within seconds."""
+    spark.client.set_retry_policies([prompt_retry_policy()])
     return spark
 
 
