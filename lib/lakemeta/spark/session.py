@@ -102,6 +102,11 @@ def spark_conf(
         # posting-list update of a 1,000-column table ran the driver out of heap in the optimizer. The
         # filters it infers (IsNotNull before joins) are not needed by any plan here.
         "spark.sql.constraintPropagation.enabled": "false",
+        # A pipeline run over a three-table lake generates some 400 classes (projections, joins, MERGE
+        # plans), the same ones run after run. Spark's cache keeps 100, so each later run compiled ~320 of
+        # them again (Janino, then the JIT, then G1 unloading the evicted ones: CodegenMetrics counted
+        # 320 compilations a run); at 1,000 a later run compiles a handful.
+        "spark.sql.codegen.cache.maxEntries": "1000",
         "spark.ui.showConsoleProgress": "false",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
