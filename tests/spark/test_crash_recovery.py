@@ -43,9 +43,17 @@ from .lake_changes import (
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-# Columns that differ between two runs doing the same work: times, the audit file a publication names, and
-# the run since which a relationship held (below).
-_RUN_DEPENDENT = {"updated_at", "started_at", "finished_at", "published_at", "audit", "first_run"}
+# Columns that differ between two runs doing the same work: times, the audit file a publication names, the
+# run since which a relationship held (below) and the run Many's kept inputs were computed in.
+_RUN_DEPENDENT = {
+    "updated_at",
+    "started_at",
+    "finished_at",
+    "published_at",
+    "audit",
+    "first_run",
+    COMPUTED_IN,
+}
 # Every table of the catalog but ``published`` (its publication is checked on its own, against the audit)
 # and the history of discoveries: a crash that cut a discovery short before the next run was planned has
 # it done over the next run's state, which the uninterrupted catalog discovered run by run. That a retry
@@ -92,7 +100,7 @@ def catalog_rows(catalog: Path | Location, names: list[str] = _COMPARED) -> dict
             table = table.filter(pc.greater(table["tables_changed"], 0))
         if name == INPUTS:
             table = current_inputs(table)
-        columns = [c for c in all_schemas()[name].fieldNames() if c not in _RUN_DEPENDENT | {COMPUTED_IN}]
+        columns = [c for c in all_schemas()[name].fieldNames() if c not in _RUN_DEPENDENT]
         rows[name] = sorted((tuple(row.values()) for row in table.select(columns).to_pylist()), key=repr)
     return rows
 
