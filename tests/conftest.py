@@ -83,8 +83,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server | None) 
         "lakemeta tests",
         catalog=tmp_path_factory.mktemp("spark-catalog"),
         locations=buckets,
-        # The suite keeps both cores busy: G1's concurrent marking takes CPU from the tests, the
-        # throughput collector's pauses on a 3 GB heap take less.
+        # The suite keeps both cores busy, so the collector's CPU is the tests' time: over a tiny lake's
+        # later runs G1's threads took 2-4.5 CPU seconds a run, the throughput collector's about one.
         extra_conf={"spark.driver.defaultJavaOptions": "-XX:+UseParallelGC"},
     )
     yield session
