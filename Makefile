@@ -9,21 +9,17 @@ SETUP_DONE := $(VENV)/.setup-done
 
 setup: $(SETUP_DONE)
 
-# One-time set-up: the venv with every pinned package and lakemeta itself, then Delta's jars from
-# Maven Central into .cache/jars. Nothing after this needs the network.
-$(SETUP_DONE): requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
-	$(BIN)/pip install --quiet --no-deps -e .
-	bash infra/fetch-jars.sh $(BIN)/python
+# One-time set-up (infra/setup.sh): the venv with every pinned package and lakemeta itself, then Delta's
+# jars from Maven Central into .cache/jars. Nothing after this needs the network.
+$(SETUP_DONE): requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh infra/setup.sh
+	bash infra/setup.sh $(PYTHON)
 	touch $@
 
 demo: setup
 	$(BIN)/lakemeta demo
 
-# The venv, the browser and the S3 server are set up side by side: pip and apt wait on downloads while the
-# S3 server's Go build uses the cores.
+# The venv, the browser and the S3 server are set up side by side: uv, Maven and apt wait on downloads while
+# the S3 server's Go build uses the cores.
 test:
 	$(MAKE) --no-print-directory -j3 setup browser s3-server
 	bash infra/run-tests.sh
