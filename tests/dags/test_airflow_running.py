@@ -46,6 +46,7 @@ from lakemeta.spark.connect import SERVER_CLASS
 from lakemeta.spark.session import spark_environment
 from lakemeta.storage import Location
 
+from ..quick_jvm import QUICK_JVM
 from .cluster import standalone_cluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -97,10 +98,6 @@ spark.eventLog.enabled true
 spark.eventLog.dir file://{events}
 spark.eventLog.compress false
 """ + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
-
-# The C1 compiler alone, for the Connect server and the cluster's JVMs: on a tiny lake they spend less of the
-# two cores compiling (a spark-submit here: 47 -> 29 CPU seconds).
-QUICK_JVM = {"JDK_JAVA_OPTIONS": "-XX:TieredStopAtLevel=1"}
 
 
 class Airflow:
@@ -171,7 +168,7 @@ class Airflow:
         deadline = time.monotonic() + DEADLINE_SECONDS
         while not (outcome := condition()):
             assert time.monotonic() < deadline, (f"no {what} in {DEADLINE_SECONDS} s", self.failures())
-            time.sleep(5)
+            time.sleep(1)  # a cheap API call; the test waits on about ten conditions
         return outcome
 
     def failures(self) -> str:

@@ -17,6 +17,8 @@ from lakemeta.ports import free_port
 from lakemeta.spark.connect import TOKEN_VARIABLE, running_server
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs, is_connect
 
+from ..quick_jvm import QUICK_JVM
+
 pytestmark = pytest.mark.spark
 
 TABLE = pa.table({"name": pa.array(["a", "b", "c"], pa.string()), "id": pa.array([1, 2, 3], pa.int64())})
@@ -93,7 +95,7 @@ print("attached")
 
 def test_a_session_of_a_connect_server(tmp_path: Path) -> None:
     config = Config(lake=tmp_path / "lake", catalog=tmp_path / "catalog", spark_master="local[2]")
-    env = {**os.environ, TOKEN_VARIABLE: "a-token-of-the-test", "LAKEMETA_DRIVER_MEMORY": "1g"}
+    env = {**os.environ, **QUICK_JVM, TOKEN_VARIABLE: "a-token-of-the-test", "LAKEMETA_DRIVER_MEMORY": "1g"}
 
     def client(script: str, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(

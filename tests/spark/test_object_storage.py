@@ -25,6 +25,7 @@ from lakemeta.pipeline import Pipeline
 from lakemeta.quality.gate import Audit
 from lakemeta.storage import Location, StorageError
 
+from ..quick_jvm import QUICK_JVM
 from .lake_changes import arrow_rows, create_foreign_table, create_spark_table, process, random_rows
 from .test_crash_recovery import Killed, catalog_rows, full_run
 
@@ -55,7 +56,7 @@ def publish_killed_and_retried(lake: Path | Location, catalog: Path | Location, 
     killed_at = f"after view lakemeta.{names[len(names) // 2]}"
     command = [sys.executable, "-c", PUBLISH_AND_LIST_VIEWS]
     command += ["--lake", str(lake), "--catalog", str(catalog), "--audit", str(audit.path)]
-    environment = {**os.environ, "LAKEMETA_DRIVER_MEMORY": "1g"}
+    environment = {**os.environ, **QUICK_JVM, "LAKEMETA_DRIVER_MEMORY": "1g"}
     died = subprocess.run(
         command,
         env={**environment, crash_points.ENVIRONMENT_VARIABLE: killed_at},
