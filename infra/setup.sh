@@ -11,11 +11,14 @@ python=${1:-python3}
 venv="$repo_root/.venv"
 uv_version=0.13.9
 
-bash "$repo_root/infra/fetch-jars.sh" download &
+# In a process group of its own, so that a failed step below stops Maven too rather than leave it running.
+setsid bash "$repo_root/infra/fetch-jars.sh" download &
 jars=$!
+trap 'kill -- -"$jars" 2>/dev/null || true' EXIT
 "$python" -m venv "$venv"
 "$venv/bin/pip" install --quiet "uv==$uv_version"
 "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" -r "$repo_root/requirements.txt"
 "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps -e "$repo_root"
 wait "$jars"
+trap - EXIT
 bash "$repo_root/infra/fetch-jars.sh" install "$venv/bin/python"
