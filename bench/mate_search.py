@@ -38,7 +38,8 @@ a lake of ``--tables`` Delta tables (the corpus above, or for fewer tables than 
 the same way at that size), its posting lists built by ``PostingLists`` through Spark (``local[2]``), then
 for each of ``--delta-queries`` queries per key size ``find_joinable`` (the function ``lakemeta joinable``
 and the search DAG call) with ``scheme`` MATE and SCR in alternating order: latency, candidate rows, rows
-fetched, Parquet files and bytes of the scans (Spark's scan metrics: ``discover.FetchCounters``), and the
+fetched, Parquet files, bytes and seconds of the scans of the value lookup (step 1 of ``discover``) and of
+the row fetch (step 3) apart (Spark's scan metrics: ``discover.FetchCounters``), and the
 top-k of both checked against SCR on the in-process index of the same tables (exact checks: the brute
 force's answer). Last, ``lakemeta joinable`` on that lake from the command line, which starts its own JVM.
 
@@ -448,6 +449,12 @@ def delta_path(n_samples: int, corpus: list[pa.Table], workload: list) -> dict:
                 "items_read": fetch.items_read,
                 "files_scanned": fetch.files_scanned,
                 "bytes_scanned": fetch.bytes_scanned,
+                "lookup_s": fetch.lookup.seconds,
+                "lookup_files": fetch.lookup.files,
+                "lookup_bytes": fetch.lookup.bytes,
+                "row_fetch_s": fetch.row_fetch.seconds,
+                "row_fetch_files": fetch.row_fetch.files,
+                "row_fetch_bytes": fetch.row_fetch.bytes,
                 "top_k_equals_exact": [(m.table_name, m.joinability) for m in found.matches] == truth,
                 "joinability_equals_exact": [m.joinability for m in found.matches] == [j for _, j in truth],
             }
@@ -457,7 +464,10 @@ def delta_path(n_samples: int, corpus: list[pa.Table], workload: list) -> dict:
             f"query {q} ({n_keys} keys): MATE {row[MATE]['seconds']:.2f} s, SCR {row[SCR]['seconds']:.2f} s; "
             f"rows fetched {row[MATE]['rows_fetched']} / {row[SCR]['rows_fetched']} of "
             f"{row[MATE]['candidate_rows']}; bytes scanned {row[MATE]['bytes_scanned']} / "
-            f"{row[SCR]['bytes_scanned']}; top-k exact: {row[MATE]['top_k_equals_exact']} / "
+            f"{row[SCR]['bytes_scanned']}; lookup {row[MATE]['lookup_s']:.2f} / {row[SCR]['lookup_s']:.2f} "
+            f"s, row fetch {row[MATE]['row_fetch_s']:.2f} / {row[SCR]['row_fetch_s']:.2f} s, "
+            f"{row[MATE]['row_fetch_files']} / {row[SCR]['row_fetch_files']} files; "
+            f"top-k exact: {row[MATE]['top_k_equals_exact']} / "
             f"{row[SCR]['top_k_equals_exact']}"
         )
     spark.stop()
@@ -467,7 +477,19 @@ def delta_path(n_samples: int, corpus: list[pa.Table], workload: list) -> dict:
         rows = [r for r in per_query if r["key_columns"] == n_keys]
         figures: dict = {"queries": len(rows)}
         for scheme in (MATE, SCR):
-            for name in ("seconds", "fetch_s", "search_s", "rows_fetched", "bytes_scanned", "files_scanned"):
+            for name in (
+                "seconds",
+                "fetch_s",
+                "search_s",
+                "rows_fetched",
+                "bytes_scanned",
+                "files_scanned",
+                "lookup_s",
+                "lookup_files",
+                "row_fetch_s",
+                "row_fetch_files",
+                "row_fetch_bytes",
+            ):
                 figures[f"{scheme}_median_{name}"] = float(np.median([r[scheme][name] for r in rows]))
         figures["median_candidate_rows"] = float(np.median([r[MATE]["candidate_rows"] for r in rows]))
         figures["scr_over_mate_total_seconds"] = sum(r[SCR]["seconds"] for r in rows) / sum(
@@ -481,6 +503,12 @@ def delta_path(n_samples: int, corpus: list[pa.Table], workload: list) -> dict:
         )
         figures["scr_over_mate_bytes_scanned"] = sum(r[SCR]["bytes_scanned"] for r in rows) / sum(
             r[MATE]["bytes_scanned"] for r in rows
+        )
+        figures["scr_over_mate_total_row_fetch_s"] = sum(r[SCR]["row_fetch_s"] for r in rows) / sum(
+            r[MATE]["row_fetch_s"] for r in rows
+        )
+        figures["scr_over_mate_row_fetch_bytes"] = sum(r[SCR]["row_fetch_bytes"] for r in rows) / max(
+            1, sum(r[MATE]["row_fetch_bytes"] for r in rows)
         )
         figures["top_k_equal_exact"] = all(r[s]["top_k_equals_exact"] for r in rows for s in (MATE, SCR))
         figures["joinability_equal_exact"] = all(

@@ -44,10 +44,9 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pyspark.sql.functions as F
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.catalog import Catalog
 from lakemeta.config import IngestConfig
@@ -63,7 +62,7 @@ from lakemeta.joinsearch.search import (
 from lakemeta.joinsearch.state import STATE, recorded_hasher
 from lakemeta.joinsearch.xash import XashHasher
 from lakemeta.lake.batches import plan_batches, watermarks
-from lakemeta.lake.ingest import CSV_SUFFIXES, PARQUET_SUFFIXES
+from lakemeta.lake.ingest import CSV_SUFFIXES, PARQUET_SUFFIXES, read_csv_rows
 from lakemeta.lake.snapshots import read_table
 from lakemeta.spark.jobs import arrow_frame, is_connect
 from lakemeta.storage import Location
@@ -89,22 +88,44 @@ class JoinableMatch:
 
 
 @dataclass
+class ScanRead:
+    """What one fetch step read from the posting lists: Spark's ``number of files read`` and ``size of
+    files read`` of its scans (``FileSourceScanExec``), the Parquet files left after partition pruning and
+    Delta's data skipping, whole, although column pruning reads only the columns the step selects; and the
+    step's seconds. Spark Connect does not expose a plan's metrics to its client: files and bytes are None
+    there."""
+
+    files: int | None = 0
+    bytes: int | None = 0
+    seconds: float = 0.0
+
+
+@dataclass
 class FetchCounters:
     """What a search read from the posting lists (the module docstring's steps 1 and 3) and its times.
 
-    Files and bytes are the ``number of files read`` and ``size of files read`` metrics of Spark's scans
-    of the posting lists (``FileSourceScanExec``): the Parquet files left after partition pruning and
-    Delta's data skipping, whole, although column pruning reads only the columns a step selects. Spark
-    Connect does not expose a plan's metrics to its client: they are None there.
+    ``lookup`` is step 1, the same for MATE and SCR; ``row_fetch`` is step 3, where the row filter saves.
     """
 
     candidate_rows: int = 0  # rows with an item of an initial-column value (step 1)
     rows_fetched: int = 0  # rows whose cells step 3 fetched: the passing ones (MATE), every candidate (SCR)
     items_read: int = 0  # items steps 1 and 3 returned
-    files_scanned: int | None = 0
-    bytes_scanned: int | None = 0
+    lookup: ScanRead = field(default_factory=ScanRead)
+    row_fetch: ScanRead = field(default_factory=ScanRead)
     fetch_seconds: float = 0.0  # steps 1-3 (Spark jobs and the driver's row filter)
     search_seconds: float = 0.0  # Algorithm 1 on the fetched items
+
+    @property
+    def files_scanned(self) -> int | None:
+        return _sum_known(self.lookup.files, self.row_fetch.files)
+
+    @property
+    def bytes_scanned(self) -> int | None:
+        return _sum_known(self.lookup.bytes, self.row_fetch.bytes)
+
+
+def _sum_known(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 @dataclass(frozen=True)
@@ -182,7 +203,8 @@ def _top_k(
             log.info(
                 "query %s (%s): %d distinct key tuples; %d items of the initial column in %d tables, %d of "
                 "them passing the row filter; %d tables evaluated, %d skipped by rule 2, %d never visited; "
-                "%d of %d candidate rows fetched, %s files (%s bytes) scanned",
+                "%d of %d candidate rows fetched; files (bytes) scanned: %s (%s) for the value lookup, "
+                "%s (%s) for the rows",
                 query_id,
                 scheme,
                 len(encoded.tuples),
@@ -194,8 +216,10 @@ def _top_k(
                 counters.tables_stopped_rule1,
                 fetch.rows_fetched,
                 fetch.candidate_rows,
-                fetch.files_scanned,
-                fetch.bytes_scanned,
+                fetch.lookup.files,
+                fetch.lookup.bytes,
+                fetch.row_fetch.files,
+                fetch.row_fetch.bytes,
             )
             found = result.tables  # J descending, then table name
             matches = [
@@ -255,7 +279,9 @@ def _candidate_index(
     if exclude_tables:
         state = state.where(~F.col("table_name").isin(list(exclude_tables)))
     initial_codes = np.unique(tuples[:, initial])
-    fetched = _items_with_values(catalog, state, item_columns, distinct.take(pa.array(initial_codes)), fetch)
+    fetched = _items_with_values(
+        catalog, state, item_columns, distinct.take(pa.array(initial_codes)), fetch.lookup
+    )
     candidate_rows = fetched.select(["table_name", "row_id"]).group_by(["table_name", "row_id"]).aggregate([])
     fetch.candidate_rows = candidate_rows.num_rows
     rows = _passing_rows(fetched, encoded, hasher) if scheme == MATE else candidate_rows
@@ -268,7 +294,9 @@ def _candidate_index(
         of_rows = catalog.read(STATE, pc.unique(rows["table_name"]).to_pylist())
         with_rows = of_rows.join(arrow_frame(catalog.spark, rows), ["table_name", "row_id"], "left_semi")
         parts.append(
-            _items_with_values(catalog, with_rows, item_columns, distinct.take(pa.array(other_codes)), fetch)
+            _items_with_values(
+                catalog, with_rows, item_columns, distinct.take(pa.array(other_codes)), fetch.row_fetch
+            )
         )
     items = pa.concat_tables(parts)
     fetch.items_read = items.num_rows
@@ -296,20 +324,22 @@ def _codes_in_name_order(names: pa.ChunkedArray) -> tuple[list[str], np.ndarray]
 
 
 def _items_with_values(
-    catalog: Catalog, items: DataFrame, columns: list[str], values: pa.Array, fetch: FetchCounters
+    catalog: Catalog, items: DataFrame, columns: list[str], values: pa.Array, read: ScanRead
 ) -> pa.Table:
     """The items whose value is one of ``values`` (a join on ``value``, executed by Spark); the files and
-    bytes its scans read are added to ``fetch``."""
+    bytes its scans read and its seconds are added to ``read``."""
+    started = time.perf_counter()
     wanted = arrow_frame(catalog.spark, pa.table({"value": values.cast(pa.string())}))
     frame = items.join(wanted, "value", "left_semi").select(*columns)
     rows = frame.toArrow()
+    read.seconds += time.perf_counter() - started
     if is_connect(catalog.spark):
-        fetch.files_scanned = fetch.bytes_scanned = None
-    elif fetch.files_scanned is not None and fetch.bytes_scanned is not None:
+        read.files = read.bytes = None
+    elif read.files is not None and read.bytes is not None:
         for scan in _file_scans(frame._jdf.queryExecution().executedPlan()):
             metrics = scan.metrics()
-            fetch.files_scanned += int(metrics.apply("numFiles").value())
-            fetch.bytes_scanned += int(metrics.apply("filesSize").value())
+            read.files += int(metrics.apply("numFiles").value())
+            read.bytes += int(metrics.apply("filesSize").value())
     return rows
 
 
@@ -373,14 +403,16 @@ class QueryTable:
     lake_table: str | None
 
 
-def load_query_table(lake: Location, source: str | Path, csv: IngestConfig | None = None) -> QueryTable:
+def load_query_table(
+    spark: SparkSession, lake: Location, source: str | Path, csv: IngestConfig | None = None
+) -> QueryTable:
     """A query table: a lake table (its name; the current version) or a CSV / Parquet file in the lake.
 
     ``source`` is a path relative to the lake root, or an absolute one (a URI for a lake in an object
     store); it must lie inside the lake root (on local disk after symbolic links are followed), anything
-    else is refused. CSV files are read with the ingest options (``csv``; defaults as `lakemeta ingest`)
-    and typed as `lakemeta ingest` types them (:func:`_read_query_csv`), so that a query file's values
-    are spelled as the same file's values in the lake.
+    else is refused. CSV files are read by `lakemeta ingest`'s reader with the ingest options (``csv``;
+    defaults as `lakemeta ingest`), so that a query file's values are typed and spelled as the same file's
+    values in the lake (``lake.ingest.read_csv_rows``).
     """
     path = _inside_lake(lake, str(source))
     if path.is_delta_table():
@@ -391,45 +423,8 @@ def load_query_table(lake: Location, source: str | Path, csv: IngestConfig | Non
     if suffix in PARQUET_SUFFIXES:
         return QueryTable(pq.read_table(path.fs_path, filesystem=path.filesystem), None)
     if suffix in CSV_SUFFIXES:
-        return QueryTable(_read_query_csv(path, csv or IngestConfig()), None)
+        return QueryTable(read_csv_rows(spark, path, csv or IngestConfig()), None)
     raise ValueError(f"query {str(source)!r}: not a lake table, a CSV or a Parquet file")
-
-
-def _read_query_csv(path: Location, options: IngestConfig) -> pa.Table:
-    """A CSV query file as `lakemeta ingest` reads it (``lake.ingest``): every column text with
-    ``all_text``; otherwise each column in its inferred type unless some value, read as that type and
-    written back as text, would not be the text read (a code's leading zeros, an ISO date read as a
-    timestamp and written back with a time of day), which keeps it text."""
-
-    def read(column_types: dict[str, pa.DataType] | None = None) -> pa.Table:
-        return pa_csv.read_csv(
-            path.filesystem.open_input_stream(path.fs_path),
-            read_options=pa_csv.ReadOptions(
-                encoding=options.encoding, autogenerate_column_names=not options.header
-            ),
-            parse_options=pa_csv.ParseOptions(
-                delimiter=options.separator,
-                quote_char=options.quote,
-                double_quote=options.escape == options.quote,
-                escape_char=False if options.escape == options.quote else options.escape,
-            ),
-            convert_options=pa_csv.ConvertOptions(column_types=column_types),
-        )
-
-    typed = read()
-    as_text = read({name: pa.string() for name in typed.column_names})
-    if options.all_text:
-        return as_text
-    columns = []
-    for name in typed.column_names:
-        column = typed[name]
-        if not pa.types.is_string(column.type):
-            written_back = pc.cast(column, pa.string())
-            differs = pc.and_(pc.is_valid(written_back), pc.not_equal(written_back, as_text[name]))
-            if pc.any(differs).as_py():
-                column = as_text[name]
-        columns.append(column)
-    return pa.table(columns, names=typed.column_names)
 
 
 def _inside_lake(lake: Location, source: str) -> Location:
@@ -455,7 +450,7 @@ def search_lake(
 ) -> list[JoinableMatch]:
     """:func:`find_joinable` for a query named by :func:`load_query_table`; a lake table used as the query
     is left out of its own results."""
-    query = load_query_table(lake, source, csv)
+    query = load_query_table(catalog.spark, lake, source, csv)
     excluded = [query.lake_table] if query.lake_table else []
     return find_joinable(catalog, lake, query.rows, key_columns, k, hash_bits, query_id, excluded).matches
 

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyspark.sql.functions as F
 from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession, Window
 from pyspark.sql.types import StringType, StructField, StructType
@@ -191,8 +192,22 @@ def written_rows(table: Location) -> int:
     return int(commit["operationMetrics"]["numOutputRows"])
 
 
+def read_csv_rows(spark: SparkSession, path: str | Location, options: IngestConfig) -> pa.Table:
+    """The rows of a small CSV file typed as :func:`ingest_one` would store them (``_read_csv``), read
+    whole to the driver, as a joinable search reads its query file; column names as in the file. A record
+    ingest would quarantine is an error here, naming the file, the record and why."""
+    good, bad, parsed = _read_csv(spark, path, options)
+    try:
+        malformed = bad.first()
+        if malformed is not None:
+            raise IngestError(f"{path}: record {malformed['raw_record']!r}: {malformed['reason']}")
+        return good.toArrow()
+    finally:
+        parsed.unpersist()
+
+
 def _read_csv(
-    spark: SparkSession, path: Path, options: IngestConfig
+    spark: SparkSession, path: str | Path | Location, options: IngestConfig
 ) -> tuple[DataFrame, DataFrame, DataFrame]:
     """The good rows of a CSV file, its malformed ones (raw text and reason), and the cached parse both
     derive from (the caller unpersists it).
@@ -253,7 +268,9 @@ def _read_csv(
     return good, malformed.unionByName(misencoded), parsed
 
 
-def _text_where_lossy(reader: DataFrameReader, path: Path, inferred: StructType) -> StructType:
+def _text_where_lossy(
+    reader: DataFrameReader, path: str | Path | Location, inferred: StructType
+) -> StructType:
     """``inferred`` with text instead of the inferred type for every column where some value, read as that
     type and written back as text, would not be the text read ("01234" read as 1234, "+49" as 49, "1.50"
     as 1.5, "True" as true): a code keeps its leading zeros, and still equals its copies stored as text

@@ -20,6 +20,8 @@ from lakemeta.cli import main
 from lakemeta.config import Config, IngestConfig, JoinSearchConfig
 from lakemeta.joinsearch.discover import SCR, find_joinable, load_query_table
 from lakemeta.joinsearch.normalise import normalise_values
+from lakemeta.lake.ingest import IngestError, SourceFile, ingest
+from lakemeta.lake.snapshots import read_table
 from lakemeta.pipeline import Pipeline
 from lakemeta.storage import Location
 
@@ -136,8 +138,11 @@ def test_top_k_equals_brute_force(searchable_lake, n_keys: int, k: int):
     # super-key filter only, SCR those of every one (rows here often hold one key value without the rest).
     assert mate.fetch.candidate_rows == scr.fetch.candidate_rows
     assert 0 < mate.fetch.rows_fetched < scr.fetch.rows_fetched == scr.fetch.candidate_rows
-    assert 0 < mate.fetch.bytes_scanned <= scr.fetch.bytes_scanned
-    assert mate.fetch.files_scanned <= scr.fetch.files_scanned
+    # Step 1, the value lookup, reads the same files for both; step 3 reads at most SCR's.
+    assert 0 < mate.fetch.lookup.files == scr.fetch.lookup.files
+    assert 0 < mate.fetch.row_fetch.bytes <= scr.fetch.row_fetch.bytes
+    assert mate.fetch.row_fetch.files <= scr.fetch.row_fetch.files
+    assert mate.fetch.bytes_scanned == mate.fetch.lookup.bytes + mate.fetch.row_fetch.bytes
     truth = brute_force(pipeline.lake, names, query, keys)
     assert [m.joinability for m in matches] == sorted((j for j in truth.values() if j > 0), reverse=True)[:k]
     for match in matches:
@@ -178,7 +183,7 @@ def test_requests_are_checked(searchable_lake):
         find_joinable(catalog, lake, query, ["a", "b"], 3, JoinSearchConfig().hash_bits, "x' OR '1'='1")
 
 
-def test_query_tables_load_only_from_inside_the_lake(tmp_path: Path):
+def test_query_tables_load_only_from_inside_the_lake(spark, tmp_path: Path):
     lake = tmp_path / "lake"
     (lake / "queries").mkdir(parents=True)
     pa_csv.write_csv(pa.table({"id": [1, 2], "name": ["a", "b"]}), lake / "queries" / "q.csv")
@@ -188,19 +193,24 @@ def test_query_tables_load_only_from_inside_the_lake(tmp_path: Path):
     (lake / "queries" / "link.csv").symlink_to(outside)
 
     root = Location.parse(lake)
-    assert load_query_table(root, "queries/q.csv").rows.to_pydict() == {"id": [1, 2], "name": ["a", "b"]}
-    assert load_query_table(root, lake / "queries" / "q.csv").rows.num_rows == 2
-    from_table = load_query_table(root, "t")
+    assert load_query_table(spark, root, "queries/q.csv").rows.to_pydict() == {
+        "id": [1, 2],
+        "name": ["a", "b"],
+    }
+    assert load_query_table(spark, root, lake / "queries" / "q.csv").rows.num_rows == 2
+    from_table = load_query_table(spark, root, "t")
     assert (from_table.rows.to_pydict(), from_table.lake_table) == ({"x": ["1"]}, "t")
     for escaping in ("../outside.csv", str(outside), "queries/link.csv", "queries/../../outside.csv", "."):
         with pytest.raises(ValueError, match="not inside the lake"):
-            load_query_table(root, escaping)
+            load_query_table(spark, root, escaping)
     with pytest.raises(FileNotFoundError):
-        load_query_table(root, "queries/missing.csv")
+        load_query_table(spark, root, "queries/missing.csv")
 
 
-def test_a_query_csv_is_typed_as_ingest_types_it(tmp_path: Path):
-    """A column keeps its inferred type only where every value written back as text is the text read."""
+def test_a_query_csv_is_typed_as_ingest_types_it(spark, tmp_path: Path):
+    """A column keeps its inferred type only where every value written back as text is the text read, and
+    the query's rows are the rows ingest stores from the same file; a record ingest would quarantine is an
+    error naming it."""
     lake = tmp_path / "lake"
     lake.mkdir()
     (lake / "q.csv").write_text(
@@ -208,7 +218,7 @@ def test_a_query_csv_is_typed_as_ingest_types_it(tmp_path: Path):
         "007,1.50,2024-01-01,2024-01-01T10:00:00,1\n"
         "012,2,2024-02-01,2024-02-01T11:30:00,2\n"
     )
-    rows = load_query_table(Location.parse(lake), "q.csv").rows
+    rows = load_query_table(spark, Location.parse(lake), "q.csv").rows
     assert rows.to_pydict() == {
         "code": ["007", "012"],  # leading zeros
         "amount": ["1.50", "2"],  # 1.50 read as 1.5
@@ -216,9 +226,14 @@ def test_a_query_csv_is_typed_as_ingest_types_it(tmp_path: Path):
         "at": ["2024-01-01T10:00:00", "2024-02-01T11:30:00"],  # written back with a space
         "n": [1, 2],
     }
-    text = load_query_table(Location.parse(lake), "q.csv", IngestConfig(all_text=True)).rows
+    ingest(spark, lake, [SourceFile("q", lake / "q.csv", "csv")], IngestConfig())
+    assert read_table(str(lake / "q")).to_pydict() == rows.to_pydict()
+    text = load_query_table(spark, Location.parse(lake), "q.csv", IngestConfig(all_text=True)).rows
     assert all(pa.types.is_string(field.type) for field in text.schema)
     assert text["n"].to_pylist() == ["1", "2"]
+    (lake / "bad.csv").write_text("a,b\n1,2\n3,4,5\n")
+    with pytest.raises(IngestError, match=r"bad.csv: record '3,4,5'.*2 columns"):
+        load_query_table(spark, Location.parse(lake), "bad.csv")
 
 
 def test_the_cli_prints_and_stores_the_brute_force_top_k(searchable_lake, capsys):
