@@ -138,7 +138,8 @@ class StateComponent(ABC):
                 plan.run_id,
                 self.name,
                 len(plan.batches),
-                metrics.get("numTargetRowsInserted", 0),
+                # an append into an empty table (``Catalog.merge_counts``) records its rows as output rows
+                metrics.get("numTargetRowsInserted", metrics.get("numOutputRows", 0)),
                 metrics.get("numTargetRowsUpdated", 0),
                 metrics.get("numTargetRowsDeleted", 0),
             )

@@ -75,7 +75,6 @@ from dataclasses import dataclass
 import deltalake
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import (
@@ -201,7 +200,7 @@ class PostingLists(StateComponent):
         and remove items by row id in one commit tagged with the run: an append while the posting lists
         hold no items (a first run, a rebuild), a MERGE otherwise."""
         table = self.catalog.location(STATE).delta_table()
-        holds_items = _holds_items(table)
+        holds_items = self.catalog.holds_rows(STATE)
         _record_hasher(self.catalog, table, delta.hasher, holds_items)
         if not holds_items:
             return self._append(plan, delta)
@@ -275,11 +274,6 @@ def _recorded_text(record: str | None) -> str:
         f"XASH scheme {data.get('scheme', EQ5)!r} version {data.get('version', 1)}, "
         f"{data.get('hash_bits')} bits, alpha {data.get('alpha')}"
     )
-
-
-def _holds_items(table: deltalake.DeltaTable) -> bool:
-    records = pa.table(table.get_add_actions(flatten=True)).column("num_records")
-    return len(records) > 0 and (records.null_count > 0 or pc.sum(records).as_py() > 0)
 
 
 def _indexed(kind: DataType) -> bool:

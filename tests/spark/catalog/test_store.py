@@ -1,6 +1,7 @@
-"""The counted-state MERGE: replace, add, drop zeros, refuse negatives, apply once per transaction; the
-layout bucketed by table (MERGEs and reads open only their tables' buckets, older layouts refused until
-maintenance rewrites them); the contract's tables gain the columns added to their schemas."""
+"""The counted-state MERGE: replace, add, drop zeros, refuse negatives, apply once per transaction, append
+into empty state; the layout bucketed by table (MERGEs and reads open only their tables' buckets, older
+layouts refused until maintenance rewrites them); the contract's tables gain the columns added to their
+schemas."""
 
 from __future__ import annotations
 
@@ -56,6 +57,24 @@ def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows):
         merge(catalog, rows, run=2)
     assert stored(catalog) == [("t", ("a",), 1)]
     assert not catalog.already_applied(STATE, Txn("test", 2))
+
+
+def test_an_empty_state_is_appended_to_once_and_refuses_negative_counts(spark, tmp_path: Path):
+    catalog = open_catalog(spark, tmp_path)
+    catalog.ensure_tables()
+    with pytest.raises(
+        NegativeCountError, match=r"negative count in state/agree_sets at \[{'table_name': 'u'"
+    ):
+        merge(catalog, [("t", ["a"], 2), ("u", ["x"], -1)], run=1)
+    assert stored(catalog) == []
+    assert not catalog.already_applied(STATE, Txn("test", 1))
+    merge(catalog, [("t", ["a"], 2), ("u", ["x"], 1)], run=1)
+    assert catalog.delta_table(STATE).history(1)[0]["operation"] == "WRITE"  # an append, not a MERGE
+    merge(catalog, [("t", ["a"], 5)], run=1)  # a retry: skipped
+    assert stored(catalog) == [("t", ("a",), 2), ("u", ("x",), 1)]
+    merge(catalog, [("t", ["a"], -2)], run=2)
+    assert catalog.delta_table(STATE).history(1)[0]["operation"] == "MERGE"
+    assert stored(catalog) == [("u", ("x",), 1)]
 
 
 def test_a_merge_into_state_bucketed_by_table_reads_only_the_changed_tables_buckets(spark, tmp_path: Path):
