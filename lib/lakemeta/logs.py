@@ -11,5 +11,7 @@ def configure_logging() -> None:
         level=os.environ.get("LAKEMETA_LOG_LEVEL", "INFO"),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    for noisy in ("py4j", "numba"):
+    # Libraries that log their internals at INFO: Great Expectations writes some 200 lines a run about
+    # the functions of its own API it did not register.
+    for noisy in ("py4j", "numba", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
