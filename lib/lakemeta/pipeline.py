@@ -29,7 +29,7 @@ from lakemeta.publish import publication_is_current, publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.jobs import describe_jobs, start_python_workers
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,14 @@ class Pipeline:
         components = self.components()
         with self.catalog.using_state("a run"):
             plan = self.detect_batches()
+            # The scan's tasks need the session's Python workers, which start while the driver audits.
+            workers = None
+            if plan is not None:
+                modules = [BatchScan.__module__, *(type(c).__module__ for c in components)]
+                workers = start_python_workers(self.catalog.spark, modules)
             audit_batches(self.catalog.root, self.lake)
+            if workers is not None:
+                workers.join()
             state_steps = [] if plan is None else ["scan", *(c.name for c in components), "commit"]
             with tqdm(total=len(state_steps), desc="state", unit="step", disable=None) as progress:
                 for step in state_steps:
