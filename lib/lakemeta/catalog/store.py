@@ -549,7 +549,9 @@ class Catalog:
                         f"ELSE s.`{counts[0]}` END"
                     ),
                 )
-            with _naming_negative_counts(name), self.transaction(txn), self.committing("append to", name):
+            # Crash points keep the MERGE's labels: "after merge <table>" names the state update's commit
+            # whichever way it writes (README, "Operations").
+            with _naming_negative_counts(name), self.transaction(txn), self.committing("merge", name):
                 self.append(name, rows)
             return True
 
