@@ -17,17 +17,21 @@ Three measurements in one run, each path beside its baseline:
   first ``lakemeta --remote ... run`` on a server just started (cold); on a server just started and
   warmed up as start.sh and the systemd unit warm it (``lakemeta warm-up``, timed apart), three first
   runs, each over a copy of its own, and their median; the first ``lakemeta run`` (its own JVM). The
-  target is for the warmed server.
+  target is for the warmed server. With ``--baseline-commit REV`` the warmed server's first runs alternate
+  with as many by the CLI of REV (checked out under the scratch folder and imported through PYTHONPATH;
+  the server and its workers stay this checkout's, so this compares changes to the client), and the
+  ratio of their medians is reported.
 
 Targets: the four changed tables through both DAGs in at most 30 s; one changed table from the CLI in at
 most 15 s; a first run over four small tables in at most 30 s.
 
-    .venv/bin/python bench/small_change.py [--only dags,cli,first_run]
+    .venv/bin/python bench/small_change.py [--only dags,cli,first_run] [--baseline-commit REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import re
@@ -109,13 +113,15 @@ def change(table: Path, round_: int) -> None:
     )
 
 
-def cli_run(lake: Path, catalog: Path, log: Path, remote: str | None) -> float:
-    """``lakemeta [--remote URL] run`` in a process of its own; its wall time."""
+def cli_run(lake: Path, catalog: Path, log: Path, remote: str | None, library: Path | None = None) -> float:
+    """``lakemeta [--remote URL] run`` in a process of its own, with lakemeta imported from ``library``
+    when given (another checkout's ``lib``); its wall time."""
     command = [str(BIN / "lakemeta"), *(["--remote", remote] if remote else []), "run"]
     command += ["--lake", str(lake), "--catalog", str(catalog)]
+    env = {**os.environ, "PYTHONPATH": str(library)} if library else None
     started = time.perf_counter()
     with log.open("w") as output:
-        done = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, check=False)
+        done = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT, check=False, env=env)
     seconds = round(time.perf_counter() - started, 1)
     if done.returncode != 0:
         raise RuntimeError(f"lakemeta run failed ({done.returncode}); see {log}")
@@ -315,10 +321,24 @@ def warm_up(url: str, lake: Path, catalog: Path, log: Path) -> float:
     return round(time.perf_counter() - started, 1)
 
 
-def bench_first_run() -> dict:
+def checkout_of(commit: str) -> Path:
+    """``commit`` checked out (``git worktree``) under the scratch folder; its ``lib``."""
+    checkout = SCRATCH / f"checkout-{commit}"
+    if not checkout.is_dir():
+        subprocess.run(["git", "worktree", "add", "--detach", str(checkout), commit], check=True, cwd=REPO)
+    return checkout / "lib"
+
+
+def bench_first_run(baseline_commit: str | None) -> dict:
     work = SCRATCH / "first_run"
     shutil.rmtree(work, ignore_errors=True)
-    copies = ["cold", *(f"warm{i}" for i in range(WARM_FIRST_RUNS)), "local"]
+    # the warmed server's first runs, with this checkout's CLI, then alternating with the baseline's
+    warm = [(f"warm{i}", None) for i in range(WARM_FIRST_RUNS)]
+    if baseline_commit:
+        baseline = checkout_of(baseline_commit)
+        pairs = [[(f"warm{i}", None), (f"baseline{i}", baseline)] for i in range(WARM_FIRST_RUNS)]
+        warm = [run for i, pair in enumerate(pairs) for run in (pair if i % 2 == 0 else pair[::-1])]
+    copies = ["cold", *(name for name, _ in warm), "local"]
     for name in copies:
         small_lake(work / name / "lake")
     env = {**os.environ, TOKEN_VARIABLE: os.urandom(16).hex()}
@@ -334,12 +354,20 @@ def bench_first_run() -> dict:
             result["warm_up_seconds"] = warm_up(url, lake, catalog, work / "warm-up.log")
             # One first run is within this machine's noise of the target: several, each on a lake and
             # catalog of its own, a new client session each, and their median.
-            result["connect_warm_server_runs"] = [
-                cli_run(work / name / "lake", work / name / "catalog", work / f"{name}.log", url)
-                for name in copies[1:-1]
-            ]
+            seconds = {
+                name: cli_run(work / name / "lake", work / name / "catalog", work / f"{name}.log", url, code)
+                for name, code in warm
+            }
+    result["connect_warm_server_runs"] = [seconds[f"warm{i}"] for i in range(WARM_FIRST_RUNS)]
     result["connect_warm_server_seconds"] = float(np.median(result["connect_warm_server_runs"]))
     result["connect_seconds"] = result["connect_warm_server_seconds"]
+    if baseline_commit:
+        # The baseline's client on this checkout's server and workers: it measures changes to the client.
+        result["baseline_commit"] = baseline_commit
+        result["baseline_warm_server_runs"] = [seconds[f"baseline{i}"] for i in range(WARM_FIRST_RUNS)]
+        result["baseline_over_this"] = round(
+            float(np.median(result["baseline_warm_server_runs"])) / result["connect_seconds"], 2
+        )
     local = work / "local"
     result["local_jvm_seconds"] = cli_run(local / "lake", local / "catalog", work / "local.log", None)
     result["ratio_local_over_connect"] = round(result["local_jvm_seconds"] / result["connect_seconds"], 2)
@@ -349,10 +377,18 @@ def bench_first_run() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="first_run,cli,dags", help="comma-separated: first_run, cli, dags")
+    parser.add_argument(
+        "--baseline-commit",
+        help="first_run: the warmed server's first runs alternate with the CLI of this commit",
+    )
     args = parser.parse_args()
     SCRATCH.mkdir(parents=True, exist_ok=True)
     results = json.loads(RESULT.read_text()) if RESULT.exists() else {}
-    measures = {"first_run": bench_first_run, "cli": bench_cli, "dags": bench_dags}
+    measures = {
+        "first_run": functools.partial(bench_first_run, args.baseline_commit),
+        "cli": bench_cli,
+        "dags": bench_dags,
+    }
     for name in args.only.split(","):
         measured = measures[name]()
         seconds = measured["connect"]["seconds"] if name == "dags" else measured["connect_seconds"]
