@@ -69,6 +69,7 @@ def start_python_workers(spark: SparkSession, modules: Sequence[str]) -> threadi
         try:
             describe_jobs(spark, f"starting Python workers ({len(modules)} modules imported)")
             tasks = spark.range(0, 1 << 16)  # split as the session splits work by default: a task per core
+            # Nothing reaches the driver: the tasks return no rows; collect only waits for them.
             tasks.mapInArrow(functools.partial(_import_modules, list(modules)), "imported int").collect()
         except Exception as error:  # a warm-up only: the scan starts the workers it needs anyway
             log.warning("Python workers not started ahead (%s: %s)", type(error).__name__, error)
