@@ -68,10 +68,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -84,6 +81,7 @@ import pyarrow.parquet as pq
 
 from lakemeta.arrays import sorted_unique
 from lakemeta.config import SketchConfig
+from lakemeta.demo import generate_tpch
 from lakemeta.hashing import hash_strings
 from lakemeta.reference import bottomk
 from lakemeta.sketches.bml import (
@@ -129,13 +127,8 @@ def tpch(scale: float) -> Path:
     folder = SCRATCH / f"tpch-sf{scale:g}"
     if all((folder / f"{table}.parquet").exists() for table in TABLES):
         return folder
-    beside_python = Path(sys.executable).parent / "tpchgen-cli"
-    tool = str(beside_python) if beside_python.exists() else shutil.which("tpchgen-cli")
-    if tool is None:
-        raise SystemExit("tpchgen-cli not found (pip install tpchgen-cli)")
-    command = [tool, "parquet", "-s", f"{scale:g}", "--output-dir", str(folder)]
-    print("generating:", " ".join(command), flush=True)
-    subprocess.run(command, check=True)
+    print(f"generating TPC-H at scale {scale:g} in {folder}", flush=True)
+    generate_tpch(folder, f"{scale:g}")
     return folder
 
 

@@ -53,6 +53,7 @@ from many_inds import WEB_TABLES, generate_corpus, web_corpus
 from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.config import Config
+from lakemeta.demo import generate_tpch
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.lake.snapshots import data_files
 from lakemeta.lake.tables import discover_tables, source_column, spark_schema
@@ -212,9 +213,7 @@ def tpch_lake(scale: int) -> Path:
     lake = fresh_lake(f"tpch_{scale}")
     parquet = SCRATCH / f"tpch_{scale}_parquet"
     if not parquet.is_dir():
-        beside_python = Path(sys.executable).parent / "tpchgen-cli"
-        tool = str(beside_python) if beside_python.exists() else "tpchgen-cli"
-        subprocess.run([tool, "parquet", "-s", str(scale), "--output-dir", str(parquet)], check=True)
+        generate_tpch(parquet, str(scale))
     for path in sorted(parquet.glob("*.parquet")):
         write_deltalake(str(lake / path.stem), pq.read_table(path))
     return lake

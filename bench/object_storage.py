@@ -32,6 +32,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from deltalake import write_deltalake
 
+from lakemeta.demo import generate_tpch
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.reference import s3_server
 from lakemeta.registry import all_schemas
@@ -46,8 +47,7 @@ TARGET_RATIO = 1.5
 def tpch(scale: str, folder: Path) -> None:
     parquet = SCRATCH / f"tpch_{scale}_parquet"
     if not parquet.is_dir():
-        tool = Path(sys.executable).with_name("tpchgen-cli")
-        subprocess.run([str(tool), "parquet", "-s", scale, "--output-dir", str(parquet)], check=True)
+        generate_tpch(parquet, scale)
     for path in sorted(parquet.glob("*.parquet")):
         write_deltalake(str(folder / "tpch" / path.stem), pq.read_table(path))
 

@@ -52,6 +52,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config
+from lakemeta.demo import generate_tpch
 from lakemeta.demo.dag_runs import airflow_environment, run_dag
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.ports import free_port
@@ -97,8 +98,7 @@ DISCOVERY_TASKS = [
 def tpch(folder: Path) -> None:
     parquet = SCRATCH / "tpch_0.01_parquet"
     if not parquet.is_dir():
-        command = [str(BIN / "tpchgen-cli"), "parquet", "-s", "0.01", "--output-dir", str(parquet)]
-        subprocess.run(command, check=True)
+        generate_tpch(parquet, "0.01")
     for path in sorted(parquet.glob("*.parquet")):
         write_deltalake(str(folder / "tpch" / path.stem), pq.read_table(path))
 

@@ -10,6 +10,7 @@ import logging
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -49,11 +50,13 @@ TPCH_FOREIGN_KEYS = {
 WEB_TABLES = 200
 
 
-def generate_tpch(folder: Path, scale: str = TPCH_SCALE) -> dict[str, int]:
-    """TPC-H as Parquet, via tpchgen-cli; returns the generated row count per table."""
+def generate_tpch(folder: Path, scale: str = TPCH_SCALE, tables: Sequence[str] = ()) -> dict[str, int]:
+    """TPC-H as Parquet at ``scale`` (every table, or those named in ``tables``), by the tpchgen-cli that
+    the project installs beside its Python; returns the generated row count per table."""
     folder.mkdir(parents=True, exist_ok=True)
     tpchgen = Path(sys.executable).with_name("tpchgen-cli")
-    subprocess.run([str(tpchgen), "parquet", "-s", scale, "--output-dir", str(folder)], check=True)
+    command = [str(tpchgen), "parquet", "-s", scale, "--output-dir", str(folder)]
+    subprocess.run(command + (["--tables", ",".join(tables)] if tables else []), check=True)
     return {path.stem: pq.read_metadata(path).num_rows for path in sorted(folder.glob("*.parquet"))}
 
 
