@@ -60,6 +60,7 @@ from lakemeta.lake.tables import discover_tables, source_column, spark_schema
 from lakemeta.pipeline import Pipeline
 from lakemeta.registry import DISCOVERY_STEPS
 from lakemeta.spark import get_session
+from lakemeta.storage import Location
 
 BENCH = Path(__file__).resolve().parent
 RESULT = BENCH / "results" / "many_tables.json"
@@ -92,7 +93,7 @@ def run_steps(pipeline: Pipeline) -> tuple[int, dict[str, float]]:
 
 def change_tables(lake: Path, rng: np.random.Generator) -> None:
     """Append 3 rows to 5 tables and delete rows from 5 others (delta-rs, as another engine would)."""
-    names = discover_tables(lake)
+    names = discover_tables(Location.parse(lake))
     picked = rng.choice(len(names), min(CHANGED_TABLES, len(names)), replace=False)
     for i, index in enumerate(picked):
         path = str(lake / names[index])
@@ -134,7 +135,7 @@ def profile_by_table_frames(spark: SparkSession, lake: Path, names: list[str]) -
 
 def baseline_versus_scan(spark: SparkSession, lake: Path, n_tables: int, work: Path) -> dict:
     """Per table: the baseline's read and count against the shared scan, on the same first tables."""
-    names = discover_tables(lake)[:n_tables]
+    names = discover_tables(Location.parse(lake))[:n_tables]
     subset = work / "baseline_lake"
     shutil.rmtree(subset, ignore_errors=True)
     for name in names:
@@ -163,7 +164,7 @@ def measure(spark: SparkSession, label: str, lake: Path, baseline_tables: int) -
     work = SCRATCH / label
     shutil.rmtree(work / "catalog", ignore_errors=True)
     pipeline = Pipeline(spark, Config(lake=lake, catalog=work / "catalog"))
-    n_tables = len(discover_tables(lake))
+    n_tables = len(discover_tables(Location.parse(lake)))
     first_batches, first = run_steps(pipeline)
     change_tables(lake, np.random.default_rng(3))
     changed_batches, changed = run_steps(pipeline)
