@@ -46,14 +46,14 @@ from urllib.parse import unquote
 import deltalake
 import numpy as np
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 import pyspark.sql.functions as F
+from checkouts import checkout_lib
 from deltalake import DeltaTable, write_deltalake
 from many_inds import WEB_TABLES, generate_corpus, web_corpus
 from pyspark.sql import DataFrame, SparkSession
 
 from lakemeta.config import Config
-from lakemeta.demo import generate_tpch
+from lakemeta.demo import write_tpch_lake
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.lake.snapshots import data_files
 from lakemeta.lake.tables import discover_tables, source_column, spark_schema
@@ -212,11 +212,7 @@ def shared_web_lake() -> Path:
 
 def tpch_lake(scale: int) -> Path:
     lake = fresh_lake(f"tpch_{scale}")
-    parquet = SCRATCH / f"tpch_{scale}_parquet"
-    if not parquet.is_dir():
-        generate_tpch(parquet, str(scale))
-    for path in sorted(parquet.glob("*.parquet")):
-        write_deltalake(str(lake / path.stem), pq.read_table(path))
+    write_tpch_lake(lake, SCRATCH / f"tpch_{scale}_parquet", str(scale))
     return lake
 
 
@@ -246,15 +242,8 @@ def whole_runs_by_cli(lake: Path, baseline_commit: str, recorded: dict | None) -
     """``lakemeta run`` on ``lake`` from a fresh catalog, at this checkout and at ``baseline_commit``; the
     baseline's run is taken from ``recorded`` (an earlier result of this benchmark) when that is of the same
     commit (``--keep-baseline-run``: it takes half an hour)."""
-    checkout = SCRATCH / f"checkout-{baseline_commit}"
-    if not checkout.is_dir():
-        subprocess.run(["git", "worktree", "add", "--detach", str(checkout), baseline_commit], check=True)
-    jars = checkout / ".cache" / "jars"  # the set-up's jars, which the checkout's session looks for
-    if not jars.exists():
-        jars.parent.mkdir(parents=True, exist_ok=True)
-        jars.symlink_to(BENCH.parent / ".cache" / "jars")
     seconds, exit_codes = {}, {}
-    runs = [("baseline_commit", checkout / "lib"), ("this_checkout", BENCH.parent / "lib")]
+    runs = [("baseline_commit", checkout_lib(baseline_commit)), ("this_checkout", BENCH.parent / "lib")]
     if recorded and recorded.get("baseline_commit") == baseline_commit:
         seconds["baseline_commit"] = recorded["seconds"]["baseline_commit"]
         exit_codes["baseline_commit"] = recorded["exit_codes"]["baseline_commit"]

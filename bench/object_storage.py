@@ -29,10 +29,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
 from deltalake import write_deltalake
 
-from lakemeta.demo import generate_tpch
+from lakemeta.demo import write_tpch_lake
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.reference import s3_server
 from lakemeta.registry import all_schemas
@@ -45,11 +44,7 @@ TARGET_RATIO = 1.5
 
 
 def tpch(scale: str, folder: Path) -> None:
-    parquet = SCRATCH / f"tpch_{scale}_parquet"
-    if not parquet.is_dir():
-        generate_tpch(parquet, scale)
-    for path in sorted(parquet.glob("*.parquet")):
-        write_deltalake(str(folder / "tpch" / path.stem), pq.read_table(path))
+    write_tpch_lake(folder / "tpch", SCRATCH / f"tpch_{scale}_parquet", scale)
 
 
 def local_lake(name: str) -> tuple[Path, str]:

@@ -48,11 +48,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-import pyarrow.parquet as pq
+from checkouts import checkout_lib
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config
-from lakemeta.demo import generate_tpch
+from lakemeta.demo import write_tpch_lake
 from lakemeta.demo.dag_runs import airflow_environment, run_dag
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.ports import free_port
@@ -96,11 +96,7 @@ DISCOVERY_TASKS = [
 
 
 def tpch(folder: Path) -> None:
-    parquet = SCRATCH / "tpch_0.01_parquet"
-    if not parquet.is_dir():
-        generate_tpch(parquet, "0.01")
-    for path in sorted(parquet.glob("*.parquet")):
-        write_deltalake(str(folder / "tpch" / path.stem), pq.read_table(path))
+    write_tpch_lake(folder / "tpch", SCRATCH / "tpch_0.01_parquet", "0.01")
 
 
 def change(table: Path, round_: int) -> None:
@@ -326,21 +322,13 @@ def warm_up(url: str, lake: Path, catalog: Path, log: Path) -> float:
     return round(time.perf_counter() - started, 1)
 
 
-def checkout_of(commit: str) -> Path:
-    """``commit`` checked out (``git worktree``) under the scratch folder; its ``lib``."""
-    checkout = SCRATCH / f"checkout-{commit}"
-    if not checkout.is_dir():
-        subprocess.run(["git", "worktree", "add", "--detach", str(checkout), commit], check=True, cwd=REPO)
-    return checkout / "lib"
-
-
 def bench_first_run(baseline_commit: str | None) -> dict:
     work = SCRATCH / "first_run"
     shutil.rmtree(work, ignore_errors=True)
     # the warmed server's first runs, with this checkout's CLI, then alternating with the baseline's
     warm = [(f"warm{i}", None) for i in range(WARM_FIRST_RUNS)]
     if baseline_commit:
-        baseline = checkout_of(baseline_commit)
+        baseline = checkout_lib(baseline_commit)
         pairs = [[(f"warm{i}", None), (f"baseline{i}", baseline)] for i in range(WARM_FIRST_RUNS)]
         warm = [run for i, pair in enumerate(pairs) for run in (pair if i % 2 == 0 else pair[::-1])]
     copies = ["cold", *(name for name, _ in warm), "local"]

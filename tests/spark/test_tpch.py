@@ -4,12 +4,10 @@ multi-column, found without column names."""
 
 from __future__ import annotations
 
-import pyarrow.parquet as pq
 import pytest
-from deltalake import write_deltalake
 
 from lakemeta.config import AgreeSetConfig, Config, FkConfig, IndConfig
-from lakemeta.demo import TPCH_FOREIGN_KEYS, generate_tpch
+from lakemeta.demo import TPCH_FOREIGN_KEYS, write_tpch_lake
 from lakemeta.pipeline import Pipeline
 
 from .fks.test_choice import candidates
@@ -27,11 +25,7 @@ def tpch(spark, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pipeline, lis
     Tables above 10,000 rows (orders, lineitem) keep no agree-sets, which keeps the test short: their
     single-column keys are then checked exactly by the FK step."""
     root = tmp_path_factory.mktemp("tpch")
-    generate_tpch(root / "sources", scale="0.01")
-    names = []
-    for path in sorted((root / "sources").glob("*.parquet")):
-        names.append(path.stem)
-        write_deltalake(str(root / "lake" / path.stem), pq.read_table(path))
+    names = write_tpch_lake(root / "lake", root / "sources", scale="0.01")
     config = Config(
         lake=root / "lake",
         catalog=root / "catalog",

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pyspark.sql.functions as F
+from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 
 from lakemeta.config import Config, IngestConfig
@@ -58,6 +59,19 @@ def generate_tpch(folder: Path, scale: str = TPCH_SCALE, tables: Sequence[str] =
     command = [str(tpchgen), "parquet", "-s", scale, "--output-dir", str(folder)]
     subprocess.run(command + (["--tables", ",".join(tables)] if tables else []), check=True)
     return {path.stem: pq.read_metadata(path).num_rows for path in sorted(folder.glob("*.parquet"))}
+
+
+def write_tpch_lake(lake: Path, parquet: Path, scale: str = TPCH_SCALE) -> list[str]:
+    """TPC-H at ``scale`` as Delta tables under ``lake``, one per table and named by it, written by delta-rs
+    as another engine would, from the Parquet files under ``parquet`` (generated there first when that
+    folder is absent: benchmarks keep them between runs); the tables' names."""
+    if not parquet.is_dir():
+        generate_tpch(parquet, scale)
+    names = []
+    for path in sorted(parquet.glob("*.parquet")):
+        write_deltalake(str(lake / path.stem), pq.read_table(path))
+        names.append(path.stem)
+    return names
 
 
 def apply_demo_changes(pipeline: Pipeline) -> None:
