@@ -3,8 +3,10 @@ scheduled lakemeta_incremental run) corrupts nothing: it waits for the step that
 run, and the run's later steps, started while the rebuild works, wait for it and then skip.
 
 Each side is its own ``Pipeline`` (its own catalog handle and leases, as another process has), in a
-thread of this process sharing the test's Spark session; on local disk, then with the lake and the catalog
-in the S3 server."""
+thread of this process sharing the test's Spark session, with the lake and the catalog in the S3 server:
+object storage, where a lease is a conditional write. The leases themselves are tested on local disk and in
+the S3 server alike (tests/unit/catalog/test_store.py); what this test adds, the steps' and the rebuild's
+use of them, does not depend on where the catalog is."""
 
 from __future__ import annotations
 
@@ -34,8 +36,9 @@ def _statuses(pipeline: Pipeline) -> list[str]:
 
 
 def test_a_rebuild_waits_for_the_step_writing_and_the_run_it_abandons_writes_nothing_after(
-    spark, root: Location, monkeypatch: pytest.MonkeyPatch
+    spark, s3, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    root = Location.parse(s3.prefix("concurrent-rebuild"))
     rng = np.random.default_rng(3)
     lake = root / "lake"
     for name in ("a", "b", "c"):
