@@ -151,6 +151,9 @@ class Airflow:
             raise
         return True
 
+    def paused(self, dag_id: str) -> bool:
+        return self.request("GET", f"/api/v2/dags/{dag_id}")["is_paused"]
+
     def runs(self, dag_id: str) -> list[dict]:
         return self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns")["dag_runs"]
 
@@ -168,7 +171,7 @@ class Airflow:
         deadline = time.monotonic() + DEADLINE_SECONDS
         while not (outcome := condition()):
             assert time.monotonic() < deadline, (f"no {what} in {DEADLINE_SECONDS} s", self.failures())
-            time.sleep(1)  # a cheap API call; the test waits on about ten conditions
+            time.sleep(2)  # an API call costs the server CPU that the runs waited for need
         return outcome
 
     def failures(self) -> str:
@@ -328,7 +331,9 @@ class ServerKiller(threading.Thread):
         self.killed_pid: int | None = None
 
     def run(self) -> None:
-        while not self.stopped.wait(0.5) and self.killed_pid is None:
+        # Once a second, one request: the retry delay (5 s) is the window to hit, and every request costs
+        # the API server CPU that the runs it watches need.
+        while not self.stopped.wait(1) and self.killed_pid is None:
             with contextlib.suppress(OSError, KeyError):
                 if not self._task_in_state():
                     continue
@@ -337,11 +342,12 @@ class ServerKiller(threading.Thread):
                     self.killed_pid = server.pid
 
     def _task_in_state(self) -> bool:
-        for run in self.airflow.runs("lakemeta_incremental"):
-            run_path = f"/api/v2/dags/lakemeta_incremental/dagRuns/{run['dag_run_id']}"
-            if self.airflow.request("GET", f"{run_path}/taskInstances/{self.task_id}")["state"] == self.state:
-                return True
-        return False
+        """Whether the task is in the state in any run (``~``: all runs)."""
+        query = f"task_id={self.task_id}&state={self.state}"
+        found = self.airflow.request(
+            "GET", f"/api/v2/dags/lakemeta_incremental/dagRuns/~/taskInstances?{query}"
+        )
+        return found["total_entries"] > 0
 
 
 class CommandLineWatcher(threading.Thread):
@@ -446,6 +452,7 @@ def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
+    search = "lakemeta_joinable_search"
     assert CHROMIUM.exists() and CHROMEDRIVER.exists(), (
         "Debian's chromium and chromium-driver: make test installs them"
     )
@@ -457,12 +464,12 @@ def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     wait = WebDriverWait(browser, 60)
     try:
-        browser.get(f"{airflow.url}/dags/lakemeta_joinable_search")
+        browser.get(f"{airflow.url}/dags/{search}")
         wait.until(expected_conditions.url_contains("/auth/login"))  # sign-in is required
         wait.until(expected_conditions.presence_of_element_located((By.NAME, "username"))).send_keys("admin")
         browser.find_element(By.NAME, "password").send_keys(airflow.password)
         browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        wait.until(expected_conditions.url_contains("/dags/lakemeta_joinable_search"))
+        wait.until(expected_conditions.url_contains(f"/dags/{search}"))
 
         wait.until(
             expected_conditions.element_to_be_clickable((By.CSS_SELECTOR, "button[aria-label='Trigger Dag']"))
@@ -483,10 +490,14 @@ def test_a_search_triggered_from_the_ui_form_lands_in_the_catalog(
             By.XPATH, "//div[@role='dialog']//button[normalize-space()='Trigger']"
         )
         trigger[-1].click()
+        # Once the form's requests have made the run and unpaused the DAG, off Airflow's pages while the
+        # run works: they poll the API server every few seconds and render.
+        airflow.wait(lambda: airflow.runs(search) and not airflow.paused(search), "the triggered run")
+        browser.get("about:blank")
 
-        run = airflow.succeeded_run("lakemeta_joinable_search")
+        run = airflow.succeeded_run(search)
         assert (run["dag_run_id"], run["run_type"]) == (SEARCH_RUN_ID, "manual")
-        browser.get(f"{airflow.url}/dags/lakemeta_joinable_search/runs/{SEARCH_RUN_ID}")
+        browser.get(f"{airflow.url}/dags/{search}/runs/{SEARCH_RUN_ID}")
         time.sleep(3)
         browser.save_screenshot(str(SCREENSHOTS / "run-succeeded.png"))
     finally:
