@@ -26,7 +26,7 @@ from lakemeta.joinsearch.discover import JoinableMatch, search_lake
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.lake.tables import check_lake
 from lakemeta.publish import publication_is_current, publish_catalog
-from lakemeta.quality.gate import Audit, audit_batches, audit_catalog
+from lakemeta.quality.gate import Audit, audit_batches, audit_catalog, import_audit_modules
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
 from lakemeta.spark.jobs import describe_jobs, start_python_workers
@@ -198,6 +198,7 @@ class Pipeline:
         for the whole run. When no table changed no run is opened, and only the results that do not
         reflect the newest committed run with these settings are computed again (none, usually). Returns
         the run's plan, None when there was none."""
+        import_audit_modules()  # for the batch audit and the audit after the run, while Spark works
         components = self.components()
         with self.catalog.using_state("a run"):
             plan = self.detect_batches()

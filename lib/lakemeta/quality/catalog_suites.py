@@ -21,29 +21,13 @@ is computed here and said where: a key name made of a table and its column list,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import great_expectations as gx
 import pandas as pd
 from great_expectations.expectations.row_conditions import Column
 
+from lakemeta.quality.gate import Check
+
 E = gx.expectations
-
-
-@dataclass(frozen=True)
-class Check:
-    """A suite and the frame it validates: the table ``asset`` (the suite's name when None) as a frame;
-    ``parameters`` are the values of the suite's ``$PARAMETER`` references."""
-
-    name: str
-    frame: pd.DataFrame
-    expectations: list
-    asset: str | None = None
-    parameters: dict = field(default_factory=dict)
-
-    @property
-    def asset_name(self) -> str:
-        return self.asset or self.name
 
 
 def _joined(values: pd.Series) -> pd.Series:
