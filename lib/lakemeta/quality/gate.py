@@ -40,21 +40,20 @@ AUDITS_SHOWN = 10  # the audits the Data Docs show, about 1 MB of pages each for
 
 _AUDIT_TIME = "%Y%m%dT%H%M%S%fZ"
 
-# What the audits import, Great Expectations among it (2-6 s): imported ahead by ``import_audit_modules``.
+# What the audits import, Great Expectations with them (2-4 s): imported ahead by ``import_audit_modules``.
 _AUDIT_MODULES = (
     "lakemeta.quality.batch_suites",
     "lakemeta.quality.catalog_suites",
     "lakemeta.quality.data_docs",
-    "great_expectations.core.run_identifier",
-    "great_expectations.data_context.types.base",
 )
 
 
-def import_audit_modules() -> threading.Thread:
-    """Import the audits' modules in a thread of this process, and return it. A run starts it first: its
-    driver then mostly waits for Spark, so Great Expectations' seconds of imports come off the run's path
-    (a first run from the CLI on a Connect server: 5.8 s of 38 s in its batch audit). A failed import is
-    left for the audit's own import, which raises it there."""
+def import_audit_modules() -> None:
+    """Import the audits' modules in a thread of this process. A run starts it first: its driver then
+    mostly waits for Spark, so that Great Expectations' import overlaps the run rather than delaying its
+    batch audit or its audit (a first run's batch audit, with nothing to compare, no longer loads it at all;
+    bench/small_change.py's first runs measured no difference either way). A failed import is left for the
+    audit's own import, which raises it there."""
 
     def run() -> None:
         for name in _AUDIT_MODULES:
@@ -64,9 +63,7 @@ def import_audit_modules() -> threading.Thread:
                 log.debug("audit modules not imported ahead (%s: %s)", type(error).__name__, error)
                 return
 
-    thread = threading.Thread(target=run, name="lakemeta-audit-imports", daemon=True)
-    thread.start()
-    return thread
+    threading.Thread(target=run, name="lakemeta-audit-imports", daemon=True).start()
 
 
 def audit_file(audited_at: datetime) -> str:
@@ -97,7 +94,7 @@ class Check:
     ``parameters`` are the values of the suite's ``$PARAMETER`` references."""
 
     name: str
-    frame: Any  # a pandas DataFrame
+    frame: pd.DataFrame
     expectations: list
     asset: str | None = None
     parameters: dict = field(default_factory=dict)
