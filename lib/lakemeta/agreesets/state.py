@@ -37,7 +37,6 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 import pyspark.sql.functions as F
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
 
@@ -142,23 +141,19 @@ class AgreeSets(StateComponent):
 
     def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """The shared MERGE of counts, with the number of agree-set rows merged in the log."""
-        # Computed once, for the count and the MERGE (which reads it for its negative-count check and
-        # twice more).
-        rows = delta.rows.persist(StorageLevel.MEMORY_AND_DISK)
-        try:
-            merged = rows.count()
-            applied = super().merge(plan, StateDelta(rows, delta.replaced_tables))
-        finally:
-            rows.unpersist()
-        log.info(
-            "run %d: agree-sets of %d tables updated (%d replaced, new, dropped or crossing %d rows): "
-            "%d agree-set rows merged",
-            plan.run_id,
-            len(plan.batches),
-            len(delta.replaced_tables),
-            self.config.agree_sets.max_rows,
-            merged,
-        )
+        applied = super().merge(plan, delta)
+        if applied:
+            # The MERGE's count of its source rows; an append into an empty table counts its output rows.
+            metrics = self.catalog.last_commit_metrics(self.state_table())
+            log.info(
+                "run %d: agree-sets of %d tables updated (%d replaced, new, dropped or crossing %d rows): "
+                "%s agree-set rows merged",
+                plan.run_id,
+                len(plan.batches),
+                len(delta.replaced_tables),
+                self.config.agree_sets.max_rows,
+                metrics.get("numSourceRows", metrics.get("numOutputRows", "?")),
+            )
         return applied
 
     def derive(self, tables: Sequence[str] | None = None) -> pa.Table:
