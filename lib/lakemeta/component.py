@@ -55,9 +55,11 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class StateDelta:
     """What a plan changes in one component's state: ``rows`` in the state table's schema (signed counts
-    for the shared MERGE), and the tables whose stored rows ``rows`` replace whole."""
+    for the shared MERGE), and the tables whose stored rows ``rows`` replace whole. ``rows`` is a
+    DataFrame, or an Arrow table for state small by construction that the driver merges (a row per column:
+    ``ColumnProfile``)."""
 
-    rows: DataFrame
+    rows: DataFrame | pa.Table
     replaced_tables: Sequence[str]
 
 
@@ -75,11 +77,10 @@ class StateComponent(ABC):
     bucketed_by_table: ClassVar[bool] = False
     #: The section of the configuration the component reads (``Config.<section>``).
     config_section: ClassVar[str | None] = None
-    #: For the shared MERGE of counts: the key columns, the count columns, whether a row whose counts all
-    #: reach zero is removed (a multiset), and descriptive columns taken from the delta as they are.
+    #: For the shared MERGE of a multiset's counts: the key columns, the count columns, and descriptive
+    #: columns taken from the delta as they are.
     merge_keys: ClassVar[Sequence[str]] = ()
     count_columns: ClassVar[Sequence[str]] = ()
-    drop_zero: ClassVar[bool] = True
     replace_columns: ClassVar[Sequence[str]] = ()
     #: The schema of the rows ``partial`` emits per table in the scan's tasks; its first column is
     #: ``table_name``.
@@ -128,7 +129,6 @@ class StateComponent(ABC):
             tables=plan.tables,
             replaced_tables=delta.replaced_tables,
             txn=self.txn(plan),
-            drop_zero=self.drop_zero,
             replace_columns=self.replace_columns,
         )
         if merged:

@@ -123,7 +123,6 @@ class AgreeSets(StateComponent):
     config_section = "agree_sets"
     merge_keys = ("table_name", "agree_set")
     count_columns = ("count",)
-    drop_zero = True
 
     def partial(self) -> functools.partial[_AgreeSetPartial]:
         settings = self.config.agree_sets

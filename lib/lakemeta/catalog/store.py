@@ -442,6 +442,27 @@ class Catalog:
                 commit_properties=deltalake.CommitProperties(custom_metadata=_metadata(reflects)),
             )
 
+    def merge_small(self, name: str, rows: pa.Table, tables: Sequence[str], txn: Txn) -> bool:
+        """A state update of a table small by construction, merged on the driver: ``rows`` put in place of
+        the stored rows of ``tables`` (not empty; every row of ``rows`` is of one of them), in one commit
+        once per ``txn``; False when ``txn`` had committed. Its crash points are a MERGE's, as those of
+        every state update (``merge_counts``)."""
+        if self.already_applied(name, txn):
+            log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
+            report_written(name)
+            return False
+        commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
+        with self.committing("merge", name):
+            self.location(name).write_delta(
+                rows.cast(self.arrow_schema(name)),
+                self.delta_table(name),
+                mode="overwrite",
+                predicate=is_in("table_name", tables),
+                writer_properties=writer_properties(name),
+                commit_properties=commit,
+            )
+        return True
+
     def reflects(self, name: str) -> dict | None:
         """What the table's content was computed from (``replace_small``'s ``reflects``), as its newest
         commit that wrote content says; None when that commit says nothing. Commits that keep the content
@@ -509,17 +530,16 @@ class Catalog:
         tables: Sequence[str],
         replaced_tables: Sequence[str],
         txn: Txn,
-        drop_zero: bool,
         replace_columns: Sequence[str] = (),
     ) -> bool:
-        """Add ``delta``'s counts to the stored ones, in one idempotent commit; False when ``txn`` had
+        """Add ``delta``'s counts to the stored multiset, in one idempotent commit; False when ``txn`` had
         already committed (nothing is computed then).
 
         ``delta`` holds, per key, the change of each count column of the ``tables`` of a plan. For tables
         in ``replaced_tables`` (tables rebuilt from their snapshot, or dropped) it holds their complete
-        counts instead: their stored rows are replaced and rows the delta lacks are deleted. With
-        ``drop_zero`` the state is a multiset: a row whose counts all reach zero is removed, and a count
-        that would turn negative raises :class:`NegativeCountError` and nothing is written.
+        counts instead: their stored rows are replaced and rows the delta lacks are deleted. A row whose
+        counts all reach zero is removed, and a count that would turn negative raises
+        :class:`NegativeCountError` and nothing is written.
         ``replace_columns`` are descriptive columns taken from the delta as they are (for example a
         column's data type).
 
@@ -539,16 +559,14 @@ class Catalog:
 
         stop = _negative_count_error(keys, self.schemas[name][counts[0]].dataType)
         if not self.holds_rows(name):
-            rows = delta
-            if drop_zero:
-                below_zero = " OR ".join(f"s.`{c}` < 0" for c in counts)
-                rows = delta.alias("s").withColumn(
-                    counts[0],
-                    F.expr(
-                        f"CASE WHEN NOT {is_replaced('s.table_name')} AND ({below_zero}) THEN {stop} "
-                        f"ELSE s.`{counts[0]}` END"
-                    ),
-                )
+            below_zero = " OR ".join(f"s.`{c}` < 0" for c in counts)
+            rows = delta.alias("s").withColumn(
+                counts[0],
+                F.expr(
+                    f"CASE WHEN NOT {is_replaced('s.table_name')} AND ({below_zero}) THEN {stop} "
+                    f"ELSE s.`{counts[0]}` END"
+                ),
+            )
             # Crash points keep the MERGE's labels: "after merge <table>" names the state update's commit
             # whichever way it writes (README, "Operations").
             with _naming_negative_counts(name), self.transaction(txn), self.committing("merge", name):
@@ -566,21 +584,19 @@ class Catalog:
             f"WHEN MATCHED AND {is_replaced('s.table_name')} THEN "
             + update({**{c: f"s.`{c}`" for c in counts}, **described})
         ]
-        if drop_zero:
-            # A count that would turn negative fails the MERGE itself (raise_error in the clause it takes),
-            # so nothing is committed; checked inside the one join the MERGE does anyway rather than in a
-            # join of the delta with the whole stored state before it.
-            below_zero = " OR ".join(f"({value}) < 0" for value in added.values())
-            clauses.append(f"WHEN MATCHED AND ({below_zero}) THEN UPDATE SET t.`{counts[0]}` = {stop}")
-            all_zero = " AND ".join(f"({value}) = 0" for value in added.values())
-            clauses.append(f"WHEN MATCHED AND {all_zero} THEN DELETE")
+        # A count that would turn negative fails the MERGE itself (raise_error in the clause it takes), so
+        # nothing is committed; checked inside the one join the MERGE does anyway rather than in a join of
+        # the delta with the whole stored state before it.
+        below_zero = " OR ".join(f"({value}) < 0" for value in added.values())
+        clauses.append(f"WHEN MATCHED AND ({below_zero}) THEN UPDATE SET t.`{counts[0]}` = {stop}")
+        all_zero = " AND ".join(f"({value}) = 0" for value in added.values())
+        clauses.append(f"WHEN MATCHED AND {all_zero} THEN DELETE")
         clauses.append(f"WHEN MATCHED THEN {update({**added, **described})}")
-        if drop_zero:
-            absent_below_zero = " OR ".join(f"s.`{c}` < 0" for c in counts)
-            clauses.append(
-                f"WHEN NOT MATCHED AND NOT {is_replaced('s.table_name')} AND ({absent_below_zero}) "
-                f"THEN INSERT (`{counts[0]}`) VALUES ({stop})"
-            )
+        absent_below_zero = " OR ".join(f"s.`{c}` < 0" for c in counts)
+        clauses.append(
+            f"WHEN NOT MATCHED AND NOT {is_replaced('s.table_name')} AND ({absent_below_zero}) "
+            f"THEN INSERT (`{counts[0]}`) VALUES ({stop})"
+        )
         clauses.append("WHEN NOT MATCHED THEN INSERT *")
         if replaced:
             clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {is_replaced('t.table_name')} THEN DELETE")

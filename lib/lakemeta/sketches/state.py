@@ -113,7 +113,6 @@ class HllCounters(StateComponent):
     config_section = "sketches"
     merge_keys = KEYS
     count_columns = ("count",)
-    drop_zero = True
 
     def partial(self) -> functools.partial[_CounterPartial]:
         return functools.partial(_CounterPartial, p=self.config.sketches.precision)

@@ -98,7 +98,6 @@ class ColumnValues(StateComponent):
     partial_schema = SCHEMA
     merge_keys = KEYS
     count_columns = ("count",)
-    drop_zero = True
     replace_columns = ("integer",)
 
     def partial(self) -> functools.partial[_ValuePartial]:

@@ -32,7 +32,7 @@ def merge(catalog: Catalog, rows: list[tuple], run: int, replaced: list[str] = (
     delta = catalog.spark.createDataFrame(rows, SCHEMA)
     tables = sorted({row[0] for row in rows} | set(replaced))
     keys, txn = ["table_name", "agree_set"], Txn("test", run)
-    catalog.merge_counts(STATE, delta, keys, ["count"], tables, list(replaced), txn, drop_zero=True)
+    catalog.merge_counts(STATE, delta, keys, ["count"], tables, list(replaced), txn)
 
 
 def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path):
