@@ -6,10 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
 
-from lakemeta.profile.state import updated_counts
+from lakemeta.profile.state import SCHEMA, updated_counts
 
-COLUMNS = ["table_name", "column_name", "ordinal", "data_type", "n_rows", "n_nulls"]
+COLUMNS = SCHEMA.fieldNames()
 
 
 def profile_rows(rows: list[tuple]) -> pa.Table:
@@ -17,16 +18,7 @@ def profile_rows(rows: list[tuple]) -> pa.Table:
         dict(zip(COLUMNS, map(list, zip(*rows, strict=True)), strict=True))
         if rows
         else {c: [] for c in COLUMNS},
-        schema=pa.schema(
-            [
-                ("table_name", pa.string()),
-                ("column_name", pa.string()),
-                ("ordinal", pa.int32()),
-                ("data_type", pa.string()),
-                ("n_rows", pa.int64()),
-                ("n_nulls", pa.int64()),
-            ]
-        ),
+        schema=to_arrow_schema(SCHEMA),
     )
 
 
