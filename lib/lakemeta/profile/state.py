@@ -20,7 +20,6 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from lakemeta.catalog import Catalog
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.batches import BatchSize, Plan, record_batch_sizes
@@ -120,10 +119,10 @@ class ColumnProfile(StateComponent):
         the run."""
         # Sizes are recorded before the merge: a replaced table's previous row count is read from the state
         # the merge overwrites, and a retry keeps the sizes the first attempt recorded.
-        sizes = _batch_sizes(self.catalog, plan, delta.counted)
-        record_batch_sizes(self.catalog, plan.run_id, sizes)
         tables = sorted(set(plan.tables) | set(delta.replaced_tables))
         stored = self.catalog.read_small(self.state_table(), tables)
+        sizes = _batch_sizes(plan, delta.counted, stored)
+        record_batch_sizes(self.catalog, plan.run_id, sizes)
         rows = updated_counts(stored, delta.rows, delta.replaced_tables)
         merged = self.catalog.merge_small(self.state_table(), rows, tables, self.txn(plan))
         log.info(
@@ -168,8 +167,9 @@ def updated_counts(stored: pa.Table, delta: pa.Table, replaced_tables: Sequence[
     return rows.sort_by([("table_name", "ascending"), ("ordinal", "ascending")])
 
 
-def _batch_sizes(catalog: Catalog, plan: Plan, delta: pa.Table) -> list[BatchSize]:
-    """Rows inserted and deleted per table; a replaced table's previous rows count as deleted."""
+def _batch_sizes(plan: Plan, delta: pa.Table, stored: pa.Table) -> list[BatchSize]:
+    """Rows inserted and deleted per table; a replaced table's previous rows (in ``stored``, the state's
+    rows of the plan's tables) count as deleted."""
     first_column = delta.filter(pc.equal(delta["ordinal"], 0))
     counted = {
         row["table_name"]: (row["rows_inserted"], row["rows_deleted"])
@@ -178,7 +178,6 @@ def _batch_sizes(catalog: Catalog, plan: Plan, delta: pa.Table) -> list[BatchSiz
     replaced = plan.replaced_tables
     previous: dict[str, int] = {}
     if replaced:
-        stored = catalog.read_small(ColumnProfile.state_table())
         first_columns = stored.filter(
             pc.and_(pc.is_in(stored["table_name"], pa.array(replaced)), pc.equal(stored["ordinal"], 0))
         )
