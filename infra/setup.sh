@@ -2,11 +2,12 @@
 # `make setup`: the venv with every pinned package and lakemeta itself (editable), and Delta's jars from
 # Maven Central into .cache/jars. The jars download beside the Python packages: both wait on the network.
 # uv installs the packages (pinned itself): with an empty cache it took 35 s here where pip took 97 s.
-# It byte-compiles every installed module once (--compile-bytecode), as pip does. Where the environment sets
-# PYTHONDONTWRITEBYTECODE (the test machines do), Python never writes the .pyc files it compiles, so without
-# them every process compiled each module it imports from source, every time: each Airflow task, Spark
-# Python worker, CLI run and test worker. There `import pandas` took 2.7 s against 0.8 s compiled, a DAG
-# task's imports 10.8 s against 4.0 s. (lakemeta's own modules, editable, compile in 0.1 s: left as they are.)
+# It byte-compiles every installed module once (--compile-bytecode; compileall over the same site-packages
+# took 28 s here). Where the environment sets PYTHONDONTWRITEBYTECODE (this machine's does), Python never
+# writes the .pyc files it compiles, so without them every process compiled each module it imports from
+# source, every time: each Airflow task, Spark Python worker, CLI run and test worker. `import pandas` took
+# 2.7 s against 0.8 s compiled, a DAG task's imports 10.8 s against 4.0 s. lakemeta's own modules (editable)
+# are left as they are: compiled, importing lakemeta.scan and lakemeta.pipeline took no measurably less.
 # Usage: infra/setup.sh PYTHON   (the interpreter the venv is made from)
 set -euo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)
