@@ -109,6 +109,6 @@ def process(pipeline: Pipeline, *components: str) -> Plan | None:
 
 
 def state_rows(pipeline: Pipeline, name: str) -> list[tuple]:
-    """A catalog table's rows, sorted, for comparing two catalogs."""
-    columns = all_schemas()[name].fieldNames()
-    return sorted(tuple(r) for r in pipeline.catalog.read(name).select(*columns).collect())
+    """A catalog table's rows, sorted, for comparing two catalogs (read with delta-rs: no Spark job)."""
+    rows = pipeline.catalog.read_small(name, columns=all_schemas()[name].fieldNames())
+    return sorted(tuple(row.values()) for row in rows.to_pylist())
