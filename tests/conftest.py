@@ -83,9 +83,20 @@ def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server | None) 
         "lakemeta tests",
         catalog=tmp_path_factory.mktemp("spark-catalog"),
         locations=buckets,
-        # The suite keeps both cores busy, so the collector's CPU is the tests' time: over a tiny lake's
-        # later runs G1's threads took 2-4.5 CPU seconds a run, the throughput collector's about one.
-        extra_conf={"spark.driver.defaultJavaOptions": "-XX:+UseParallelGC"},
+        extra_conf={
+            # The suite keeps both cores busy, so the collector's CPU is the tests' time: over a tiny
+            # lake's later runs G1's threads took 2-4.5 CPU seconds a run, the throughput collector's one.
+            "spark.driver.defaultJavaOptions": "-XX:+UseParallelGC",
+            # Expressions evaluated, not compiled (Spark's own suites run both ways): over rows by the
+            # dozen, generating each task's projection code cost more than running it (a JFR profile:
+            # 19 % of the driver's samples in UnsafeProjection.create, 13 % in the regex that measures
+            # the generated code), and each test plans new shapes. Its first incremental run took 37 CPU
+            # seconds against 53, the crash tests 262 s against 294. The results are the same; the
+            # Connect server, the cluster and spark-submit (tests/dags, tests/spark/test_jobs.py) run
+            # with code generation, and the cluster's catalog is compared with this session's.
+            "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+            "spark.sql.codegen.wholeStage": "false",
+        },
     )
     yield session
     session.stop()
