@@ -47,7 +47,7 @@ from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
 from lakemeta.lake.tables import table_path
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import balanced_tasks, tasks_frame
+from lakemeta.spark.placement import balanced_tasks, map_tasks
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -229,7 +229,7 @@ class BatchScan:
                 _scan_tasks, [(c.name, c.partial()) for c in components], arrow_schema, self.max_task_rows
             )
             placed = balanced_tasks(spark, descriptors, self.max_task_rows)
-            staged = tasks_frame(spark, placed, _DESCRIPTOR_SCHEMA).mapInArrow(tasks, schema)
+            staged = map_tasks(spark, placed, _DESCRIPTOR_SCHEMA, tasks, schema)
             staged.write.mode("overwrite").partitionBy(_COMPONENT).parquet(str(folder))
             crash_point(f"after write {STAGING} rows")  # no marker yet: a retry writes the folder again
             # Small by construction: a row per descriptor, which the driver holds already.

@@ -3,15 +3,22 @@ and the jobs' description reaches the Spark UI's property, without an RDD anywhe
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pyarrow as pa
 import pyspark.sql.functions as F
 import pytest
 
 from lakemeta.spark.jobs import default_parallelism, describe_jobs
-from lakemeta.spark.placement import balanced_tasks, tasks_frame
+from lakemeta.spark.placement import balanced_tasks, map_tasks
 
 pytestmark = pytest.mark.spark
 
 SCHEMA = "table_name string, files array<string>, rows long"
+
+
+def count_rows(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield pa.RecordBatch.from_pydict({"rows": [sum(batch.num_rows for batch in batches)]})
 
 
 def test_each_task_holds_its_rows_in_a_partition_of_its_own(spark) -> None:
@@ -25,12 +32,16 @@ def test_each_task_holds_its_rows_in_a_partition_of_its_own(spark) -> None:
     assert len(tasks) == max(2 * parallelism, 9)
     loads = sorted(sum(row[2] for row in task) for task in tasks)
     assert loads[-1] - loads[0] <= 11, loads  # heaviest first onto the least loaded task
-    placed = tasks_frame(spark, tasks, SCHEMA).withColumn("task", F.spark_partition_id()).toArrow()
+    placed = map_tasks(spark, tasks, SCHEMA, lambda batches: batches, SCHEMA)
+    placed = placed.withColumn("task", F.spark_partition_id()).toArrow()
     by_task: dict[int, list] = {}
     for row in placed.to_pylist():
         by_task.setdefault(row.pop("task"), []).append(tuple(row.values()))
     assert by_task == {i: task for i, task in enumerate(tasks)}
-    assert tasks_frame(spark, [], SCHEMA).count() == 0
+    assert map_tasks(spark, [], SCHEMA, lambda batches: batches, SCHEMA).count() == 0
+    # The body sees the rows of its task alone, in one Python UDF: what it returns is what the task holds.
+    counted = map_tasks(spark, tasks, SCHEMA, count_rows, "rows long").toArrow()["rows"].to_pylist()
+    assert counted == [len(task) for task in tasks]
 
 
 def test_describe_jobs_sets_the_description_of_the_jobs_that_follow(spark) -> None:

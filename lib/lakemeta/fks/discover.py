@@ -64,7 +64,7 @@ from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import balanced_frame
+from lakemeta.spark.placement import map_balanced
 from lakemeta.storage import Location
 from lakemeta.values.hashes import shared_count
 
@@ -449,8 +449,9 @@ def discover_fk_candidates(
     spark = catalog.spark
     describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates of {len(rows)} keys")
     computed = (
-        balanced_frame(spark, rows, _DESCRIPTOR_SCHEMA)
-        .mapInArrow(_candidate_rows(fks, sketches, max_task_rows), _OUTCOMES_SPARK)
+        map_balanced(
+            spark, rows, _DESCRIPTOR_SCHEMA, _candidate_rows(fks, sketches, max_task_rows), _OUTCOMES_SPARK
+        )
         .toArrow()
         .cast(_OUTCOMES)
         if rows

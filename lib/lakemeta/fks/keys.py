@@ -56,7 +56,7 @@ from lakemeta.hashing import combine_hashes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import balanced_frame
+from lakemeta.spark.placement import map_balanced
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -241,7 +241,7 @@ def _checked_keys(
             f"FK keys: uniqueness of {sum(len(row[4]) for _, row in to_read)} columns and "
             f"{sum(len(row[5]) for _, row in to_read)} column combinations in {len(to_read)} tables",
         )
-        frame = balanced_frame(spark, to_read, _CHECK_SCHEMA).mapInArrow(_unique_keys(max_rows), _FOUND_DDL)
+        frame = map_balanced(spark, to_read, _CHECK_SCHEMA, _unique_keys(max_rows), _FOUND_DDL)
         for key in frame.toArrow().to_pylist():  # the keys found, a few per table
             found.setdefault(key["table_name"], []).append(key["columns"])
     log.info("FK keys: %d tables checked, %d of them read (the others unchanged)", len(asked), len(to_read))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from lakemeta.spark.jobs import default_parallelism
 
@@ -31,13 +32,23 @@ def balanced_tasks(
     return tasks
 
 
-def tasks_frame(spark: SparkSession, tasks: list[list[tuple]], schema: str) -> DataFrame:
-    """A DataFrame of ``schema`` whose partition i holds the rows of ``tasks[i]``: a range of one number
-    per partition, each task emitting its rows (small by construction: a descriptor per table)."""
+# A mapInArrow body: Arrow batches in, Arrow batches out.
+MapBody = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
+
+
+def map_tasks(
+    spark: SparkSession, tasks: list[list[tuple]], schema: str, body: MapBody, output_schema: str | StructType
+) -> DataFrame:
+    """``body`` run over the rows of each of ``tasks`` (Arrow batches of ``schema``), one Spark task
+    each: partition i holds what ``body`` made of ``tasks[i]``. The rows travel with the function (small
+    by construction: a descriptor per table) and become batches in the Python worker that runs ``body``.
+    A ``mapInArrow`` over a frame of the rows would be a second Python UDF in the task, and Spark runs each
+    in a worker of its own: on the test cluster each slot's first scan task waited on two worker starts
+    (5 s to fork, 9-11 s to import and unpickle each, on two busy cores)."""
     arrow_schema = to_arrow_schema(spark.createDataFrame([], schema).schema)
 
-    def rows_of(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
+    def batches_of(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in ids:
             for task in batch.column(0).to_pylist():
                 columns = list(zip(*tasks[task], strict=True))
                 yield pa.RecordBatch.from_arrays(
@@ -48,14 +59,20 @@ def tasks_frame(spark: SparkSession, tasks: list[list[tuple]], schema: str) -> D
                     schema=arrow_schema,
                 )
 
-    return spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(rows_of, schema)
+    def run(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from body(batches_of(ids))
+
+    return spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(run, output_schema)
 
 
-def balanced_frame(
+def map_balanced(
     spark: SparkSession,
     weighted_rows: Sequence[tuple[int, tuple]],
     schema: str,
+    body: MapBody,
+    output_schema: str | StructType,
     max_task_weight: int | None = None,
 ) -> DataFrame:
-    """The rows of ``balanced_tasks`` as a DataFrame of ``schema``, one partition per task."""
-    return tasks_frame(spark, balanced_tasks(spark, weighted_rows, max_task_weight), schema)
+    """``map_tasks`` over the rows spread by ``balanced_tasks``."""
+    tasks = balanced_tasks(spark, weighted_rows, max_task_weight)
+    return map_tasks(spark, tasks, schema, body, output_schema)
