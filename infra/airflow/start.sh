@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Start Airflow for local use: scheduler, dag-processor, api-server (http://127.0.0.1:8080) and
-# triggerer, with the project's DAGs, sign-in required, and the Spark Connect server their Spark tasks run
+# Start Airflow for local use: scheduler, dag-processor and api-server (http://127.0.0.1:8080), with the
+# project's DAGs, sign-in required, and the Spark Connect server their Spark tasks run
 # on (127.0.0.1:15002, token in $AIRFLOW_HOME/connect-token), restarted whenever it stops, as systemd's
 # lakemeta-connect.service is, and warmed up once started (LAKEMETA_WARM_UP=0 skips that); Airflow's retries
 # carry a task over a restart. Sign in as `admin`; the password is generated on
@@ -10,7 +10,8 @@
 #
 # The components start one by one rather than through `airflow standalone`, whose scheduler and
 # triggerer serve task logs on every interface; here nothing listens beyond 127.0.0.1 (the api-server
-# reads task logs from the local log folder instead).
+# reads task logs from the local log folder instead). No triggerer: no lakemeta task defers, and the
+# discovery DAG's asset schedule is the scheduler's work.
 set -euo pipefail
 source "$(dirname "$0")/env.sh"
 airflow db migrate
@@ -34,7 +35,6 @@ trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
     done
 ) &
 airflow scheduler --skip-serve-logs &
-airflow triggerer --skip-serve-logs &
 airflow dag-processor &
 airflow api-server --host "$AIRFLOW__API__HOST" --port "$AIRFLOW__API__PORT" &
 echo "Airflow UI: http://${AIRFLOW__API__HOST}:${AIRFLOW__API__PORT} (user admin, password in" \

@@ -10,7 +10,7 @@ built equals the one local mode builds from a copy of the lake on local disk.
 The lake and the catalog live in object storage (the S3 server of tests/s3_server.py), reached by every
 process through the standard AWS variables: Airflow's tasks, the Connect server and the cluster's
 executors. Airflow runs for real (infra/airflow/start.sh: scheduler with the LocalExecutor, dag-processor,
-api-server, triggerer on SQLite, sign-in required, and the Spark Connect server, restarted when it
+api-server on SQLite, sign-in required, and the Spark Connect server, restarted when it
 stops); every Spark task runs its step on the Connect server through the `lakemeta_connect` connection,
 and the server is an application of a master and two workers on 127.0.0.1: no task starts a JVM. The
 cluster runs with production's Spark settings: every connection authenticated with a shared secret and
@@ -230,7 +230,7 @@ def test_the_master_refuses_a_client_without_the_clusters_secret(cluster: str, c
 
 @pytest.fixture(scope="module")
 def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server) -> Iterator[Airflow]:
-    """A small lake and its catalog in the S3 server, and Airflow's four components started on it with the
+    """A small lake and its catalog in the S3 server, and Airflow's three components started on it with the
     incremental and discovery DAGs unpaused and ``spark_default`` on the cluster; the scheduler takes it
     from there."""
     root = tmp_path_factory.mktemp("airflow-running")
