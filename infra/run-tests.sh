@@ -8,7 +8,6 @@ export NUMBA_CACHE_DIR=${NUMBA_CACHE_DIR:-$PWD/.cache/numba}
 mkdir -p test-output
 # Two workers, each with its own Spark session, a test file's tests kept together: most of a Spark test's
 # time is job scheduling and JVM round trips, so two of them share the two cores well. Files are handed out
-# in collection order, where tests/conftest.py puts those needing no JVM first (they fill the numba cache
-# the Spark tests' Python workers load from), then the slow ones, so the longest start at once.
+# in collection order, where tests/conftest.py puts the slow ones first, so the longest start at once.
 .venv/bin/python -m pytest -n "${LAKEMETA_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder \
     --junitxml=test-output/junit.xml "$@"

@@ -22,26 +22,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     the ``spark`` fixture is ``spark``, one under tests/dags ``airflow``; so ``-m "not spark and not
     airflow"`` selects exactly the tests that need neither.
 
-    Then the order files are handed out in (pytest-xdist's ``loadfile`` gives each worker the next file as
-    it frees up). First the tests that need neither: in a fresh clone they compile the numba kernels, each
-    once, into the cache (NUMBA_CACHE_DIR) that every Spark Python worker then loads them from, where
-    otherwise the Spark tests' Python workers, on the cluster too, compiled the same kernels side by side
-    (``test_crash_recovery``'s chain alone: 259 s with an empty cache, 186 s with the one these tests
-    leave, 181 s with a full one). Then tests marked ``slow`` (the Airflow run, the whole-pipeline state
-    tests), so the two longest files start at once, side by side, instead of last."""
+    Then tests marked ``slow`` (the Airflow run, the whole-pipeline state tests) first: pytest-xdist's
+    ``loadfile`` gives the first file to one worker and the second to the other, then each a third, and
+    the rest as they free up; so the two longest files start at once, side by side, instead of last."""
     for item in items:
         folder = item.path.relative_to(REPO / "tests").parts[0]
         if folder == "spark" or "spark" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.spark)
         if folder == "dags":
             item.add_marker(pytest.mark.airflow)
-
-    def rank(item: pytest.Item) -> int:
-        if item.get_closest_marker("spark") is None and item.get_closest_marker("airflow") is None:
-            return 0
-        return 1 if item.get_closest_marker("slow") else 2
-
-    items.sort(key=rank)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.fixture(scope="session")
