@@ -201,10 +201,16 @@ class ScanConfig:
     # from its snapshot is split into groups of files of at most this many rows (files permitting), and
     # the components take a task's rows in slices of this many.
     max_task_rows: int = 1_000_000
+    # A component whose staged partial rows and whose stored files holding the batch's tables are each at
+    # most this many bytes merges its delta on the driver (``StateComponent.update``) rather than by a
+    # Spark MERGE; 0 merges every batch through Spark.
+    driver_state_bytes: int = 16 << 20
 
     def __post_init__(self) -> None:
         if self.max_task_rows < 1:
             raise ValueError(f"scan.max_task_rows must be positive, got {self.max_task_rows}")
+        if self.driver_state_bytes < 0:
+            raise ValueError(f"scan.driver_state_bytes must not be negative, got {self.driver_state_bytes}")
 
 
 @dataclasses.dataclass(frozen=True)

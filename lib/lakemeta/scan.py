@@ -291,6 +291,13 @@ class BatchScan:
             .select(f"{column}.*")
         )
 
+    def staged_bytes(self, component: ScannedComponent) -> int:
+        """The bytes of the component's staged partial rows (of the scan that covers it)."""
+        for folder, result in self.results():
+            if component.name in result.components:
+                return (folder / f"{_COMPONENT}={component.name}").size()
+        raise RuntimeError(f"run {self.plan.run_id}: no scan has staged the rows of {component.name}")
+
     def partials(self, component: ScannedComponent) -> DataFrame:
         """The component's staged partial rows, less those of tables the run could not read."""
         for folder, result in self.results():

@@ -380,6 +380,11 @@ class Location:
 
         return self._call(listing)
 
+    def size(self) -> int:
+        """The bytes of every file below (one recursive listing)."""
+        store, key = self._store()
+        return self._call(lambda: sum(o["size"] for part in obstore.list(store, key + "/") for o in part))
+
     def read_bytes(self) -> bytes:
         store, key = self._store()
         return self._call(lambda: bytes(obstore.get(store, key).bytes()))

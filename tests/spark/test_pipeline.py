@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from lakemeta.config import Config, FkConfig
+from lakemeta.config import Config, FkConfig, ScanConfig
 from lakemeta.lake.batches import Plan
 from lakemeta.pipeline import DERIVED_TABLES, Pipeline
 from lakemeta.registry import DISCOVERY_STEPS, all_schemas, state_schemas
@@ -51,7 +51,10 @@ def test_random_batches_incremental_equals_rebuild(spark, tmp_path: Path, seed: 
     create_spark_table(spark, lake / "a", random_rows(rng, 8))
     create_spark_table(spark, lake / "web" / "b", random_rows(rng, 5))
     create_foreign_table(lake / "foreign", random_rows(rng, 6))
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog"))
+    # Every batch merged by Spark's MERGE here, where the rebuild and the components' own tests merge these
+    # small batches on the driver (``scan.driver_state_bytes``): the two ways must leave the same state.
+    through_spark = Config(lake=lake, catalog=tmp_path / "catalog", scan=ScanConfig(driver_state_bytes=0))
+    pipeline = Pipeline(spark, through_spark)
     run_state(pipeline)
     applied = []
     for step in range(2):

@@ -93,10 +93,23 @@ def in_buckets_sql(column: str, table_names: Iterable[str]) -> str:
     return f"{column} IN ({', '.join(map(str, buckets))})" if buckets else "false"
 
 
+def _bucket_array(names: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """The bucket of each of ``names``: computed once per distinct name (the rows of a table lie
+    together, so a batch holds few), then taken per row."""
+    distinct = pc.unique(names)
+    buckets = pa.array(np.array([bucket_of(n) for n in distinct.to_pylist()], np.int32), pa.int32())
+    return buckets.take(pc.index_in(names, distinct))
+
+
+def arrow_with_bucket(rows: pa.Table) -> pa.Table:
+    """``rows`` (with a ``table_name`` column) with the bucket of their table as the last column
+    ``table_bucket``: for writes of state with delta-rs."""
+    return rows.append_column(pa.field(BUCKET_COLUMN, pa.int32()), _bucket_array(rows["table_name"]))
+
+
 def arrow_batches_with_bucket(batches: pa.RecordBatchReader) -> pa.RecordBatchReader:
     """``batches`` (with a ``table_name`` column) with their bucket put in ``table_bucket`` (replaced if
-    there), streamed: for rewriting a table of an older layout with delta-rs. A bucket is computed once per
-    distinct name of a batch (a few per batch: the rows of a table lie together), then taken per row."""
+    there), streamed: for rewriting a table of an older layout with delta-rs."""
     schema = batches.schema
     if BUCKET_COLUMN in schema.names:
         schema = schema.remove(schema.get_field_index(BUCKET_COLUMN))
@@ -104,11 +117,8 @@ def arrow_batches_with_bucket(batches: pa.RecordBatchReader) -> pa.RecordBatchRe
 
     def rewritten() -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            names = batch.column("table_name")
-            distinct = pc.unique(names)
-            buckets = pa.array(np.array([bucket_of(n) for n in distinct.to_pylist()], np.int32), pa.int32())
             columns = {name: batch.column(name) for name in schema.names[:-1]}
-            columns[BUCKET_COLUMN] = buckets.take(pc.index_in(names, distinct))
+            columns[BUCKET_COLUMN] = _bucket_array(batch.column("table_name"))
             yield pa.RecordBatch.from_pydict(columns, schema=schema)
 
     return pa.RecordBatchReader.from_batches(schema, rewritten())

@@ -32,6 +32,7 @@ from lakemeta.catalog.layout import (
     BUCKET_COLUMN,
     LAYOUT_PROPERTIES,
     LOG_PROPERTIES,
+    arrow_with_bucket,
     bucketed_schema,
     buckets_of,
     in_buckets_sql,
@@ -39,6 +40,7 @@ from lakemeta.catalog.layout import (
     writer_properties,
 )
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
+from lakemeta.catalog.merges import merged_counts, negative_count_error
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
 from lakemeta.spark.jobs import arrow_frame
@@ -48,7 +50,6 @@ log = logging.getLogger(__name__)
 
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
-_NEGATIVE = "negative count"
 _NEGATIVE_AT, _NEGATIVE_END = "lakemeta: negative count at <<", ">>"  # around the key in the MERGE's error
 _WANTED = "lakemeta_wanted_table"  # the table names a read asks for, in its semi-join
 _REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's content was computed from
@@ -73,10 +74,6 @@ class Txn:
 
     app: str
     version: int
-
-
-class NegativeCountError(RuntimeError):
-    """A delta would drive a stored count below zero: the state and the batch disagree."""
 
 
 class OutdatedLayoutError(RuntimeError):
@@ -115,10 +112,7 @@ def _naming_negative_counts(name: str) -> Iterator[None]:
         found = re.search(f"{_NEGATIVE_AT}(.*?){_NEGATIVE_END}", str(error), re.DOTALL)
         if found is None:
             raise
-        raise NegativeCountError(
-            f"{_NEGATIVE} in {name} at {[json.loads(found.group(1))]}: the batch removes more "
-            "occurrences than the state holds; rebuild the state (`lakemeta rebuild`)"
-        ) from error
+        raise negative_count_error(name, json.loads(found.group(1))) from error
 
 
 def _metadata(reflects: dict | None) -> dict[str, str]:
@@ -388,8 +382,10 @@ class Catalog:
         dataset = self.location(name).delta_dataset(self.delta_table(name), in_buckets)
         if tables is None:
             return dataset.to_table(columns=columns)
-        rows = rows_of_tables(dataset.to_table(), tables)
-        return rows if columns is None else rows.select(columns)
+        # The filter skips the row groups whose statistics exclude the tables (the files of a table not
+        # bucketed by table hold the rows of many tables, sorted by name as their writes leave them).
+        wanted = pc.field("table_name").isin(pa.array(sorted(set(tables)), pa.string()))
+        return dataset.to_table(columns=columns, filter=wanted)
 
     def append_small(
         self, name: str, rows: pa.Table, txn: Txn, reflects: dict | None = None, compact: bool = True
@@ -442,26 +438,71 @@ class Catalog:
                 commit_properties=deltalake.CommitProperties(custom_metadata=_metadata(reflects)),
             )
 
-    def merge_small(self, name: str, rows: pa.Table, tables: Sequence[str], txn: Txn) -> bool:
-        """A state update of a table small by construction, merged on the driver: ``rows`` put in place of
-        the stored rows of ``tables`` (not empty; every row of ``rows`` is of one of them), in one commit
-        once per ``txn``; False when ``txn`` had committed. Its crash points are a MERGE's, as those of
-        every state update (``merge_counts``)."""
+    def merge_small(
+        self,
+        name: str,
+        tables: Sequence[str],
+        txn: Txn,
+        merged: Callable[[pa.Table], pa.Table],
+        columns: Sequence[str] | None = None,
+    ) -> bool:
+        """A state update merged on the driver: the stored rows of ``tables`` (not empty; only ``columns``
+        unless None) are read, and ``merged`` of them - rows of those tables alone - put in their place, in
+        one commit once per ``txn``; False when ``txn`` had committed. For state small by construction (a
+        row per column) and for a small batch's delta (``lakemeta.catalog.merges``). The read is made under
+        the table's write lease, so no other write comes between it and the commit; the crash points are a
+        MERGE's, as those of every state update (``merge_counts``)."""
         if self.already_applied(name, txn):
             log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
             report_written(name)
             return False
-        commit = deltalake.CommitProperties(app_transactions=[deltalake.Transaction(txn.app, txn.version)])
         with self.committing("merge", name):
-            self.location(name).write_delta(
-                rows.cast(self.arrow_schema(name)),
-                self.delta_table(name),
-                mode="overwrite",
-                predicate=is_in("table_name", tables),
-                writer_properties=writer_properties(name),
-                commit_properties=commit,
-            )
+            stored = self.read_small(name, tables, columns)
+            self._put_rows_of_tables(name, merged(stored), tables, txn)
         return True
+
+    def stored_bytes(self, name: str, tables: Sequence[str]) -> int:
+        """The bytes of the data files that may hold rows of ``tables`` in table ``name`` (those a driver
+        merge reads and rewrites), from the Delta log: the files of their buckets in a table bucketed by
+        table, else every file whose ``table_name`` statistics do not exclude them."""
+        files = pa.table(self.delta_table(name).get_add_actions(flatten=True))
+        may_hold = np.ones(files.num_rows, dtype=bool)
+        if name in self.bucketed_by_table:
+            buckets = pa.array(buckets_of(tables), files[f"partition.{BUCKET_COLUMN}"].type)
+            may_hold &= pc.is_in(files[f"partition.{BUCKET_COLUMN}"], buckets).to_numpy(zero_copy_only=False)
+        if "min.table_name" in files.column_names:
+            low, high = files["min.table_name"], files["max.table_name"]
+            spans = np.zeros(files.num_rows, dtype=bool)
+            for table in set(tables):
+                spans |= pc.fill_null(
+                    pc.and_(pc.less_equal(low, table), pc.greater_equal(high, table)), True
+                ).to_numpy(zero_copy_only=False)
+            may_hold &= spans
+        return int(pc.sum(files["size_bytes"].filter(pa.array(may_hold))).as_py() or 0)
+
+    def reads_on_driver(self, name: str, tables: Sequence[str] | None, limit: int) -> bool:
+        """Whether the rows of ``tables`` (a few tables, never all: None) in table ``name`` are small enough
+        to read on the driver, with delta-rs and no Spark job: at most ``limit`` bytes in the files that may
+        hold them (``scan.driver_state_bytes``; 0: never)."""
+        return tables is not None and limit > 0 and self.stored_bytes(name, tables) <= limit
+
+    def _put_rows_of_tables(self, name: str, rows: pa.Table, tables: Sequence[str], txn: Txn) -> None:
+        """Write ``rows`` in place of the stored rows of ``tables`` in one delta-rs commit tagged with
+        ``txn`` (inside ``committing``): the files holding rows of ``tables`` are rewritten without them."""
+        predicate = is_in("table_name", tables)
+        if name in self.bucketed_by_table:
+            rows = arrow_with_bucket(rows)
+            predicate = f"{BUCKET_COLUMN} IN ({', '.join(map(str, buckets_of(tables)))}) AND {predicate}"
+        self.location(name).write_delta(
+            rows.cast(self.arrow_schema(name)),
+            self.delta_table(name),
+            mode="overwrite",
+            predicate=predicate,
+            writer_properties=writer_properties(name),
+            commit_properties=deltalake.CommitProperties(
+                app_transactions=[deltalake.Transaction(txn.app, txn.version)]
+            ),
+        )
 
     def reflects(self, name: str) -> dict | None:
         """What the table's content was computed from (``replace_small``'s ``reflects``), as its newest
@@ -547,12 +588,26 @@ class Catalog:
         empty table the MERGE would only insert, after joining the delta with the table to find the files
         it touches (the four state updates of ``bench/small_change.py``'s first run: 33 Spark jobs as
         appends, 52 as MERGEs). A negative count fails the append as it fails the MERGE.
+
+        ``delta`` given as an Arrow table (a small batch's: ``StateComponent.update``) is merged on the
+        driver instead (``lakemeta.catalog.merges``): the stored rows of its tables are read, merged with it
+        as the MERGE's clauses would, and written in their place with delta-rs, under the same crash points.
         """
         if self.already_applied(name, txn):
             log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
             report_written(name)
             return False
         replaced = list(replaced_tables)
+        if isinstance(delta, pa.Table):
+            schema = pa.schema([self.arrow_schema(name).field(c) for c in delta.column_names])
+            delta = delta.cast(schema)
+            return self.merge_small(
+                name,
+                sorted(set(tables) | set(replaced)),
+                txn,
+                lambda stored: merged_counts(name, stored.cast(schema), delta, keys, counts, replaced),
+                delta.column_names,
+            )
 
         def is_replaced(column: str) -> str:
             return is_in_sql(column, replaced)

@@ -70,11 +70,13 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import deltalake
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import (
@@ -89,6 +91,7 @@ from pyspark.sql.types import (
 )
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.merges import matched
 from lakemeta.catalog.store import is_in_sql
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import JoinSearchConfig
@@ -202,6 +205,8 @@ class PostingLists(StateComponent):
         table = self.catalog.location(STATE).delta_table()
         holds_items = self.catalog.holds_rows(STATE)
         _record_hasher(self.catalog, table, delta.hasher, holds_items)
+        if isinstance(delta.rows, pa.Table):  # a small batch (``StateComponent.update``)
+            return self._merge_on_driver(plan, delta.rows, delta.replaced_tables)
         if not holds_items:
             return self._append(plan, delta)
         columns = self.catalog.schemas[STATE].fieldNames()  # the component's and the table bucket
@@ -227,6 +232,28 @@ class PostingLists(StateComponent):
         )
         return True
 
+    def _merge_on_driver(self, plan: Plan, rows: pa.Table, replaced_tables: Sequence[str]) -> bool:
+        """The MERGE's outcome computed on the driver (:func:`merged_postings`), in one commit tagged with
+        the run."""
+        deleting = rows[_DELETE]
+        inserted = rows.filter(pc.invert(deleting)).select(SCHEMA.fieldNames())
+        removed = rows.filter(deleting).select(["table_name", "row_id"])
+        merged = self.catalog.merge_small(
+            STATE,
+            sorted(set(plan.tables) | set(replaced_tables)),
+            self.txn(plan),
+            lambda stored: merged_postings(stored, inserted, removed, replaced_tables),
+            SCHEMA.fieldNames(),
+        )
+        if merged:
+            log.info(
+                "run %d: posting lists: %d items inserted, %d row ids removed, on the driver",
+                plan.run_id,
+                inserted.num_rows,
+                removed.num_rows,
+            )
+        return merged
+
     def _append(self, plan: Plan, delta: PostingDelta) -> bool:
         """Insert the delta's items into posting lists that hold none. Against an empty table the MERGE
         would insert every item and remove nothing, but it joins the delta with the table and computes
@@ -241,6 +268,22 @@ class PostingLists(StateComponent):
             self.catalog.last_commit_metrics(STATE).get("numOutputRows", "?"),
         )
         return True
+
+
+def merged_postings(
+    stored: pa.Table, inserted: pa.Table, removed: pa.Table, replaced_tables: Sequence[str]
+) -> pa.Table:
+    """The items of the batch's tables after the posting lists' MERGE (:meth:`PostingLists.merge`), from
+    their ``stored`` items: a stored item whose row id is ``removed`` goes; of a replaced table, a stored
+    item goes unless ``inserted`` holds it again (by table, row id and column); an ``inserted`` item not
+    stored is added."""
+    items = ["table_name", "row_id", "column_name"]
+    kept = ~matched(stored, removed, ["table_name", "row_id"])
+    if replaced_tables:
+        of_replaced = pc.is_in(stored["table_name"], pa.array(sorted(replaced_tables), pa.string()))
+        kept &= ~of_replaced.to_numpy(zero_copy_only=False) | matched(stored, inserted, items)
+    new = inserted.filter(pa.array(~matched(inserted, stored, items)))
+    return pa.concat_tables([stored.filter(pa.array(kept)), new.cast(stored.schema)])
 
 
 def _record_hasher(

@@ -123,13 +123,17 @@ class ColumnProfile(StateComponent):
         stored = self.catalog.read_small(self.state_table(), tables)
         sizes = _batch_sizes(plan, delta.counted, stored)
         record_batch_sizes(self.catalog, plan.run_id, sizes)
-        rows = updated_counts(stored, delta.rows, delta.replaced_tables)
-        merged = self.catalog.merge_small(self.state_table(), rows, tables, self.txn(plan))
+        merged = self.catalog.merge_small(
+            self.state_table(),
+            tables,
+            self.txn(plan),
+            lambda stored: updated_counts(stored, delta.rows, delta.replaced_tables),
+        )
         log.info(
             "run %d: column profiles updated for %d tables, %d columns (%d rows inserted, %d deleted)",
             plan.run_id,
             len(plan.batches),
-            rows.num_rows,
+            delta.rows.num_rows,
             sum(s.rows_inserted for s in sizes),
             sum(s.rows_deleted for s in sizes),
         )
