@@ -158,6 +158,7 @@ class Pipeline:
                     self.catalog,
                     self.config.agree_sets,
                     sorted({b.table_name for b in plan.without(set(failed)).batches}),
+                    self.config.scan.driver_state_bytes,
                 )
                 commit_plan(self.catalog, plan, failed)
                 if keys_current:

@@ -124,15 +124,22 @@ def _derive_per_table(
     return derive
 
 
-def tracked_tables(catalog: Catalog, tables: Sequence[str] | None = None) -> set[str]:
+def tracked_tables(
+    catalog: Catalog, tables: Sequence[str] | None = None, driver_state_bytes: int = 0
+) -> set[str]:
     """The tables (of ``tables`` unless that is None) that keep agree-set state: those holding the marker
-    row (at most ``max_rows`` rows)."""
+    row (at most ``max_rows`` rows). Read on the driver where their state is small
+    (``Catalog.reads_on_driver``)."""
+    if catalog.reads_on_driver(STATE, tables, driver_state_bytes):
+        stored = catalog.read_small(STATE, tables, ["table_name", "agree_set"])
+        markers = stored.filter(pc.equal(pc.list_value_length(stored["agree_set"]), 0))
+        return set(markers["table_name"].to_pylist())
     markers = catalog.read(STATE, tables).where(F.size("agree_set") == 0).select("table_name")
     return {row.table_name for row in markers.collect()}  # small by construction: one marker per table
 
 
 def refresh_keys_and_dependencies(
-    catalog: Catalog, config: AgreeSetConfig, tables: list[str] | None = None
+    catalog: Catalog, config: AgreeSetConfig, tables: list[str] | None = None, driver_state_bytes: int = 0
 ) -> None:
     """Recompute ``unique_column_combinations`` and ``functional_dependencies`` of ``tables`` (all tables
     when None) from ``state/agree_sets`` and the row counts of ``state/column_profile`` (both updated before
@@ -140,9 +147,10 @@ def refresh_keys_and_dependencies(
 
     Rows of other tables are kept; the rows of a dropped or untracked table, or of one wider than
     ``max_columns``, are removed (with ``tables`` None, every row is rewritten). Each table's derivation
-    runs in one Spark task (the multiset of a wide table can be large); the results are written with
-    delta-rs. ``max_lhs_size`` bounds the LHS of approximate FDs (exact FDs and UCCs are always complete):
-    the level-wise search is exponential in the number of columns (see the module's figures).
+    runs in one Spark task (the multiset of a wide table can be large), or on the driver where the state
+    of ``tables`` is small (``Catalog.reads_on_driver``); the results are written with delta-rs.
+    ``max_lhs_size`` bounds the LHS of approximate FDs (exact FDs and UCCs are always complete): the
+    level-wise search is exponential in the number of columns (see the module's figures).
     """
     every_table = tables is None
     if every_table:
@@ -160,12 +168,18 @@ def refresh_keys_and_dependencies(
     if shapes:
         # A group per tracked table: its marker row is always there, even when it has no other agree-set.
         derive = _derive_per_table(shapes, config.max_fd_error, config.max_lhs_size)
-        derived = (
-            catalog.read(STATE, list(shapes))
-            .groupBy("table_name")
-            .applyInArrow(derive, _DERIVED_SCHEMA)
-            .toArrow()
-        )
+        if catalog.reads_on_driver(STATE, list(shapes), driver_state_bytes):
+            stored = catalog.read_small(STATE, list(shapes), ["table_name", "agree_set", "count"])
+            names = stored["table_name"]
+            groups = [stored.filter(pc.equal(names, name)) for name in pc.unique(names).to_pylist()]
+            derived = pa.concat_tables([derived, *(derive(group).cast(_DERIVED_ARROW) for group in groups)])
+        else:
+            derived = (
+                catalog.read(STATE, list(shapes))
+                .groupBy("table_name")
+                .applyInArrow(derive, _DERIVED_SCHEMA)
+                .toArrow()
+            )
     is_ucc = pc.equal(derived["kind"], "ucc")
     uccs = derived.filter(is_ucc).select(["table_name", "columns"])
     fds = derived.filter(pc.invert(is_ucc)).select(["table_name", "columns", "rhs", "error"])
@@ -191,7 +205,7 @@ def refresh_keys_and_dependencies(
 
 
 def unique_column_flags(
-    catalog: Catalog, config: AgreeSetConfig, tables: Sequence[str] | None = None
+    catalog: Catalog, config: AgreeSetConfig, tables: Sequence[str] | None = None, driver_state_bytes: int = 0
 ) -> pa.Table:
     """Per column of every table in ``state/column_profile`` (of ``tables`` unless that is None):
     ``is_unique``, true when no agree-set contains
@@ -213,7 +227,7 @@ def unique_column_flags(
     )
     everything_unique = set(uccs.filter(pc.equal(sizes, 0))["table_name"].to_pylist())
     widths = profile.group_by("table_name").aggregate([("column_name", "count")]).to_pylist()
-    derived = tracked_tables(catalog, tables) & {
+    derived = tracked_tables(catalog, tables, driver_state_bytes) & {
         row["table_name"] for row in widths if row["column_name_count"] <= config.max_columns
     }
     pairs = zip(profile["table_name"].to_pylist(), profile["column_name"].to_pylist(), strict=True)

@@ -154,4 +154,6 @@ class AgreeSets(StateComponent):
     def derive(self, tables: Sequence[str] | None = None) -> pa.Table:
         """Per column of every profiled table (of ``tables`` unless that is None): ``is_unique``
         (``discover.unique_column_flags``)."""
-        return unique_column_flags(self.catalog, self.config.agree_sets, tables)
+        return unique_column_flags(
+            self.catalog, self.config.agree_sets, tables, self.config.scan.driver_state_bytes
+        )

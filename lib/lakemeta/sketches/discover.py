@@ -238,7 +238,7 @@ def _blocks(filled: np.ndarray, changed: np.ndarray, config: SketchConfig) -> tu
 
 
 def estimate_inclusions(
-    catalog: Catalog, config: SketchConfig, incremental: bool = True
+    catalog: Catalog, config: SketchConfig, incremental: bool = True, driver_state_bytes: int = 0
 ) -> tuple[pa.Table, PairCounts, set[str] | None]:
     """Φ for every candidate pair, and the rows of ``inclusion_estimates``: the pairs that reach the floor
     or may reach it:
@@ -256,7 +256,7 @@ def estimate_inclusions(
     and the pairs that may reach the floor. ``incremental``: where the stored estimates were written with
     these settings, only the pairs with a column of a table changed since are estimated (a pair's estimate
     depends on its two columns alone), the others' rows kept. Also returns the changed tables (None:
-    every pair was estimated)."""
+    every pair was estimated). ``driver_state_bytes``: ``shared_values``'s."""
     spark = catalog.spark
     counts = PairCounts()
     changed_tables = changed_since(catalog, [TARGET], settings_of(sketches=config)) if incremental else None
@@ -322,7 +322,8 @@ def estimate_inclusions(
     )
     counted = pairs.filter(pa.array(exact))
     counts.exact = len(counted)
-    phi = shared_values(catalog, counted) / np.maximum(counted["dep_distinct"].to_numpy(), 1)
+    shared = shared_values(catalog, counted, driver_state_bytes)
+    phi = shared / np.maximum(counted["dep_distinct"].to_numpy(), 1)
     reaches = phi >= config.inclusion_floor
     undetermined = ~exact & (bound > config.max_error_bound)
     sketched = ~exact
@@ -371,7 +372,9 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     table's content in one commit, which records the run and settings they reflect; with no table changed
     nothing is written."""
     reflects = {"run": committed, "settings": settings_of(sketches=config.sketches)}
-    result, counts, changed = estimate_inclusions(catalog, config.sketches)
+    result, counts, changed = estimate_inclusions(
+        catalog, config.sketches, driver_state_bytes=config.scan.driver_state_bytes
+    )
     if changed != set():
         catalog.replace_small(TARGET, result, reflects=reflects)
     return counts

@@ -120,7 +120,14 @@ class HllCounters(StateComponent):
     def derive(self, tables: Sequence[str] | None = None) -> pa.Table:
         """``n_distinct_estimate`` of every column of the profile (:func:`distinct_estimates`), or of the
         columns of ``tables``."""
-        cardinalities = column_cardinalities(self.catalog, self.config.sketches.precision, tables)
+        p = self.config.sketches.precision
+        if self.reads_on_driver(tables):
+            counters = self.catalog.read_small(
+                self.state_table(), tables, ["table_name", "column_name", "bucket", "rho"]
+            )
+            cardinalities = counter_cardinalities(counters, p)
+        else:
+            cardinalities = column_cardinalities(self.catalog, p, tables)
         return distinct_estimates(cardinalities, self.catalog.read_small(ColumnProfile.state_table(), tables))
 
 
@@ -208,6 +215,25 @@ def column_cardinalities(catalog: Catalog, p: int, tables: Sequence[str] | None 
     which = "every column" if tables is None else f"the columns of {len(tables)} tables"
     describe_jobs(catalog.spark, f"HLL distinct-count estimates of {which}")
     return column_sketches(catalog, p, tables).select("table_name", "column_name", "cardinality").toArrow()
+
+
+def counter_cardinalities(counters: pa.Table, p: int) -> pa.Table:
+    """``column_cardinalities`` of the columns of ``counters`` (stored counter rows, read on the driver):
+    the same registers and estimates, from the same kernel (``_dense_sketches``)."""
+    registers = counters.group_by(["table_name", "column_name", "bucket"]).aggregate([("rho", "max")])
+    per_column = registers.group_by(["table_name", "column_name"]).aggregate(
+        [("bucket", "list"), ("rho_max", "list")]
+    )
+    buckets, maxima = per_column["bucket_list"].combine_chunks(), per_column["rho_max_list"].combine_chunks()
+    filled = pa.ListArray.from_arrays(
+        buckets.offsets,
+        pa.StructArray.from_arrays([buckets.values, maxima.values], names=["bucket", "register"]),
+    )
+    columns = pa.table(
+        {"table_name": per_column["table_name"], "column_name": per_column["column_name"], "filled": filled}
+    )
+    sketches = pa.Table.from_batches(_dense_sketches(p, iter(columns.to_batches())), SKETCH_SCHEMA)
+    return sketches.select(["table_name", "column_name", "cardinality"])
 
 
 def distinct_estimates(cardinalities: pa.Table, profile: pa.Table) -> pa.Table:

@@ -31,12 +31,12 @@ def countable(dep_distinct: np.ndarray, ref_distinct: np.ndarray, max_distinct: 
     return (smaller > 0) & (smaller <= max_distinct)
 
 
-def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
+def shared_values(catalog: Catalog, pairs: pa.Table, driver_state_bytes: int = 0) -> np.ndarray:
     """|X ∩ Y| of each pair of ``pairs`` (``PAIR`` columns, and ``dep_distinct`` / ``ref_distinct``: the
-    exact sizes of the two value sets), in its order."""
+    exact sizes of the two value sets), in its order: in Spark, or on the driver where the value sets of
+    the pairs' tables are small (``Catalog.reads_on_driver``)."""
     if not len(pairs):
         return np.zeros(0, np.int64)
-    spark = catalog.spark
     dep_smaller = pa.array(pairs["dep_distinct"].to_numpy() <= pairs["ref_distinct"].to_numpy(), pa.bool_())
     sides = {
         side: pc.if_else(dep_smaller, pairs[f"{first}_{part}"], pairs[f"{second}_{part}"])
@@ -47,7 +47,35 @@ def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
             ("other_column", "ref", "dep", "column"),
         )
     }
-    asked = arrow_frame(spark, pa.table({"pair": np.arange(len(pairs)), **sides}))
+    asked_pairs = pa.table({"pair": np.arange(len(pairs)), **sides})
+    tables = sorted(set(sides["probe_table"].to_pylist()) | set(sides["other_table"].to_pylist()))
+    if catalog.reads_on_driver(ColumnValues.state_table(), tables, driver_state_bytes):
+        values = catalog.read_small(ColumnValues.state_table(), tables, ["table_name", "column_name", "hash"])
+        counted = _shared_on_driver(values, asked_pairs)
+    else:
+        counted = _shared_in_spark(catalog, asked_pairs, pairs)
+    shared = np.zeros(len(pairs), np.int64)
+    shared[counted["pair"].to_numpy()] = counted["shared"].to_numpy()
+    return shared
+
+
+def _shared_on_driver(values: pa.Table, asked_pairs: pa.Table) -> pa.Table:
+    """Per pair of ``asked_pairs`` with a shared value: ``pair`` and ``shared``, from ``values`` (the value
+    sets of the pairs' tables)."""
+    probed = values.join(
+        asked_pairs.select(["pair", "probe_table", "probe_column"]),
+        ["table_name", "column_name"],
+        right_keys=["probe_table", "probe_column"],
+    ).join(asked_pairs.select(["pair", "other_table", "other_column"]), "pair")
+    other = values.rename_columns(["other_table", "other_column", "hash"])
+    present = probed.join(other, ["other_table", "other_column", "hash"], join_type="left semi")
+    return present.group_by("pair").aggregate([([], "count_all")]).rename_columns(["pair", "shared"])
+
+
+def _shared_in_spark(catalog: Catalog, asked_pairs: pa.Table, pairs: pa.Table) -> pa.Table:
+    """``_shared_on_driver``'s rows, counted by Spark from the stored value sets."""
+    spark = catalog.spark
+    asked = arrow_frame(spark, asked_pairs)
     describe_jobs(
         spark,
         f"exact inclusion of {len(pairs)} column pairs from the value sets "
@@ -57,7 +85,7 @@ def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
     def of_columns(table: str, column: str) -> DataFrame:
         # read through the tables' names first: the value sets are partitioned by their buckets, and a
         # filter of the scan itself is what Spark prunes partitions by (a broadcast join's keys are not)
-        values = catalog.read(ColumnValues.state_table(), sides[table].to_pylist())
+        values = catalog.read(ColumnValues.state_table(), asked_pairs[table].to_pylist())
         wanted = asked.select(table, column).distinct()
         on = (values.table_name == wanted[table]) & (values.column_name == wanted[column])
         found = values.select("table_name", "column_name", "hash").join(F.broadcast(wanted), on, "left_semi")
@@ -65,13 +93,10 @@ def shared_values(catalog: Catalog, pairs: pa.Table) -> np.ndarray:
 
     probed = of_columns("probe_table", "probe_column")
     other = of_columns("other_table", "other_column").withColumn("present", F.lit(1))
-    counted = (
+    return (
         probed.join(asked, ["probe_table", "probe_column"])
         .join(other, ["other_table", "other_column", "hash"], "left")
         .groupBy("pair")
         .agg(F.count("present").alias("shared"))
         .toArrow()
     )
-    shared = np.zeros(len(pairs), np.int64)
-    shared[counted["pair"].to_numpy()] = counted["shared"].to_numpy()
-    return shared

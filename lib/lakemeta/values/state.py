@@ -113,8 +113,14 @@ class ColumnValues(StateComponent):
         """``n_distinct``: the number of values in each column's set (of the columns of ``tables`` unless
         that is None); 0 for a sketched column without a non-null value, null for a nested one (not
         sketched)."""
-        values = self.catalog.read(self.state_table(), tables)  # these tables' buckets alone
-        counted = values.groupBy("table_name", "column_name").agg(F.count("*").alias("n_distinct")).toArrow()
+        if self.reads_on_driver(tables):
+            values = self.catalog.read_small(self.state_table(), tables, ["table_name", "column_name"])
+            counted = values.group_by(["table_name", "column_name"]).aggregate([([], "count_all")])
+            counted = counted.rename_columns(["table_name", "column_name", "n_distinct"])
+        else:
+            values = self.catalog.read(self.state_table(), tables)  # these tables' buckets alone
+            counted = values.groupBy("table_name", "column_name").agg(F.count("*").alias("n_distinct"))
+            counted = counted.toArrow()
         found = dict(
             zip(
                 zip(counted["table_name"].to_pylist(), counted["column_name"].to_pylist(), strict=True),

@@ -19,7 +19,7 @@ import pytest
 from deltalake import write_deltalake
 
 from lakemeta.agreesets.state import AgreeSets
-from lakemeta.config import AgreeSetConfig, Config
+from lakemeta.config import AgreeSetConfig, Config, ScanConfig
 from lakemeta.pipeline import Pipeline
 from tests.unit.agreesets.brute import agree_set
 
@@ -178,7 +178,12 @@ def test_random_batches_equal_brute_force_and_rebuild(
     assert approximate > 0  # the relations are varied enough to have approximate FDs to check
     assert catalog_results(retried, "web/b") == {"agree_sets": {}, "uccs": set(), "fds": set(), "unique": {}}
 
-    fresh = open_pipeline(spark, lake, tmp_path / "fresh-catalog", config)
+    # rebuilt through Spark alone (keys and FDs derived in Spark tasks), where the batches above were merged
+    # and their keys derived on the driver (``scan.driver_state_bytes``)
+    through_spark = ScanConfig(driver_state_bytes=0)
+    fresh = Pipeline(
+        spark, Config(lake=lake, catalog=tmp_path / "fresh-catalog", agree_sets=config, scan=through_spark)
+    )
     process(fresh, *COMPONENTS)
     for name in ("state/agree_sets", "unique_column_combinations", "functional_dependencies", "columns"):
         assert sorted_rows(retried, name) == sorted_rows(fresh, name), name

@@ -1,5 +1,6 @@
 """HLL counters as Delta state: equal to counters built by the library from the final snapshot, registers
-lowered exactly by deletions, and columns of different physical types holding the same values related."""
+lowered exactly by deletions, their estimates the same read on the driver and through Spark, and columns of
+different physical types holding the same values related."""
 
 from __future__ import annotations
 
@@ -16,7 +17,14 @@ from lakemeta.hashing import hash_strings, hash_tuples
 from lakemeta.lake.snapshots import read_table
 from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, registers
-from lakemeta.sketches.state import HllCounters, column_sketches, combination_registers, register_matrix
+from lakemeta.sketches.state import (
+    HllCounters,
+    column_cardinalities,
+    column_sketches,
+    combination_registers,
+    counter_cardinalities,
+    register_matrix,
+)
 
 from ..lake_changes import create_spark_table, process, random_change, random_rows
 
@@ -55,6 +63,11 @@ def test_counters_equal_the_library_on_the_final_snapshot_after_random_batches(s
             random_change(spark, rng, lake / "t", foreign=False)
         process(pipeline, *COMPONENTS)
         assert stored_counters(pipeline, "t") == library_counters(lake / "t")
+        # the estimates of a few tables' columns, read on the driver, equal the executors'
+        counters = pipeline.catalog.read_small(HllCounters.state_table(), ["t"])
+        on_driver = counter_cardinalities(counters, DEFAULT_PRECISION).sort_by("column_name").to_pylist()
+        spark_side = column_cardinalities(pipeline.catalog, DEFAULT_PRECISION, ["t"]).sort_by("column_name")
+        assert on_driver == spark_side.to_pylist() and len(on_driver) == 3
     # emptied, then refilled
     spark.sql(f"DELETE FROM delta.`{lake / 't'}`")
     process(pipeline, *COMPONENTS)

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta.config import Config, SketchConfig
+from lakemeta.config import Config, ScanConfig, SketchConfig
 from lakemeta.pipeline import Pipeline
 
 from ..lake_changes import process
@@ -79,9 +79,13 @@ def test_small_dependents_are_counted_exactly_and_larger_ones_estimated(spark, t
     found = estimates_of(pipeline)
     assert found[("inside", "big")]["estimate"] == 6 / 8 and found[("inside", "big")]["status"] == "exact"
     assert found[("mostly", "big")]["estimate"] == 1.0
-    # estimated again in tiles of one column each (36 tasks instead of one): the same rows
+    # estimated again in tiles of one column each (36 tasks instead of one), and the exact counts made by
+    # Spark rather than on the driver (``scan.driver_state_bytes``): the same rows
     one_per_block = SketchConfig(exact_max_distinct=100, tile_bytes=1)
-    tiled = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", sketches=one_per_block))
+    in_spark = ScanConfig(driver_state_bytes=0)
+    tiled = Pipeline(
+        spark, Config(lake=lake, catalog=tmp_path / "catalog", sketches=one_per_block, scan=in_spark)
+    )
     tiled.discover("inclusion_estimates")
     assert estimates_of(tiled) == found
 
