@@ -187,6 +187,6 @@ class StateComponent(ABC):
         return self.reads_on_driver(tables) and scan.staged_bytes(self) <= self.config.scan.driver_state_bytes
 
     def reads_on_driver(self, tables: Sequence[str] | None) -> bool:
-        """Whether the stored state of ``tables`` is small enough to read on the driver
-        (``Catalog.reads_on_driver``)."""
+        """Whether the stored state of ``tables`` (of every table when None) is small enough to read on the
+        driver (``Catalog.reads_on_driver``)."""
         return self.catalog.reads_on_driver(self.state_table(), tables, self.config.scan.driver_state_bytes)

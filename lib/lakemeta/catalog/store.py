@@ -461,16 +461,16 @@ class Catalog:
             self._put_rows_of_tables(name, merged(stored), tables, txn)
         return True
 
-    def stored_bytes(self, name: str, tables: Sequence[str]) -> int:
-        """The bytes of the data files that may hold rows of ``tables`` in table ``name`` (those a driver
-        merge reads and rewrites), from the Delta log: the files of their buckets in a table bucketed by
-        table, else every file whose ``table_name`` statistics do not exclude them."""
+    def stored_bytes(self, name: str, tables: Sequence[str] | None = None) -> int:
+        """The bytes of the data files that may hold rows of ``tables`` (of every table when None) in table
+        ``name`` (those a driver merge reads and rewrites), from the Delta log: the files of their buckets
+        in a table bucketed by table, else every file whose ``table_name`` statistics do not exclude them."""
         files = pa.table(self.delta_table(name).get_add_actions(flatten=True))
         may_hold = np.ones(files.num_rows, dtype=bool)
-        if name in self.bucketed_by_table:
+        if tables is not None and name in self.bucketed_by_table:
             buckets = pa.array(buckets_of(tables), files[f"partition.{BUCKET_COLUMN}"].type)
             may_hold &= pc.is_in(files[f"partition.{BUCKET_COLUMN}"], buckets).to_numpy(zero_copy_only=False)
-        if "min.table_name" in files.column_names:
+        if tables is not None and "min.table_name" in files.column_names:
             low, high = files["min.table_name"], files["max.table_name"]
             spans = np.zeros(files.num_rows, dtype=bool)
             for table in set(tables):
@@ -481,10 +481,10 @@ class Catalog:
         return int(pc.sum(files["size_bytes"].filter(pa.array(may_hold))).as_py() or 0)
 
     def reads_on_driver(self, name: str, tables: Sequence[str] | None, limit: int) -> bool:
-        """Whether the rows of ``tables`` (a few tables, never all: None) in table ``name`` are small enough
-        to read on the driver, with delta-rs and no Spark job: at most ``limit`` bytes in the files that may
+        """Whether the rows of ``tables`` (of every table when None) in table ``name`` are small enough to
+        read on the driver, with delta-rs and no Spark job: at most ``limit`` bytes in the files that may
         hold them (``scan.driver_state_bytes``; 0: never)."""
-        return tables is not None and limit > 0 and self.stored_bytes(name, tables) <= limit
+        return limit > 0 and self.stored_bytes(name, tables) <= limit
 
     def _put_rows_of_tables(self, name: str, rows: pa.Table, tables: Sequence[str], txn: Txn) -> None:
         """Write ``rows`` in place of the stored rows of ``tables`` in one delta-rs commit tagged with

@@ -411,7 +411,14 @@ def discover_fk_candidates(
 
     kept_checks = catalog.read_small(KEY_CHECKS) if incremental else None
     keys, key_checks = find_keys(
-        catalog, lake, fks, sketches.precision, index.referenced, max_task_rows, kept_checks
+        catalog,
+        lake,
+        fks,
+        sketches.precision,
+        index.referenced,
+        max_task_rows,
+        kept_checks,
+        config.scan.driver_state_bytes,
     )
     proposed = {key: found for key in keys if (found := index.candidates(key))}
     stored = _kept_outcomes(catalog, changed)

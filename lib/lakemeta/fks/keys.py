@@ -185,11 +185,12 @@ def _checked_keys(
     referenced: Callable[[Key], bool],
     max_rows: int,
     kept_checks: pa.Table | None,
+    driver_state_bytes: int,
 ) -> tuple[set[Key], pa.Table]:
     """Exactly checked keys of the tables without agree-set state (module docstring), and the checks
     asked (the rows of ``KEY_CHECKS``); those of ``kept_checks`` asked again are not read again. A task
     holds at most ``max_rows`` rows of values."""
-    tracked = tracked_tables(catalog)
+    tracked = tracked_tables(catalog, driver_state_bytes=driver_state_bytes)
     tables = {
         row["table_name"]: row
         for row in catalog.read_small("tables").select(["table_name", "n_rows", "last_version"]).to_pylist()
@@ -263,6 +264,7 @@ def find_keys(
     referenced: Callable[[Key], bool],
     max_rows: int,
     kept_checks: pa.Table | None = None,
+    driver_state_bytes: int = 0,
 ) -> tuple[list[Key], pa.Table]:
     """The key candidates of the lake's committed tables, sorted by table and columns, and the exact
     checks asked (``KEY_CHECKS``' rows; those in ``kept_checks`` are not read again): every null-free
@@ -270,7 +272,7 @@ def find_keys(
     is a signal of the choice, ``signals``), the checked and the declared keys. ``referenced`` tells
     whether another table would hold FK candidates of a column combination (phase 2 of Zhang §4), which
     is where the checks look; they hold at most ``max_rows`` rows of values a task
-    (``scan.max_task_rows``)."""
+    (``scan.max_task_rows``). ``driver_state_bytes``: ``agreesets.discover.tracked_tables``'."""
     columns = catalog.read_small("columns").select(["table_name", "column_name", "ordinal", "n_nulls"])
     nulls = {(row["table_name"], row["column_name"]): row["n_nulls"] for row in columns.to_pylist()}
     first_column: dict[str, str] = {}  # of each table, its first null-free column
@@ -284,7 +286,9 @@ def find_keys(
         and all(nulls.get((row["table_name"], column)) == 0 for column in row["columns"])
         and (row["columns"] or row["table_name"] in first_column)
     }
-    checked, checks = _checked_keys(catalog, lake, config, precision, referenced, max_rows, kept_checks)
+    checked, checks = _checked_keys(
+        catalog, lake, config, precision, referenced, max_rows, kept_checks, driver_state_bytes
+    )
     declared = {
         Key(table, tuple(columns), "declared")
         for table, listed in config.declared_keys.items()
