@@ -81,7 +81,10 @@ class OutdatedLayoutError(RuntimeError):
 
 
 def is_in(column: str, values: Sequence[str]) -> str:
-    """A delta-rs predicate: ``column`` is one of ``values`` (string literals, single quotes doubled)."""
+    """A delta-rs predicate: ``column`` is one of ``values`` (string literals, single quotes doubled);
+    false when there are none."""
+    if not values:
+        return "false"
     listed = ", ".join("'{}'".format(value.replace("'", "''")) for value in values)
     return f"{column} IN ({listed})"
 
@@ -375,6 +378,9 @@ class Catalog:
         rows of ``tables`` (by ``table_name``) unless that is None, only ``columns`` unless that is None. Of
         a table bucketed by table, only the files of their buckets are read: the rows of a few tables, which
         the caller bounds."""
+        if tables is not None and not tables:
+            empty = self.arrow_schema(name).empty_table()
+            return empty if columns is None else empty.select(columns)
         if name in self.bucketed_by_table and tables is not None:
             in_buckets = [(BUCKET_COLUMN, "in", buckets_of(tables))]
         else:
@@ -492,7 +498,8 @@ class Catalog:
         predicate = is_in("table_name", tables)
         if name in self.bucketed_by_table:
             rows = arrow_with_bucket(rows)
-            predicate = f"{BUCKET_COLUMN} IN ({', '.join(map(str, buckets_of(tables)))}) AND {predicate}"
+            if tables:
+                predicate = f"{BUCKET_COLUMN} IN ({', '.join(map(str, buckets_of(tables)))}) AND {predicate}"
         self.location(name).write_delta(
             rows.cast(self.arrow_schema(name)),
             self.delta_table(name),

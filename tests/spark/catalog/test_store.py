@@ -51,6 +51,8 @@ def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path, o
     assert stored(catalog) == [("t", ("a", "b"), 4), ("t", ("b",), 1), ("u", ("y",), 1)]
     merge(catalog, [("u", ["y"], -1)], 4, on_driver=on_driver)  # u's last row goes: no rows of u are left
     assert stored(catalog) == [("t", ("a", "b"), 4), ("t", ("b",), 1)]
+    merge(catalog, [], 5, on_driver=on_driver)  # a plan whose every table failed to read: no tables
+    assert stored(catalog) == [("t", ("a", "b"), 4), ("t", ("b",), 1)]
 
 
 @pytest.mark.parametrize("on_driver", [False, True], ids=["spark", "driver"])
