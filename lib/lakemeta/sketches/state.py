@@ -125,7 +125,7 @@ class HllCounters(StateComponent):
             counters = self.catalog.read_small(
                 self.state_table(), tables, ["table_name", "column_name", "bucket", "rho"]
             )
-            cardinalities = counter_cardinalities(counters, p)
+            cardinalities = counter_sketches(counters, p).select(["table_name", "column_name", "cardinality"])
         else:
             cardinalities = column_cardinalities(self.catalog, p, tables)
         return distinct_estimates(cardinalities, self.catalog.read_small(ColumnProfile.state_table(), tables))
@@ -217,9 +217,9 @@ def column_cardinalities(catalog: Catalog, p: int, tables: Sequence[str] | None 
     return column_sketches(catalog, p, tables).select("table_name", "column_name", "cardinality").toArrow()
 
 
-def counter_cardinalities(counters: pa.Table, p: int) -> pa.Table:
-    """``column_cardinalities`` of the columns of ``counters`` (stored counter rows, read on the driver):
-    the same registers and estimates, from the same kernel (``_dense_sketches``)."""
+def counter_sketches(counters: pa.Table, p: int) -> pa.Table:
+    """``column_sketches`` of the columns of ``counters`` (stored counter rows, read on the driver): the
+    same registers and estimates, from the same kernel (``_dense_sketches``)."""
     registers = counters.group_by(["table_name", "column_name", "bucket"]).aggregate([("rho", "max")])
     per_column = registers.group_by(["table_name", "column_name"]).aggregate(
         [("bucket", "list"), ("rho_max", "list")]
@@ -232,8 +232,7 @@ def counter_cardinalities(counters: pa.Table, p: int) -> pa.Table:
     columns = pa.table(
         {"table_name": per_column["table_name"], "column_name": per_column["column_name"], "filled": filled}
     )
-    sketches = pa.Table.from_batches(_dense_sketches(p, iter(columns.to_batches())), SKETCH_SCHEMA)
-    return sketches.select(["table_name", "column_name", "cardinality"])
+    return pa.Table.from_batches(_dense_sketches(p, iter(columns.to_batches())), SKETCH_SCHEMA)
 
 
 def distinct_estimates(cardinalities: pa.Table, profile: pa.Table) -> pa.Table:

@@ -1,5 +1,5 @@
 """HLL counters as Delta state: equal to counters built by the library from the final snapshot, registers
-lowered exactly by deletions, their estimates the same read on the driver and through Spark, and columns of
+lowered exactly by deletions, their sketches the same read on the driver and through Spark, and columns of
 different physical types holding the same values related."""
 
 from __future__ import annotations
@@ -19,10 +19,9 @@ from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, registers
 from lakemeta.sketches.state import (
     HllCounters,
-    column_cardinalities,
     column_sketches,
     combination_registers,
-    counter_cardinalities,
+    counter_sketches,
     register_matrix,
 )
 
@@ -65,8 +64,10 @@ def test_counters_equal_the_library_on_the_final_snapshot_after_random_batches(s
         assert stored_counters(pipeline, "t") == library_counters(lake / "t")
         # the estimates of a few tables' columns, read on the driver, equal the executors'
         counters = pipeline.catalog.read_small(HllCounters.state_table(), ["t"])
-        on_driver = counter_cardinalities(counters, DEFAULT_PRECISION).sort_by("column_name").to_pylist()
-        spark_side = column_cardinalities(pipeline.catalog, DEFAULT_PRECISION, ["t"]).sort_by("column_name")
+        on_driver = counter_sketches(counters, DEFAULT_PRECISION).sort_by("column_name").to_pylist()
+        spark_side = (
+            column_sketches(pipeline.catalog, DEFAULT_PRECISION, ["t"]).toArrow().sort_by("column_name")
+        )
         assert on_driver == spark_side.to_pylist() and len(on_driver) == 3
     # emptied, then refilled
     spark.sql(f"DELETE FROM delta.`{lake / 't'}`")
