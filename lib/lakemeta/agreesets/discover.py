@@ -169,6 +169,8 @@ def refresh_keys_and_dependencies(
         # A group per tracked table: its marker row is always there, even when it has no other agree-set.
         derive = _derive_per_table(shapes, config.max_fd_error, config.max_lhs_size)
         if catalog.reads_on_driver(STATE, list(shapes), driver_state_bytes):
+            # A few small multisets (the bytes bound them, max_columns and max_lhs_size the search): the
+            # derivation a Spark task would run, a table at a time, without a job's fixed cost.
             stored = catalog.read_small(STATE, list(shapes), ["table_name", "agree_set", "count"])
             names = stored["table_name"]
             groups = [stored.filter(pc.equal(names, name)) for name in pc.unique(names).to_pylist()]
