@@ -11,10 +11,11 @@ minimal transversals of cmax(r, A), DynASt §1).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit, types
-from numba.typed import List
+from numba import njit
 
 from lakemeta.agreesets.bitmasks import lowest_bit_index, popcount64
+
+_FIRST_CAPACITY = 1024  # rows of the first buffer of minimal hitting sets
 
 
 @njit(cache=True)
@@ -55,8 +56,9 @@ def _mmcs(
     candidates: np.ndarray,
     crit: np.ndarray,
     uncovered: np.ndarray,
-    out: List,
-) -> int:
+    out: np.ndarray,
+    n_out: np.ndarray,
+) -> None:
     edge_words = uncovered.shape[0]
     attr_words = edges.shape[1]
     any_uncovered = False
@@ -65,11 +67,11 @@ def _mmcs(
             any_uncovered = True
             break
     if not any_uncovered:
-        result = np.zeros(attr_words, dtype=np.uint64)
-        for i in range(depth):
-            result[chosen[i] >> 6] |= np.uint64(1) << np.uint64(chosen[i] & 63)
-        out.append(result)
-        return 1
+        if n_out[0] < out.shape[0]:  # past the buffer the sets are counted, for a second run with room
+            for i in range(depth):
+                out[n_out[0], chosen[i] >> 6] |= np.uint64(1) << np.uint64(chosen[i] & 63)
+        n_out[0] += 1
+        return
     best = -1
     best_size = 1 << 62
     for w in range(edge_words):
@@ -90,7 +92,6 @@ def _mmcs(
     saved = np.empty((depth, edge_words), dtype=np.uint64)
     for i in range(depth):
         saved[i] = crit[chosen[i]]
-    found = 0
     next_uncovered = np.empty(edge_words, dtype=np.uint64)
     for k in range(attr_words):
         x = branch[k]
@@ -112,13 +113,20 @@ def _mmcs(
                     crit[v, w] = uncovered[w] & incidence[v, w]
                     next_uncovered[w] = uncovered[w] & ~incidence[v, w]
                 chosen[depth] = v
-                found += _mmcs(
-                    edges, incidence, chosen, depth + 1, candidates.copy(), crit, next_uncovered.copy(), out
+                _mmcs(
+                    edges,
+                    incidence,
+                    chosen,
+                    depth + 1,
+                    candidates.copy(),
+                    crit,
+                    next_uncovered.copy(),
+                    out,
+                    n_out,
                 )
             for i in range(depth):
                 crit[chosen[i]] = saved[i]
             candidates[k] |= np.uint64(1) << np.uint64(v & 63)
-    return found
 
 
 @njit(cache=True)
@@ -149,9 +157,17 @@ def minimal_hitting_sets(edges: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     edge_flags = np.zeros(max(1, (len(edges) + 63) // 64) * 64, dtype=bool)
     edge_flags[: len(edges)] = True
     uncovered = np.packbits(edge_flags, bitorder="little").view("<u8").astype(np.uint64)
-    out = List.empty_list(types.uint64[::1])
-    crit = np.zeros((n_vertices, len(uncovered)), dtype=np.uint64)
-    chosen = np.zeros(n_vertices + 1, dtype=np.int64)
-    _mmcs(edges, incidence, chosen, 0, vertices.copy(), crit, uncovered, out)
-    result = np.array(list(out), dtype=np.uint64).reshape(-1, len(vertices))
+    # The sets go to a buffer of rows rather than a numba typed List, whose methods numba compiles anew in
+    # every process (about 2 s): a search that finds more sets than the buffer holds runs again with room.
+    capacity = _FIRST_CAPACITY
+    while True:
+        out = np.zeros((capacity, len(vertices)), dtype=np.uint64)
+        n_out = np.zeros(1, dtype=np.int64)
+        crit = np.zeros((n_vertices, len(uncovered)), dtype=np.uint64)
+        chosen = np.zeros(n_vertices + 1, dtype=np.int64)
+        _mmcs(edges, incidence, chosen, 0, vertices.copy(), crit, uncovered.copy(), out, n_out)
+        if n_out[0] <= capacity:
+            break
+        capacity = int(n_out[0])
+    result = out[: n_out[0]]
     return result[np.lexsort(result.T[::-1])] if len(result) else result

@@ -13,6 +13,7 @@ import pytest
 
 from lakemeta.agreesets import (
     approximate_fds,
+    hitting_sets,
     masks_from_indices,
     masks_to_names,
     maximal_agree_sets,
@@ -104,8 +105,12 @@ def brute_hitting_sets(edges: list[frozenset[int]], n: int) -> set[frozenset[int
     return {h for h in hitting if not any(o < h for o in hitting)}
 
 
+@pytest.mark.parametrize("first_capacity", [1024, 1])  # 1: most searches outgrow the buffer and run again
 @pytest.mark.parametrize("n_vertices", [5, 9, 70])
-def test_minimal_hitting_sets_equal_brute_force(n_vertices: int) -> None:
+def test_minimal_hitting_sets_equal_brute_force(
+    n_vertices: int, first_capacity: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(hitting_sets, "_FIRST_CAPACITY", first_capacity)
     rng = np.random.default_rng(n_vertices)
     universe = masks_from_indices([range(n_vertices)], n_vertices)[0]
     for _ in range(15):
