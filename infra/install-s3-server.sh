@@ -16,6 +16,12 @@ export GOFLAGS=-mod=mod GOTOOLCHAIN=local
 module="github.com/versity/versitygw@$version"
 "$go" mod download "$module"
 # The module's own go.mod pins every dependency; it is built where it was downloaded (read-only sources).
-(cd "$GOMODCACHE/github.com/versity/versitygw@$version" && "$go" build -trimpath -o "$target" ./cmd/versitygw)
+# The build is the longest step of a fresh machine's set-up (CI's critical path), and a test server's speed
+# does not show in the tests: pure Go (no cgo), no optimisation or inlining, no symbol tables. That took
+# 87 s here where the default build took 114 s, with the tests against it no slower.
+(
+    cd "$GOMODCACHE/github.com/versity/versitygw@$version"
+    CGO_ENABLED=0 "$go" build -trimpath -gcflags=all="-N -l" -ldflags="-s -w" -o "$target" ./cmd/versitygw
+)
 touch "$stamp"
 echo "versitygw $version built: $target"
