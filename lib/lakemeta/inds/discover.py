@@ -14,7 +14,8 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
 3. The IND-Validator (Alg. 7) checks every candidate exactly: between two small columns on the driver,
    on their kept value hashes (``inds.containment``); otherwise distributed, the dependent column's value
    hashes joined with the candidate and anti-joined with the referenced column's, a candidate with no
-   value left over being valid. Then the coverage filter of Alg. 11.
+   value left over being valid (the same joins in Arrow on the driver where the value sets read are at most
+   ``scan.driver_state_bytes``). Then the coverage filter of Alg. 11.
 
 What a batch changes. An IND's validity, its distinct counts and its filters depend on its two columns'
 value sets only. So a discovery after some batches reuses the last result and the kept inputs, both
@@ -220,32 +221,71 @@ def _finer_check(inputs: ColumnInputs, candidates: np.ndarray, config: ManyConfi
     )
 
 
-def _validate(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) -> tuple[np.ndarray, int]:
+def _validate(
+    catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray, driver_state_bytes: int
+) -> tuple[np.ndarray, int]:
     """Step 3, Alg. 7: whether each candidate's dependent values all occur in its referenced column; and
-    how many candidates the driver checked. A candidate between two columns whose value hashes are kept
-    is checked on the driver (``containment.contained``), the others distributed."""
+    how many candidates the driver checked on kept hashes. A candidate between two columns whose value
+    hashes are kept is checked on the driver (``containment.contained``), the others against the stored
+    value sets (``_validate_stored``)."""
     offsets, hashes, kept = inputs.hash_rows
     on_driver = kept[candidates[:, 0]] & kept[candidates[:, 1]]
     valid = np.zeros(len(candidates), dtype=bool)
     valid[on_driver] = contained(candidates[on_driver, 0], candidates[on_driver, 1], offsets, hashes)
-    valid[~on_driver] = _validate_distributed(catalog, inputs, candidates[~on_driver])
+    valid[~on_driver] = _validate_stored(catalog, inputs, candidates[~on_driver], driver_state_bytes)
     return valid, int(on_driver.sum())
 
 
-def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray) -> np.ndarray:
-    """Alg. 7 distributed: the dependent value hashes anti-joined with the referenced ones; none left over
-    means valid."""
+def _validate_stored(
+    catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray, driver_state_bytes: int
+) -> np.ndarray:
+    """Alg. 7 over the stored value sets: the dependent value hashes anti-joined with the referenced ones;
+    none left over means valid. Distributed; or, where the value sets of the candidates' tables are at
+    most ``driver_state_bytes`` in all, the same joins in Arrow on the driver: a Spark anti-join costs a
+    small lake's run a dozen jobs for a few thousand hashes."""
     if not len(candidates):
         return np.zeros(0, dtype=bool)
-    spark = catalog.spark
     involved = np.unique(candidates)
-    ids_table = pa.table(
+    ids = pa.table(
         {
             "table_name": inputs.table_names.take(pa.array(involved)),
             "column_name": inputs.column_names.take(pa.array(involved)),
             "column_id": pa.array(involved, pa.int64()),
         }
     )
+    pairs = pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]})
+    tables = sorted(set(ids["table_name"].to_pylist()))
+    on_driver = catalog.reads_on_driver(ColumnValues.state_table(), tables, driver_state_bytes)
+    log.info(
+        "Many: %d candidates validated against the value sets of %d tables %s",
+        len(candidates),
+        len(tables),
+        "on the driver" if on_driver else "by Spark",
+    )
+    invalid = (_invalid_on_driver if on_driver else _invalid_in_spark)(catalog, ids, pairs)
+    n = max(int(candidates.max()) + 1, 1)
+    invalid_keys = invalid["dep"].to_numpy() * n + invalid["ref"].to_numpy()
+    return ~np.isin(candidates[:, 0] * n + candidates[:, 1], invalid_keys)
+
+
+def _invalid_on_driver(catalog: Catalog, ids: pa.Table, pairs: pa.Table) -> pa.Table:
+    """The pairs (``dep``, ``ref``) of ``pairs`` with a dependent value hash missing from the referenced
+    column, from the value sets of the columns ``ids`` read on the driver."""
+    stored = catalog.read_small(
+        ColumnValues.state_table(),
+        sorted(set(ids["table_name"].to_pylist())),
+        ["table_name", "column_name", "hash"],
+    )
+    values = stored.join(ids, ["table_name", "column_name"]).select(["column_id", "hash"])
+    dependent = values.rename_columns(["dep", "hash"]).join(pairs, "dep")
+    referenced = values.rename_columns(["ref", "hash"])
+    missing = dependent.join(referenced, ["ref", "hash"], join_type="left anti")
+    return missing.group_by(["dep", "ref"]).aggregate([])
+
+
+def _invalid_in_spark(catalog: Catalog, ids_table: pa.Table, pairs_table: pa.Table) -> pa.Table:
+    """``_invalid_on_driver``'s pairs, from an anti-join in Spark."""
+    spark = catalog.spark
     ids = arrow_frame(spark, ids_table)
     values = (
         # by table name first: the scan's own filter is what prunes the value sets' partitions
@@ -253,17 +293,13 @@ def _validate_distributed(catalog: Catalog, inputs: ColumnInputs, candidates: np
         .join(F.broadcast(ids), ["table_name", "column_name"])
         .select("column_id", "hash")
     )
-    pairs = arrow_frame(spark, pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]}))
+    pairs = arrow_frame(spark, pairs_table)
     dependent = values.withColumnRenamed("column_id", "dep").join(pairs, "dep")
     # only the referenced columns' values take part in the shuffle of the anti-join
-    referencing = arrow_frame(spark, pa.table({"column_id": np.unique(candidates[:, 1])}))
+    referencing = arrow_frame(spark, pa.table({"column_id": pc.unique(pairs_table["ref"])}))
     referenced = values.join(F.broadcast(referencing), "column_id", "left_semi")
     referenced = referenced.withColumnRenamed("column_id", "ref")
-    missing = dependent.join(referenced, ["ref", "hash"], "left_anti").select("dep", "ref").distinct()
-    invalid = missing.toArrow()  # a subset of the candidate list
-    n = max(int(candidates.max()) + 1, 1)
-    invalid_keys = invalid["dep"].to_numpy() * n + invalid["ref"].to_numpy()
-    return ~np.isin(candidates[:, 0] * n + candidates[:, 1], invalid_keys)
+    return dependent.join(referenced, ["ref", "hash"], "left_anti").select("dep", "ref").distinct().toArrow()
 
 
 def _result(inputs: ColumnInputs, deps: np.ndarray, refs: np.ndarray) -> pa.Table:
@@ -283,11 +319,12 @@ def _result(inputs: ColumnInputs, deps: np.ndarray, refs: np.ndarray) -> pa.Tabl
 
 
 def discover_inclusion_dependencies(
-    catalog: Catalog, config: ManyConfig, incremental: bool = True
+    catalog: Catalog, config: ManyConfig, incremental: bool = True, driver_state_bytes: int = 0
 ) -> ManyRun:
     """All valid unary INDs among the lake's columns (Alg. 8-11) from the value sets: inputs, candidates
     from the matrix, exact validation, the coverage filter. ``incremental``: reuse the kept
-    inputs and the last result for what did not change, where they were computed with these settings."""
+    inputs and the last result for what did not change, where they were computed with these settings.
+    ``driver_state_bytes``: the validation's bound on value sets read on the driver (``_validate_stored``)."""
     stage_seconds = {}
     started = time.perf_counter()
     columns = lake_columns(catalog)
@@ -317,7 +354,7 @@ def discover_inclusion_dependencies(
     stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
     describe_jobs(spark, f"Many: validation of {int(possible.sum())} candidates ({len(candidates)} proposed)")
     valid = np.zeros(len(candidates), dtype=bool)
-    valid[possible], n_on_driver = _validate(catalog, inputs, candidates[possible])
+    valid[possible], n_on_driver = _validate(catalog, inputs, candidates[possible], driver_state_bytes)
     stage_seconds["validation"] = time.perf_counter() - started - sum(stage_seconds.values())
     deps, refs = candidates[valid, 0], candidates[valid, 1]
     if config.filters.low_coverage:
@@ -352,7 +389,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     columns of tables changed since the last discovery. Returns the number of INDs kept."""
     many = many_config(config.inds)
     reflects = {"run": committed, "settings": settings_of(inds=many)}
-    run = discover_inclusion_dependencies(catalog, many)
+    run = discover_inclusion_dependencies(catalog, many, driver_state_bytes=config.scan.driver_state_bytes)
     if run.changed_tables != set():
         # the inputs first: a result is reused only where the kept inputs were computed with its settings
         keep_inputs(catalog, run.inputs, run.changed_tables, run.kept, reflects)

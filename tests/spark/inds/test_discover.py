@@ -124,7 +124,14 @@ def test_inclusion_dependencies_equal_brute_force(
     caplog.set_level(logging.INFO, logger="lakemeta")
     checks = {}
     for inds in settings:
-        configured = Pipeline(spark, Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, **budget))
+        # the candidates not checked on kept hashes: against the value sets read on the driver, but where
+        # every candidate is to be validated by Spark
+        by_spark = inds.driver_validation_values == 0
+        scan = ScanConfig(max_task_rows, driver_state_bytes=0) if by_spark else budget["scan"]
+        configured = Pipeline(
+            spark,
+            Config(lake=lake, catalog=tmp_path / "catalog", inds=inds, **{**budget, "scan": scan}),
+        )
         caplog.clear()
         configured.discover("inclusion_dependencies")
         assert discovered(configured) == brute_force(lake, names, inds.filters), inds
@@ -136,6 +143,9 @@ def test_inclusion_dependencies_equal_brute_force(
         assert checked, caplog.text
         proposed, validated, on_driver = int(checked[1]), int(checked[2]), int(checked[3])
         checks[inds] = proposed, validated
+        if validated > on_driver:
+            stored = re.search(r"validated against the value sets of \d+ tables (.+)$", caplog.text, re.M)
+            assert stored and stored[1] == ("by Spark" if by_spark else "on the driver"), caplog.text
         if inds.driver_validation_values == 0:
             assert on_driver == 0
         elif inds.driver_validation_values == 2:
