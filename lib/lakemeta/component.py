@@ -11,7 +11,8 @@ subtracts; the three parts are:
   the executor tasks of the run's one scan (``lakemeta.scan``), on each table's change read once for all
   components, and returns the component's partial rows for that table; :meth:`StateComponent.delta`
   turns the partial rows of all tables (a DataFrame) into the rows to merge (by default the sums of
-  signed counts per key).
+  signed counts per key), and :meth:`StateComponent.delta_on_driver` does the same with Arrow for a
+  batch small enough to merge on the driver.
 * :meth:`StateComponent.merge`: the delta into the stored state, in one idempotent Delta commit tagged with
   the run (Delta's ``txnAppId`` / ``txnVersion``), so a retried run never applies a batch twice. The default
   is the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, rows whose counts reach
@@ -28,7 +29,6 @@ from :attr:`StateComponent.name`.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import logging
 import operator
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
@@ -118,6 +119,17 @@ class StateComponent(ABC):
         nonzero = functools.reduce(operator.or_, (F.col(c) != 0 for c in self.count_columns))
         return StateDelta(summed.where(nonzero), plan.replaced_tables)
 
+    def delta_on_driver(self, plan: Plan, scan: BatchScan) -> StateDelta:
+        """``delta`` of a batch merged on the driver (``update``), its rows an Arrow table: computed with
+        Arrow from the staged partial rows read on the driver, where a Spark aggregation costs a small batch
+        two or more jobs for a few thousand rows. The default mirrors ``delta``'s: the signed counts summed
+        per ``merge_keys``, zeros left out."""
+        partials = scan.partials_on_driver(self)
+        summed = partials.group_by(list(self.merge_keys)).aggregate([(c, "sum") for c in self.count_columns])
+        summed = summed.rename_columns([*self.merge_keys, *self.count_columns])
+        nonzero = functools.reduce(pc.or_, (pc.not_equal(summed[c], 0) for c in self.count_columns))
+        return StateDelta(summed.filter(nonzero), plan.replaced_tables)
+
     def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """Apply ``delta`` to the stored state in one commit tagged with the run; False when the run had
         already been applied. The default is the shared MERGE of signed counts, then what it changed in
@@ -173,18 +185,22 @@ class StateComponent(ABC):
             scan.run([self])
         readable = plan.without(set(scan.failed()))
         describe_jobs(self.catalog.spark, f"run {plan.run_id}: {self.name} of {len(readable.batches)} tables")
-        delta = self.delta(readable, scan.partials(self))
-        if isinstance(delta.rows, DataFrame) and self._merges_on_driver(scan, readable, delta):
-            delta = dataclasses.replace(delta, rows=delta.rows.toArrow())
+        if self._merges_on_driver(scan, readable):
+            delta = self.delta_on_driver(readable, scan)
+        else:
+            delta = self.delta(readable, scan.partials(self))
         self.merge(readable, delta)
 
-    def _merges_on_driver(self, scan: BatchScan, plan: Plan, delta: StateDelta) -> bool:
+    def _merges_on_driver(self, scan: BatchScan, plan: Plan) -> bool:
         """Whether the batch is small enough to merge on the driver: its staged partial rows, and the
         stored files the merge rewrites, each at most ``scan.driver_state_bytes``. A Spark MERGE costs a
         small batch 10-16 Spark jobs and 1.5-2.5 s per component, nearly all per statement; the driver
-        merges it in a few delta-rs reads and one commit (``lakemeta.catalog.merges``)."""
-        tables = sorted(set(plan.tables) | set(delta.replaced_tables))
-        return self.reads_on_driver(tables) and scan.staged_bytes(self) <= self.config.scan.driver_state_bytes
+        merges it in a few delta-rs reads and one commit (``lakemeta.catalog.merges``). The tables whose
+        state a delta replaces are among the plan's (new, rebuilt, dropped, or crossing a size)."""
+        return (
+            self.reads_on_driver(plan.tables)
+            and scan.staged_bytes(self) <= self.config.scan.driver_state_bytes
+        )
 
     def reads_on_driver(self, tables: Sequence[str] | None) -> bool:
         """Whether the stored state of ``tables`` (of every table when None) is small enough to read on the

@@ -34,6 +34,8 @@ from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -291,21 +293,36 @@ class BatchScan:
             .select(f"{column}.*")
         )
 
-    def staged_bytes(self, component: ScannedComponent) -> int:
-        """The bytes of the component's staged partial rows (of the scan that covers it)."""
+    def _staged(self, component: ScannedComponent) -> Location:
+        """The partition of the component's staged partial rows, of the scan that covers it."""
         for folder, result in self.results():
             if component.name in result.components:
-                return (folder / f"{_COMPONENT}={component.name}").size()
+                return folder / f"{_COMPONENT}={component.name}"
         raise RuntimeError(f"run {self.plan.run_id}: no scan has staged the rows of {component.name}")
+
+    def staged_bytes(self, component: ScannedComponent) -> int:
+        """The bytes of the component's staged partial rows."""
+        return self._staged(component).size()
 
     def partials(self, component: ScannedComponent) -> DataFrame:
         """The component's staged partial rows, less those of tables the run could not read."""
-        for folder, result in self.results():
-            if component.name in result.components:
-                rows = self._partition(folder, component.name, component.partial_schema)
-                failed = sorted(self.failed())
-                return rows.where(~F.col("table_name").isin(failed)) if failed else rows
-        raise RuntimeError(f"run {self.plan.run_id}: no scan has staged the rows of {component.name}")
+        staged = self._staged(component)
+        rows = self._partition(staged.parent, component.name, component.partial_schema)
+        failed = sorted(self.failed())
+        return rows.where(~F.col("table_name").isin(failed)) if failed else rows
+
+    def partials_on_driver(self, component: ScannedComponent) -> pa.Table:
+        """``partials`` read on the driver with pyarrow (a small batch's: ``StateComponent.update``)."""
+        staged = self._staged(component)
+        schema = to_arrow_schema(component.partial_schema, timezone="UTC")
+        if not staged.exists():
+            return schema.empty_table()
+        # Spark's _SUCCESS and .crc files are left out by the dataset's default ignored prefixes
+        files = pads.dataset(staged.fs_path, filesystem=staged.filesystem, format="parquet")
+        rows = pa.Table.from_struct_array(files.to_table(columns=[component.name]).column(component.name))
+        rows = rows.cast(schema)
+        failed = pa.array(sorted(self.failed()), pa.string())
+        return rows.filter(pc.invert(pc.is_in(rows["table_name"], failed)))
 
 
 def remove_staging(catalog: Catalog, keep_run: int | None = None) -> None:

@@ -36,6 +36,7 @@ import logging
 from collections.abc import Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import ArrayType, BooleanType, LongType, StringType, StructField, StructType
@@ -46,6 +47,7 @@ from lakemeta.agreesets.values import comparable_table
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import TableChange, TablePartial
+from lakemeta.scan import BatchScan
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +139,12 @@ class AgreeSets(StateComponent):
         replaced = sorted(set(plan.replaced_tables) | set(crossing["table_name"].to_pylist()))
         rows = partials.where(F.col("agree_set").isNotNull()).select(*SCHEMA.fieldNames())
         return StateDelta(rows, replaced)
+
+    def delta_on_driver(self, plan: Plan, scan: BatchScan) -> StateDelta:
+        partials = scan.partials_on_driver(self)
+        crossing = partials.filter(pc.fill_null(partials["replaces"], False))["table_name"].to_pylist()
+        rows = partials.filter(pc.is_valid(partials["agree_set"])).select(SCHEMA.fieldNames())
+        return StateDelta(rows, sorted(set(plan.replaced_tables) | set(crossing)))
 
     def merge(self, plan: Plan, delta: StateDelta) -> bool:
         """The shared MERGE of counts, with the tables whose agree sets it replaced in the log."""

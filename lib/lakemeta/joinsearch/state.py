@@ -67,6 +67,7 @@ Exactly once
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import logging
@@ -103,6 +104,7 @@ from lakemeta.lake.batches import Plan
 from lakemeta.lake.rows import content_hashes
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values
+from lakemeta.scan import BatchScan
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +199,11 @@ class PostingLists(StateComponent):
         items and copy counts of the run's scan; normalising and XASH ran in the scan's tasks."""
         source = _merge_source(partials)
         return PostingDelta(source, plan.replaced_tables, posting_hasher(self.config.joinsearch))
+
+    def delta_on_driver(self, plan: Plan, scan: BatchScan) -> PostingDelta:
+        """``delta`` collected: its row ids are Spark's ``xxhash64``, which only Spark computes here."""
+        delta = self.delta(plan, scan.partials(self))
+        return dataclasses.replace(delta, rows=delta.rows.toArrow())
 
     def merge(self, plan: Plan, delta: PostingDelta) -> bool:  # type: ignore[override]
         """Record the delta's hasher (refused while items of another one exist), then insert the new items

@@ -24,6 +24,7 @@ from lakemeta.component import StateComponent, StateDelta
 from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.batches import BatchSize, Plan, record_batch_sizes
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
+from lakemeta.scan import BatchScan
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,11 @@ class _ProfilePartial(TablePartial):
         )
 
 
+# The profile's delta: per column of the batch's tables, the sums of its partial rows' counts.
+_PER_COLUMN = ["table_name", "column_name", "ordinal", "data_type"]
+_SUMMED = ["n_rows", "n_nulls", "rows_inserted", "rows_deleted"]
+
+
 @dataclass(frozen=True)
 class ProfileDelta(StateDelta):
     """The profile's delta: ``rows`` (Arrow, the state's schema) are the batch's counts per column, and
@@ -106,11 +112,14 @@ class ColumnProfile(StateComponent):
 
     def delta(self, plan: Plan, partials: DataFrame) -> ProfileDelta:
         # A row per column of the changed tables (summed over the parts of a table read in parts).
-        keys = ["table_name", "column_name", "ordinal", "data_type"]
-        sums = [
-            F.sum(c).cast("long").alias(c) for c in ("n_rows", "n_nulls", "rows_inserted", "rows_deleted")
-        ]
-        counted = partials.groupBy(*keys).agg(*sums).toArrow()
+        sums = [F.sum(c).cast("long").alias(c) for c in _SUMMED]
+        return self._delta(plan, partials.groupBy(*_PER_COLUMN).agg(*sums).toArrow())
+
+    def delta_on_driver(self, plan: Plan, scan: BatchScan) -> ProfileDelta:
+        summed = scan.partials_on_driver(self).group_by(_PER_COLUMN).aggregate([(c, "sum") for c in _SUMMED])
+        return self._delta(plan, summed.rename_columns([*_PER_COLUMN, *_SUMMED]))
+
+    def _delta(self, plan: Plan, counted: pa.Table) -> ProfileDelta:
         rows = counted.select(SCHEMA.fieldNames()).cast(self.catalog.arrow_schema(self.state_table()))
         return ProfileDelta(rows, plan.replaced_tables, counted)
 

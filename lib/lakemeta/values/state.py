@@ -27,6 +27,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.types import BooleanType, LongType, StringType, StructField, StructType
@@ -37,6 +38,7 @@ from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name
 from lakemeta.profile.state import ColumnProfile
+from lakemeta.scan import BatchScan
 from lakemeta.values import hashes as value_hashes
 
 log = logging.getLogger(__name__)
@@ -108,6 +110,13 @@ class ColumnValues(StateComponent):
         the value, so equal in every slice that holds it)."""
         summed = partials.groupBy(*KEYS).agg(F.sum("count").alias("count"), F.max("integer").alias("integer"))
         return StateDelta(summed.where(F.col("count") != 0), plan.replaced_tables)
+
+    def delta_on_driver(self, plan: Plan, scan: BatchScan) -> StateDelta:
+        summed = (
+            scan.partials_on_driver(self).group_by(KEYS).aggregate([("count", "sum"), ("integer", "max")])
+        )
+        summed = summed.rename_columns([*KEYS, "count", "integer"])
+        return StateDelta(summed.filter(pc.not_equal(summed["count"], 0)), plan.replaced_tables)
 
     def derive(self, tables: Sequence[str] | None = None) -> pa.Table:
         """``n_distinct``: the number of values in each column's set (of the columns of ``tables`` unless
