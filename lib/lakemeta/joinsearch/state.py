@@ -9,7 +9,7 @@ tasks of the run's one scan (``lakemeta.scan``); the driver only plans.
 
 Row ids: content-addressed occurrences
     The row id of the j-th copy (j = 0, 1, ...) of a row content r in a table is ``xxhash64(h(r), j)``
-    (Spark's xxhash64), where h(r) is ``lakemeta.lake.rows.content_hashes``: XXH64 over the hashes of the
+    (Spark's xxhash64; ``hashing.spark_xxhash64`` on the driver, for a small batch), where h(r) is ``lakemeta.lake.rows.content_hashes``: XXH64 over the hashes of the
     row's cells' canonical forms and their null flags (so that (null, "a") and ("a", null) differ), in
     column order; array, map and struct cells enter by their canonical strings. It does not depend on
     which reader read the row, and the scheme is recorded beside the hasher (:data:`ROW_IDS_PROPERTY`).
@@ -67,7 +67,6 @@ Exactly once
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import logging
@@ -96,7 +95,7 @@ from lakemeta.catalog.merges import matched
 from lakemeta.catalog.store import is_in_sql
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import JoinSearchConfig
-from lakemeta.hashing import ColumnHashes
+from lakemeta.hashing import ColumnHashes, spark_xxhash64
 from lakemeta.joinsearch.index import table_postings
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.joinsearch.xash import AUTHORS, EQ5, N_CHAR_CLASSES, XashHasher, ones_per_value
@@ -201,9 +200,8 @@ class PostingLists(StateComponent):
         return PostingDelta(source, plan.replaced_tables, posting_hasher(self.config.joinsearch))
 
     def delta_on_driver(self, plan: Plan, scan: BatchScan) -> PostingDelta:
-        """``delta`` collected: its row ids are Spark's ``xxhash64``, which only Spark computes here."""
-        delta = self.delta(plan, scan.partials(self))
-        return dataclasses.replace(delta, rows=delta.rows.toArrow())
+        rows = _merge_rows_on_driver(scan.partials_on_driver(self))
+        return PostingDelta(rows, plan.replaced_tables, posting_hasher(self.config.joinsearch))
 
     def merge(self, plan: Plan, delta: PostingDelta) -> bool:  # type: ignore[override]
         """Record the delta's hasher (refused while items of another one exist), then insert the new items
@@ -430,6 +428,69 @@ def _merge_source(partials: DataFrame) -> DataFrame:
         F.lit(True).alias(_DELETE),
     )
     return inserted.unionByName(removed)
+
+
+def _merge_rows_on_driver(partials: pa.Table) -> pa.Table:
+    """``_merge_source``'s rows computed with Arrow and numpy, for a batch merged on the driver."""
+    rows = ["table_name", "row_hash"]
+    items = partials.filter(pc.is_null(partials["copies"]))
+    items = items.append_column("position", pa.array(np.arange(items.num_rows), pa.int64()))
+    grouped = items.group_by([*rows, "column_name", "value"]).aggregate(
+        [("sign", "sum"), ("position", "min")]
+    )
+    grouped = grouped.filter(pc.not_equal(grouped["sign_sum"], 0))
+    # each group's first row holds its super key and flag, as F.first takes them (a list column cannot
+    # pass through Acero's join: it is taken by this position after it)
+    first = grouped["position_min"]
+    per_item = grouped.select([*rows, "column_name", "value"]).append_column("net", grouped["sign_sum"])
+    per_item = per_item.append_column("first", first)
+    per_item = per_item.append_column("replaces", pc.fill_null(items["replaces"].take(first), False))
+    counted = partials.filter(pc.is_valid(partials["copies"])).select([*rows, "copies"])
+    per_item = per_item.join(counted.rename_columns([*rows, "counted"]), rows, join_type="left outer")
+    final = pc.if_else(per_item["replaces"], per_item["net"], pc.fill_null(per_item["counted"], 0))
+    per_item = per_item.append_column("final", final).append_column(
+        "before", pc.subtract(final, per_item["net"])
+    )
+    inserted = per_item.filter(pc.greater(per_item["net"], 0))
+    inserted_ids, inserted_at = _occurrences_on_driver(inserted, "before", "final")
+    removed = per_item.filter(pc.less(per_item["net"], 0)).select([*rows, "final", "before"])
+    removed = removed.group_by([*rows, "final", "before"]).aggregate([])
+    removed_ids, removed_at = _occurrences_on_driver(removed, "final", "before")
+    n_removed = len(removed_ids)
+    return pa.concat_tables(
+        [
+            pa.table(
+                {
+                    "value": inserted["value"].take(inserted_at),
+                    "table_name": inserted["table_name"].take(inserted_at),
+                    "column_name": inserted["column_name"].take(inserted_at),
+                    "row_id": inserted_ids,
+                    "super_key": items["super_key"].take(inserted["first"].take(inserted_at)),
+                    _DELETE: pa.array(np.zeros(len(inserted_ids), dtype=bool)),
+                }
+            ),
+            pa.table(
+                {
+                    "value": pa.nulls(n_removed, pa.string()),
+                    "table_name": removed["table_name"].take(removed_at),
+                    "column_name": pa.nulls(n_removed, pa.string()),
+                    "row_id": removed_ids,
+                    "super_key": pa.nulls(n_removed, pa.list_(pa.int64())),
+                    _DELETE: pa.array(np.ones(n_removed, dtype=bool)),
+                }
+            ),
+        ]
+    )
+
+
+def _occurrences_on_driver(frame: pa.Table, first: str, end: str) -> tuple[pa.Array, pa.Array]:
+    """``_occurrences``' row ids and, for each, the position of its row in ``frame``."""
+    starts = frame[first].to_numpy(zero_copy_only=False).astype(np.int64)
+    counts = np.maximum(frame[end].to_numpy(zero_copy_only=False).astype(np.int64) - starts, 0)
+    at = np.repeat(np.arange(frame.num_rows), counts)
+    occurrence = starts[at] + np.arange(len(at)) - np.repeat(np.cumsum(counts) - counts, counts)
+    row_hashes = frame["row_hash"].to_numpy(zero_copy_only=False)[at]
+    return pa.array(spark_xxhash64(row_hashes, occurrence), pa.int64()), pa.array(at, pa.int64())
 
 
 def _occurrences(frame: DataFrame, first: str, end: str) -> DataFrame:

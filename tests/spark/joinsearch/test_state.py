@@ -13,14 +13,28 @@ from pathlib import Path
 
 import deltalake
 import numpy as np
+import pyarrow as pa
+import pyspark.sql.functions as F
 import pytest
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakemeta.config import Config, JoinSearchConfig
+from lakemeta.hashing import spark_xxhash64
 from lakemeta.joinsearch.index import table_postings
-from lakemeta.joinsearch.state import SCHEMA, STATE, PostingLists, posting_hasher, recorded_hasher
+from lakemeta.joinsearch.state import (
+    PARTIAL_SCHEMA,
+    SCHEMA,
+    STATE,
+    PostingLists,
+    _merge_rows_on_driver,
+    _merge_source,
+    posting_hasher,
+    recorded_hasher,
+)
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.lake.ingest import TABLE_PROPERTIES
 from lakemeta.pipeline import Pipeline
+from lakemeta.spark.jobs import arrow_frame
 
 from ..lake_changes import create_foreign_table, create_spark_table, drop_table, random_change, random_rows
 
@@ -140,3 +154,49 @@ def test_random_batches_equal_the_posting_lists_of_the_final_snapshot(spark, tmp
         ValueError, match=r"scheme 'authors' version 1.*scheme 'eq5' version 1.*lakemeta rebuild"
     ):
         PostingLists(pipeline.catalog, lake, eq5).update(pipeline.detect_batches())
+
+
+def test_spark_xxhash64_of_two_longs_on_the_driver_equals_sparks(spark) -> None:
+    rng = np.random.default_rng(3)
+    extremes = np.array([0, 1, -1, 2**63 - 1, -(2**63), 42], dtype=np.int64)
+    first = np.concatenate([extremes, rng.integers(-(2**63), 2**63 - 1, 200, dtype=np.int64)])
+    second = np.concatenate([extremes[::-1], rng.integers(-5, 1000, 200, dtype=np.int64)])
+    pairs = pa.table({"first": first, "second": second, "position": np.arange(len(first))})
+    hashed = arrow_frame(spark, pairs).select("position", F.xxhash64("first", "second").alias("id"))
+    by_spark = hashed.toArrow().sort_by("position")["id"].to_numpy()
+    assert (spark_xxhash64(first, second) == by_spark).all()
+
+
+def random_partials(rng: np.random.Generator) -> pa.Table:
+    """Staged posting-list rows of a few tables: signed items of contents (several columns, repeated and
+    cancelling signs) and, for tables not replaced, each changed content's copies counted."""
+    rows = []
+    for table in ("t", "u", "v"):
+        replaces = bool(rng.random() < 0.4)
+        for content in rng.integers(0, 6, int(rng.integers(0, 6))):
+            row_hash = int(content) * 7919 - 3
+            super_key = [int(content), 1] if content % 3 else None
+            columns = ["a", "b"][: int(rng.integers(1, 3))]
+            for sign in rng.choice([-1, 1], int(rng.integers(1, 4))):
+                for column in columns:
+                    value = None if column == "b" and content % 2 else f"{column}{content}"
+                    rows.append((table, row_hash, int(sign), column, value, super_key, replaces, None))
+            if not replaces:
+                rows.append((table, row_hash, None, None, None, None, None, int(rng.integers(0, 5))))
+    schema = to_arrow_schema(PARTIAL_SCHEMA, timezone="UTC")
+    return pa.Table.from_pylist([dict(zip(schema.names, row, strict=True)) for row in rows], schema=schema)
+
+
+def test_the_merge_rows_on_the_driver_equal_sparks(spark) -> None:
+    rng = np.random.default_rng(11)
+    kinds: Counter = Counter()
+    for _ in range(6):
+        partials = random_partials(rng)
+        on_driver = _merge_rows_on_driver(partials)
+        by_spark = _merge_source(arrow_frame(spark, partials)).toArrow()
+        columns = [*SCHEMA.fieldNames(), "_lm_delete"]
+        assert Counter(map(repr, on_driver.select(columns).to_pylist())) == Counter(
+            map(repr, by_spark.select(columns).to_pylist())
+        )
+        kinds.update(on_driver["_lm_delete"].to_pylist())
+    assert kinds[True] and kinds[False], kinds  # items inserted and row ids removed
