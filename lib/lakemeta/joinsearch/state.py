@@ -9,13 +9,14 @@ tasks of the run's one scan (``lakemeta.scan``); the driver only plans.
 
 Row ids: content-addressed occurrences
     The row id of the j-th copy (j = 0, 1, ...) of a row content r in a table is ``xxhash64(h(r), j)``
-    (Spark's xxhash64; ``hashing.spark_xxhash64`` on the driver, for a small batch), where h(r) is ``lakemeta.lake.rows.content_hashes``: XXH64 over the hashes of the
-    row's cells' canonical forms and their null flags (so that (null, "a") and ("a", null) differ), in
-    column order; array, map and struct cells enter by their canonical strings. It does not depend on
-    which reader read the row, and the scheme is recorded beside the hasher (:data:`ROW_IDS_PROPERTY`).
-    Copies of one content have the same items up to the row id, so which physical copy
-    holds which occurrence number does not matter: the posting lists are a function of the multiset of
-    rows, and a rebuild from the final snapshot gives exactly the ids the incremental path gave.
+    (Spark's xxhash64; ``hashing.spark_xxhash64`` on the driver, for a small batch), where h(r) is
+    ``lakemeta.lake.rows.content_hashes``: XXH64 over the hashes of the row's cells' canonical forms and their
+    null flags (so that (null, "a") and ("a", null) differ), in column order; array, map and struct cells
+    enter by their canonical strings. It does not depend on which reader read the row, and the scheme is
+    recorded beside the hasher (:data:`ROW_IDS_PROPERTY`). Copies of one content have the same items up to the
+    row id, so which physical copy holds which occurrence number does not matter: the posting lists are a
+    function of the multiset of rows, and a rebuild from the final snapshot gives exactly the ids the
+    incremental path gave.
 
     A batch changes the copies of a content r by ``net`` = inserted - deleted. With c' copies of r in
     the snapshot at the batch's ``to_version`` there were c = c' - net before, so a positive ``net`` adds
