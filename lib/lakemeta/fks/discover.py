@@ -60,11 +60,12 @@ from lakemeta.fks.keys import KEY_CHECKS, Key, find_keys
 from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.randomness import KeyGrid
 from lakemeta.fks.signals import ColumnTypes, common_divisor, integer_key, span, step
+from lakemeta.lake.batches import committed_bytes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import map_balanced
+from lakemeta.spark.placement import collect_balanced
 from lakemeta.storage import Location
 from lakemeta.values.hashes import shared_count
 
@@ -73,14 +74,30 @@ log = logging.getLogger(__name__)
 RESULTS = "fk_candidates"
 OVERLAPS = "table_overlaps"
 SCORED_STATE = "state/fk_scored"
-_CANDIDATE = (
-    "struct<fk_table: string, fk_path: string, fk_version: long, fk_rows: long, fk_columns: array<string>, "
-    "estimate: double, error: double>"
+_STRINGS = pa.list_(pa.string())
+_CANDIDATE = pa.struct(
+    [
+        ("fk_table", pa.string()),
+        ("fk_path", pa.string()),
+        ("fk_version", pa.int64()),
+        ("fk_rows", pa.int64()),
+        ("fk_columns", _STRINGS),
+        ("estimate", pa.float64()),
+        ("error", pa.float64()),
+    ]
 )
-_DESCRIPTOR_SCHEMA = (
-    "pk_table string, pk_path string, pk_version long, pk_rows long, pk_columns array<string>, "
-    "pk_source string, "
-    f"candidates array<{_CANDIDATE}>"
+_DESCRIPTOR_SCHEMA = from_arrow_schema(
+    pa.schema(
+        [
+            ("pk_table", pa.string()),
+            ("pk_path", pa.string()),
+            ("pk_version", pa.int64()),
+            ("pk_rows", pa.int64()),
+            ("pk_columns", _STRINGS),
+            ("pk_source", pa.string()),
+            ("candidates", pa.list_(_CANDIDATE)),
+        ]
+    )
 )
 _ROWS = pa.schema(
     [
@@ -455,12 +472,17 @@ def discover_fk_candidates(
     n_computed = sum(weight for weight, _ in rows)
     spark = catalog.spark
     describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates of {len(rows)} keys")
+    # Where the tables read are small, the driver scores them: no Python worker starts for a small run.
+    read = {key.table for key in to_score} | {c.table for found in to_score.values() for c in found}
     computed = (
-        map_balanced(
-            spark, rows, _DESCRIPTOR_SCHEMA, _candidate_rows(fks, sketches, max_task_rows), _OUTCOMES_SPARK
-        )
-        .toArrow()
-        .cast(_OUTCOMES)
+        collect_balanced(
+            spark,
+            rows,
+            _DESCRIPTOR_SCHEMA,
+            _candidate_rows(fks, sketches, max_task_rows),
+            _OUTCOMES_SPARK,
+            on_driver=committed_bytes(catalog, read) <= config.scan.driver_state_bytes,
+        ).cast(_OUTCOMES)
         if rows
         else _OUTCOMES.empty_table()
     )

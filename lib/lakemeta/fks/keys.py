@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.agreesets.discover import tracked_tables
 from lakemeta.arrays import run_starts
@@ -53,10 +54,11 @@ from lakemeta.catalog import Catalog
 from lakemeta.config import FkConfig
 from lakemeta.fks.columns import ColumnCache, RowValues
 from lakemeta.hashing import combine_hashes
+from lakemeta.lake.batches import committed_bytes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import map_balanced
+from lakemeta.spark.placement import collect_balanced
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -64,14 +66,22 @@ log = logging.getLogger(__name__)
 _ESTIMATE_SIGMAS = 4.0
 _PREFIX_ROWS = 1 << 14
 _FIRST_SHARED = 64  # shared hashes whose rows are compared before all of them are
-_CHECK_SCHEMA = (
-    "table_name string, path string, version long, rows long, columns array<string>, "
-    "combinations array<array<string>>"
-)
-_FOUND_DDL = "table_name string, columns array<string>"
-_FOUND = pa.schema([("table_name", pa.string()), ("columns", pa.list_(pa.string()))])
-KEY_CHECKS = "state/fk_key_checks"
 _STRINGS = pa.list_(pa.string())
+_CHECK_SCHEMA = from_arrow_schema(
+    pa.schema(
+        [
+            ("table_name", pa.string()),
+            ("path", pa.string()),
+            ("version", pa.int64()),
+            ("rows", pa.int64()),
+            ("columns", _STRINGS),
+            ("combinations", pa.list_(_STRINGS)),
+        ]
+    )
+)
+_FOUND = pa.schema([("table_name", pa.string()), ("columns", _STRINGS)])
+_FOUND_SPARK = from_arrow_schema(_FOUND)
+KEY_CHECKS = "state/fk_key_checks"
 _KEY_CHECKS = pa.schema(
     [
         ("table_name", pa.string()),
@@ -242,8 +252,16 @@ def _checked_keys(
             f"FK keys: uniqueness of {sum(len(row[4]) for _, row in to_read)} columns and "
             f"{sum(len(row[5]) for _, row in to_read)} column combinations in {len(to_read)} tables",
         )
-        frame = map_balanced(spark, to_read, _CHECK_SCHEMA, _unique_keys(max_rows), _FOUND_DDL)
-        for key in frame.toArrow().to_pylist():  # the keys found, a few per table
+        read = committed_bytes(catalog, [row[0] for _, row in to_read])
+        found_keys = collect_balanced(
+            spark,
+            to_read,
+            _CHECK_SCHEMA,
+            _unique_keys(max_rows),
+            _FOUND_SPARK,
+            on_driver=read <= driver_state_bytes,  # small tables: no Python worker starts for them
+        )
+        for key in found_keys.to_pylist():  # the keys found, a few per table
             found.setdefault(key["table_name"], []).append(key["columns"])
     log.info("FK keys: %d tables checked, %d of them read (the others unchanged)", len(asked), len(to_read))
     checks = [

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+import math
+from collections.abc import Collection, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -185,14 +186,26 @@ def _stored_plan(catalog_root: Location, run_id: int) -> Plan:
 
 def watermarks(catalog: Catalog) -> dict[str, Watermark]:
     """Per table, the version its state reflects (tables whose last batch dropped them are absent)."""
-    stored = catalog.read_small("state/batches")
-    committed = stored.filter(stored["committed"]).sort_by([("run_id", "ascending")]).to_pylist()
-    latest = {row["table_name"]: row for row in committed}  # later runs overwrite earlier ones
     return {
         name: Watermark(row["to_version"], row["table_id"])
-        for name, row in latest.items()
+        for name, row in _last_committed(catalog).items()
         if row["kind"] != "drop"
     }
+
+
+def _last_committed(catalog: Catalog) -> dict[str, dict]:
+    """Per table, its last committed batch (a row of ``state/batches``)."""
+    stored = catalog.read_small("state/batches")
+    committed = stored.filter(stored["committed"]).sort_by([("run_id", "ascending")]).to_pylist()
+    return {row["table_name"]: row for row in committed}  # later runs overwrite earlier ones
+
+
+def committed_bytes(catalog: Catalog, tables: Collection[str]) -> float:
+    """The bytes of the snapshots of ``tables`` that the state reflects, from the log's file statistics
+    recorded with their last committed batches; infinite when one of them has none recorded."""
+    latest = _last_committed(catalog)
+    sizes = [latest.get(name, {}).get("snapshot_bytes") for name in tables]
+    return math.inf if None in sizes else float(sum(sizes))
 
 
 def plan_batches(

@@ -36,8 +36,19 @@ def balanced_tasks(
 MapBody = Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]
 
 
+def rows_batch(rows: Sequence[tuple], schema: pa.Schema) -> pa.RecordBatch:
+    """``rows`` (tuples in the order of ``schema``'s fields) as one Arrow batch."""
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in schema]
+    arrays = [pa.array(column, field.type) for column, field in zip(columns, schema, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def map_tasks(
-    spark: SparkSession, tasks: list[list[tuple]], schema: str, body: MapBody, output_schema: str | StructType
+    spark: SparkSession,
+    tasks: list[list[tuple]],
+    schema: StructType,
+    body: MapBody,
+    output_schema: StructType,
 ) -> DataFrame:
     """``body`` run over the rows of each of ``tasks`` (Arrow batches of ``schema``), one Spark task
     each: partition i holds what ``body`` made of ``tasks[i]``. The rows travel with the function (small
@@ -45,34 +56,39 @@ def map_tasks(
     A ``mapInArrow`` over a frame of the rows would be a second Python UDF in the task, and Spark runs each
     in a worker of its own: on the test cluster each slot's first scan task waited on two worker starts
     (5 s to fork, 9-11 s to import and unpickle each, on two busy cores)."""
-    arrow_schema = to_arrow_schema(spark.createDataFrame([], schema).schema)
-
-    def batches_of(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in ids:
-            for task in batch.column(0).to_pylist():
-                columns = list(zip(*tasks[task], strict=True))
-                yield pa.RecordBatch.from_arrays(
-                    [
-                        pa.array(column, field.type)
-                        for column, field in zip(columns, arrow_schema, strict=True)
-                    ],
-                    schema=arrow_schema,
-                )
+    arrow_schema = to_arrow_schema(schema)
 
     def run(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from body(batches_of(ids))
+        batches = (
+            rows_batch(tasks[task], arrow_schema) for batch in ids for task in batch.column(0).to_pylist()
+        )
+        yield from body(batches)
 
     return spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(run, output_schema)
 
 
-def map_balanced(
+def map_on_driver(rows: Sequence[tuple], schema: StructType, body: MapBody) -> Iterator[pa.RecordBatch]:
+    """``body`` run in this process over ``rows`` as one batch: what ``map_tasks`` computes in Spark
+    tasks, for a step whose inputs are small (a few small tables: ``scan.driver_state_bytes``). A Connect
+    session starts its Python workers at its first Python task, 3-6 s on two cores; a small batch's read
+    takes a fraction of a second here."""
+    yield from body(iter([rows_batch(rows, to_arrow_schema(schema))]))
+
+
+def collect_balanced(
     spark: SparkSession,
     weighted_rows: Sequence[tuple[int, tuple]],
-    schema: str,
+    schema: StructType,
     body: MapBody,
-    output_schema: str | StructType,
+    output_schema: StructType,
     max_task_weight: int | None = None,
-) -> DataFrame:
-    """``map_tasks`` over the rows spread by ``balanced_tasks``."""
+    on_driver: bool = False,
+) -> pa.Table:
+    """What ``body`` makes of the rows, collected (small by construction: a few rows per input row): run
+    in Spark tasks over the rows spread by ``balanced_tasks``, or ``on_driver`` (``map_on_driver``)."""
+    arrow_schema = to_arrow_schema(output_schema)
+    if on_driver:
+        batches = map_on_driver([row for _, row in weighted_rows], schema, body)
+        return pa.Table.from_batches([batch.cast(arrow_schema) for batch in batches], arrow_schema)
     tasks = balanced_tasks(spark, weighted_rows, max_task_weight)
-    return map_tasks(spark, tasks, schema, body, output_schema)
+    return map_tasks(spark, tasks, schema, body, output_schema).toArrow().cast(arrow_schema)
