@@ -180,7 +180,7 @@ class StateComponent(ABC):
         tables the scan could not read are left out: they stay pending."""
         if self.applied(plan):
             return
-        scan = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows)
+        scan = BatchScan(self.catalog, self.lake, plan, self.config.scan)
         if self.name not in scan.covered():
             scan.run([self])
         readable = plan.without(set(scan.failed()))

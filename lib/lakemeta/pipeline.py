@@ -29,7 +29,7 @@ from lakemeta.publish import publication_is_current, publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog, import_audit_modules
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
-from lakemeta.spark.jobs import describe_jobs, start_python_workers
+from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ class Pipeline:
 
     def _scan(self, plan: Plan, pending: list[StateComponent]) -> None:
         """The run's scan, run now for those of ``pending`` that no recorded scan covers."""
-        scan = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows)
+        scan = BatchScan(self.catalog, self.lake, plan, self.config.scan)
         covered = scan.covered()
         uncovered = [c for c in pending if c.name not in covered]
         if uncovered:
@@ -153,7 +153,7 @@ class Pipeline:
                 keys_current = first or KEYS not in stale
                 if not first and DERIVED_TABLES not in stale:
                     changed = plan.tables
-                failed = BatchScan(self.catalog, self.lake, plan, self.config.scan.max_task_rows).failed()
+                failed = BatchScan(self.catalog, self.lake, plan, self.config.scan).failed()
                 refresh_keys_and_dependencies(
                     self.catalog,
                     self.config.agree_sets,
@@ -203,20 +203,17 @@ class Pipeline:
         components = self.components()
         with self.catalog.using_state("a run"):
             plan = self.detect_batches()
-            # The scan's tasks need the session's Python workers, which start while the driver audits.
-            workers = None
-            if plan is not None:
-                modules = [BatchScan.__module__, *(type(c).__module__ for c in components)]
-                workers = start_python_workers(self.catalog.spark, modules)
-            audit_batches(self.catalog.root, self.lake)
-            if workers is not None:
-                workers.join()
-            state_steps = [] if plan is None else ["scan", *(c.name for c in components), "commit"]
+            # The batch audit comes last before the commit, as in the DAG (beside the state updates): Great
+            # Expectations' import (seconds) then overlaps the scan and the updates.
+            state_steps = ["scan", *(c.name for c in components), "batch audit", "commit"]
+            state_steps = [] if plan is None else state_steps
             with tqdm(total=len(state_steps), desc="state", unit="step", disable=None) as progress:
                 for step in state_steps:
                     progress.set_postfix_str(f"{step.replace('_', ' ')}: {len(plan.batches)} tables")
                     if step == "scan":
                         self.scan_batches(plan)
+                    elif step == "batch audit":
+                        audit_batches(self.catalog.root, self.lake)
                     elif step == "commit":
                         self.commit_batches(plan)
                     else:

@@ -36,12 +36,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
+from lakemeta.config import ScanConfig
 from lakemeta.crash_points import crash_point
 from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.batches import Batch, BatchUnreadableError, Plan, unreadable_reason
@@ -49,7 +51,7 @@ from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
 from lakemeta.lake.tables import table_path
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import balanced_tasks, map_tasks
+from lakemeta.spark.placement import MapBody, balanced_tasks, map_on_driver, map_tasks
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -66,9 +68,18 @@ _READ_SCHEMA = StructType(
         StructField("error", StringType()),
     ]
 )
-_DESCRIPTOR_SCHEMA = (
-    "table_name string, path string, kind string, source string, from_version long, to_version long, "
-    "files array<string>"
+_DESCRIPTOR_SCHEMA = from_arrow_schema(
+    pa.schema(
+        [
+            ("table_name", pa.string()),
+            ("path", pa.string()),
+            ("kind", pa.string()),
+            ("source", pa.string()),
+            ("from_version", pa.int64()),
+            ("to_version", pa.int64()),
+            ("files", pa.list_(pa.string())),
+        ]
+    )
 )
 
 
@@ -187,11 +198,12 @@ def _scan_tasks(
 class BatchScan:
     """The scan of one run's plan and its staged rows (module docstring)."""
 
-    def __init__(self, catalog: Catalog, lake: Location, plan: Plan, max_task_rows: int) -> None:
+    def __init__(self, catalog: Catalog, lake: Location, plan: Plan, config: ScanConfig) -> None:
         self.catalog = catalog
         self.lake = lake
         self.plan = plan
-        self.max_task_rows = max_task_rows
+        self.max_task_rows = config.max_task_rows
+        self.driver_state_bytes = config.driver_state_bytes
         self.folder = catalog.root / STAGING / f"run-{plan.run_id}"
 
     def results(self) -> list[tuple[Location, ScanResult]]:
@@ -224,18 +236,22 @@ class BatchScan:
         describe_jobs(spark, f"run {self.plan.run_id}: scan of {len(batches)} tables for {', '.join(names)}")
         descriptors = [part for batch in batches for part in self._parts(batch)]
         read: list[dict] = []
-        placed: list[list[tuple]] = []
+        where = "on the driver" if self.reads_on_driver(batches) else "by Spark"
         if descriptors:
             arrow_schema = to_arrow_schema(schema, timezone="UTC")
             tasks = functools.partial(
                 _scan_tasks, [(c.name, c.partial()) for c in components], arrow_schema, self.max_task_rows
             )
-            placed = balanced_tasks(spark, descriptors, self.max_task_rows)
-            staged = map_tasks(spark, placed, _DESCRIPTOR_SCHEMA, tasks, schema)
-            staged.write.mode("overwrite").partitionBy(_COMPONENT).parquet(str(folder))
+            if where == "on the driver":
+                self._stage_on_driver(folder, [row for _, row in descriptors], tasks)
+            else:
+                placed = balanced_tasks(spark, descriptors, self.max_task_rows)
+                where += f" in {len(placed)} tasks"
+                staged = map_tasks(spark, placed, _DESCRIPTOR_SCHEMA, tasks, schema)
+                staged.write.mode("overwrite").partitionBy(_COMPONENT).parquet(str(folder))
             crash_point(f"after write {STAGING} rows")  # no marker yet: a retry writes the folder again
             # Small by construction: a row per descriptor, which the driver holds already.
-            read = self._partition(folder, _READ, _READ_SCHEMA).toArrow().to_pylist()
+            read = _read_partition(folder / f"{_COMPONENT}={_READ}", _READ, _READ_SCHEMA).to_pylist()
         # A table read in parts has a row per part; one error is enough to leave the whole table out.
         failed = {row["table_name"]: row["error"] for row in read if row["error"] is not None}
         new_failures = sorted(set(failed) - set(earlier_failures))
@@ -259,16 +275,46 @@ class BatchScan:
         for message in failed.values():
             log.error("run %d: table not read, its batch stays pending: %s", self.plan.run_id, message)
         log.info(
-            "run %d: scan read %d tables (%d rows) in %s tasks for %d components (%s); %d failed",
+            "run %d: scan read %d tables (%d rows) %s for %d components (%s); %d failed",
             self.plan.run_id,
             len({row["table_name"] for row in read}) - len(failed),
             sum(row["rows_read"] for row in read if row["error"] is None),
-            len(placed),
+            where,
             len(names),
             ", ".join(names),
             len(failed),
         )
         return result
+
+    def reads_on_driver(self, batches: Sequence[Batch]) -> bool:
+        """Whether the batches' tables are small enough to read on the driver: their snapshots at most
+        ``scan.driver_state_bytes`` in all (the log's file statistics, which bound what a batch reads). The
+        scan's first Python task would start the session's Python workers, 3-6 s of a small run."""
+        sizes = [b.snapshot_bytes for b in batches if b.kind != "drop"]
+        return None not in sizes and sum(sizes) <= self.driver_state_bytes
+
+    def _stage_on_driver(self, folder: Location, descriptors: list[tuple], tasks: MapBody) -> None:
+        """The scan's task body run here over every descriptor, its rows staged as Spark's ``partitionBy``
+        stages them: a Parquet file per component's partition (the component's column alone, which is all
+        that its reader takes). Streamed: a component's rows are written as the body emits them."""
+        folder.remove_tree()  # what a killed attempt left: the folder is written again, whole
+        filesystem = folder.filesystem
+        writers: dict[str, pq.ParquetWriter] = {}
+        try:
+            for batch in map_on_driver(descriptors, _DESCRIPTOR_SCHEMA, tasks):
+                if not batch.num_rows:
+                    continue
+                column = batch.column(0)[0].as_py()  # each of the body's batches holds one component's rows
+                rows = pa.Table.from_batches([batch]).select([column])
+                if column not in writers:
+                    partition = folder / f"{_COMPONENT}={column}"
+                    filesystem.create_dir(partition.fs_path, recursive=True)
+                    target = (partition / "part-00000.parquet").fs_path
+                    writers[column] = pq.ParquetWriter(target, rows.schema, filesystem=filesystem)
+                writers[column].write_table(rows)
+        finally:
+            for writer in writers.values():
+                writer.close()
 
     def _parts(self, batch: Batch) -> list[tuple[int, tuple]]:
         """The batch's descriptors, weighted by rows: one for the batch, or for a full batch of a table
@@ -313,16 +359,19 @@ class BatchScan:
 
     def partials_on_driver(self, component: ScannedComponent) -> pa.Table:
         """``partials`` read on the driver with pyarrow (a small batch's: ``StateComponent.update``)."""
-        staged = self._staged(component)
-        schema = to_arrow_schema(component.partial_schema, timezone="UTC")
-        if not staged.exists():
-            return schema.empty_table()
-        # Spark's _SUCCESS and .crc files are left out by the dataset's default ignored prefixes
-        files = pads.dataset(staged.fs_path, filesystem=staged.filesystem, format="parquet")
-        rows = pa.Table.from_struct_array(files.to_table(columns=[component.name]).column(component.name))
-        rows = rows.cast(schema)
+        rows = _read_partition(self._staged(component), component.name, component.partial_schema)
         failed = pa.array(sorted(self.failed()), pa.string())
         return rows.filter(pc.invert(pc.is_in(rows["table_name"], failed)))
+
+
+def _read_partition(partition: Location, column: str, schema: StructType) -> pa.Table:
+    """The staged rows of one partition (``column``'s struct, flattened to ``schema``), read with pyarrow."""
+    arrow_schema = to_arrow_schema(schema, timezone="UTC")
+    if not partition.exists():
+        return arrow_schema.empty_table()
+    # Spark's _SUCCESS and .crc files are left out by the dataset's default ignored prefixes
+    files = pads.dataset(partition.fs_path, filesystem=partition.filesystem, format="parquet")
+    return pa.Table.from_struct_array(files.to_table(columns=[column]).column(column)).cast(arrow_schema)
 
 
 def remove_staging(catalog: Catalog, keep_run: int | None = None) -> None:

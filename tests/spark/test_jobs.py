@@ -4,7 +4,6 @@ has made one, its functions build Connect columns for every session of the proce
 
 from __future__ import annotations
 
-import logging
 import os
 import subprocess
 import sys
@@ -21,7 +20,6 @@ from lakemeta.spark.jobs import (
     default_parallelism,
     describe_jobs,
     is_connect,
-    start_python_workers,
 )
 
 from ..quick_jvm import QUICK_JVM
@@ -45,12 +43,6 @@ def check_session(session, folder: Path) -> None:
         assert session.sparkContext.getLocalProperty("spark.job.description") == "second"
     assert default_parallelism(session) == 4  # spark.default.parallelism of spark_conf, on both
 
-    # Python workers started ahead: their imports run in the workers, and a failure is a warning.
-    assert warnings_of(lambda: start_python_workers(session, ["lakemeta.joinsearch.xash"]).join()) == []
-    (failed,) = warnings_of(lambda: start_python_workers(session, ["lakemeta.no_such_module"]).join())
-    assert failed.startswith("Python workers not started ahead")
-    assert "No module named 'lakemeta.no_such_module'" in failed
-
     # Delta through SQL, as the library writes it: a write, a MERGE from a temporary view, time travel.
     path = str(folder / "t")
     arrow_frame(session, pa.table({"k": [1, 2], "v": [10, 20]})).write.format("delta").save(path)
@@ -63,20 +55,6 @@ def check_session(session, folder: Path) -> None:
     assert [tuple(row) for row in rows] == [(1, 10), (2, 21), (3, 30)]
     first = session.read.format("delta").option("versionAsOf", 0).load(path).orderBy("k").collect()
     assert [tuple(row) for row in first] == [(1, 10), (2, 20)]
-
-
-def warnings_of(action) -> list[str]:
-    """The warnings ``lakemeta.spark.jobs`` logs while ``action`` runs."""
-    seen: list[str] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: seen.append(record.getMessage())
-    logger = logging.getLogger("lakemeta.spark.jobs")
-    logger.addHandler(handler)
-    try:
-        action()
-    finally:
-        logger.removeHandler(handler)
-    return seen
 
 
 def test_a_classic_session(spark, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from lakemeta.config import Config, load_config
 from lakemeta.lake.snapshots import file_groups
 from lakemeta.pipeline import Pipeline
 from lakemeta.registry import STATE_COMPONENTS
-from lakemeta.scan import STAGING
+from lakemeta.scan import STAGING, BatchScan
 
 from .lake_changes import (
     append_rows,
@@ -174,3 +174,42 @@ def test_large_incremental_batches_read_in_slices_give_the_state_of_whole_reads(
             states[label] = {f"state/{c}": state_rows(each, f"state/{c}") for c in COMPONENTS}
         assert states["slices"] == states["whole"], step
     assert {("feed", "incremental", "cdf"), ("files", "incremental", "diff")} <= read
+
+
+def test_a_small_batch_scanned_on_the_driver_stages_what_spark_stages(spark, tmp_path: Path):
+    # The driver runs the scan's task body itself where the batches' snapshots are small
+    # (``scan.driver_state_bytes``) and stages the rows with pyarrow: each component's rows must be those
+    # the Spark tasks stage, read back by either reader (a large batch's merge reads them with Spark).
+    lake = tmp_path / "lake"
+    spark.sql(PLAIN_TYPES.format(start=0, end=12)).write.format("delta").save(str(lake / "types"))
+    create_spark_table(spark, lake / "small", [(1, "a", 1.0), (2, None, 2.0), (2, None, 2.0)])
+    write_deltalake(str(lake / "bad"), arrow_rows([1], ["z"]))
+    (broken,) = (lake / "bad").glob("*.parquet")
+    broken.write_bytes(b"not a parquet file")
+
+    def scanned(catalog: str, driver_state_bytes: int) -> tuple[BatchScan, list]:
+        settings = {
+            "agree_sets": {"max_rows": 5},
+            "scan": {"max_task_rows": 5, "driver_state_bytes": driver_state_bytes},
+        }
+        config = load_config({"lake": lake, "catalog": tmp_path / catalog, **settings}, environ={})
+        pipeline = Pipeline(spark, config)
+        plan = pipeline.detect_batches()
+        pipeline.scan_batches(plan)
+        scan = BatchScan(pipeline.catalog, lake, plan, config.scan)
+        return scan, pipeline.components()
+
+    def rows(table: pa.Table) -> list:
+        return sorted(map(repr, table.to_pylist()))
+
+    by_spark, components = scanned("spark", 0)
+    on_driver, _ = scanned("driver", 16 << 20)
+    assert not by_spark.reads_on_driver(by_spark.plan.batches) and on_driver.reads_on_driver(
+        on_driver.plan.batches
+    )
+    assert list(on_driver.failed()) == list(by_spark.failed()) == ["bad"]
+    for component in components:
+        staged = rows(on_driver.partials_on_driver(component))
+        assert staged, component.name
+        assert staged == rows(by_spark.partials_on_driver(component)), component.name
+        assert staged == rows(on_driver.partials(component).toArrow()), component.name
