@@ -25,7 +25,7 @@ from lakemeta.config import Config
 from lakemeta.joinsearch.discover import JoinableMatch, search_lake
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.lake.tables import check_lake
-from lakemeta.publish import publication_is_current, publish_catalog
+from lakemeta.publish import load_snapshots_ahead, publication_is_current, publish_catalog
 from lakemeta.quality.gate import Audit, audit_batches, audit_catalog, import_audit_modules
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
@@ -238,8 +238,12 @@ class Pipeline:
         return plan
 
     def audit(self) -> Audit:
-        """The quality gate over the catalog as written (``lakemeta.quality``); the results are kept."""
-        return audit_catalog(self.catalog.root)
+        """The quality gate over the catalog as written (``lakemeta.quality``); the results are kept. The
+        Spark server loads the tables' snapshots for the publication meanwhile."""
+        loading = load_snapshots_ahead(self.catalog)
+        audit = audit_catalog(self.catalog.root)
+        loading.join()
+        return audit
 
     def publish(self, audit: Audit) -> int:
         """Publish the audited versions of the catalog's tables (the session needs a metastore:

@@ -12,9 +12,12 @@ The metastore is Spark's embedded one beside the catalog by default, or an exter
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 import pyarrow as pa
+from pyspark.sql.types import StructType
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import published_versions
@@ -54,6 +57,33 @@ def _rows_unchanged_since(location: Location, version: int) -> bool:
         return newer == 0
     since = table.history(newer)  # the newest first; fewer when the log was cleaned up: not known, False
     return len(since) == newer and all(entry["operation"] in _ROWS_KEPT for entry in since)
+
+
+def load_snapshots_ahead(catalog: Catalog) -> threading.Thread:
+    """Have the Spark server load the latest snapshot of every audited catalog table, in a thread, while
+    the driver audits them; the thread, to join before publishing. Pinning a view to a version the server
+    has not read yet makes it read the table's log first: the 12 views of TPC-H 0.01's catalog took 5.3-6.3 s
+    after a run had written new versions with delta-rs, against 1.7-2.3 s once the server had loaded them
+    (a fresh session of a warm server each, loading 1.7-2.4 s in 4 threads). A failure is logged: the
+    publication reads the logs itself then."""
+
+    def load(name: str) -> StructType:
+        describe_jobs(catalog.spark, f"loading the snapshot of catalog table {name}")  # a tag per thread
+        return catalog.spark.read.format("delta").load(catalog.path(name)).schema  # analysed: loaded
+
+    def run() -> None:
+        try:
+            with ThreadPoolExecutor(_LOADING_THREADS) as pool:
+                list(pool.map(load, AUDITED))
+        except Exception as error:  # a warm-up only
+            log.warning("catalog snapshots not loaded ahead (%s: %s)", type(error).__name__, error)
+
+    thread = threading.Thread(target=run, name="lakemeta-catalog-snapshots", daemon=True)
+    thread.start()
+    return thread
+
+
+_LOADING_THREADS = 4  # requests in flight: the server mostly waits on the log's files
 
 
 def publish_catalog(catalog: Catalog, audit: Audit) -> int:
