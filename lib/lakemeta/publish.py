@@ -68,8 +68,8 @@ def load_snapshots_ahead(catalog: Catalog) -> threading.Thread:
     publication reads the logs itself then."""
 
     def load(name: str) -> StructType:
-        describe_jobs(catalog.spark, f"loading the snapshot of catalog table {name}")  # a tag per thread
-        return catalog.spark.read.format("delta").load(catalog.path(name)).schema  # analysed: loaded
+        # An analysis, not an execution: Spark Connect tags no job of it (the Spark UI lists them untagged)
+        return catalog.spark.read.format("delta").load(catalog.path(name)).schema
 
     def run() -> None:
         try:

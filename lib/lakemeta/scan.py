@@ -236,17 +236,17 @@ class BatchScan:
         describe_jobs(spark, f"run {self.plan.run_id}: scan of {len(batches)} tables for {', '.join(names)}")
         descriptors = [part for batch in batches for part in self._parts(batch)]
         read: list[dict] = []
-        where = "on the driver" if self.reads_on_driver(batches) else "by Spark"
+        where = "on the driver"
         if descriptors:
             arrow_schema = to_arrow_schema(schema, timezone="UTC")
             tasks = functools.partial(
                 _scan_tasks, [(c.name, c.partial()) for c in components], arrow_schema, self.max_task_rows
             )
-            if where == "on the driver":
+            if self.reads_on_driver(batches):
                 self._stage_on_driver(folder, [row for _, row in descriptors], tasks)
             else:
                 placed = balanced_tasks(spark, descriptors, self.max_task_rows)
-                where += f" in {len(placed)} tasks"
+                where = f"in {len(placed)} Spark tasks"
                 staged = map_tasks(spark, placed, _DESCRIPTOR_SCHEMA, tasks, schema)
                 staged.write.mode("overwrite").partitionBy(_COMPONENT).parquet(str(folder))
             crash_point(f"after write {STAGING} rows")  # no marker yet: a retry writes the folder again
