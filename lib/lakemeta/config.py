@@ -202,11 +202,11 @@ class ScanConfig:
     # the components take a task's rows in slices of this many.
     max_task_rows: int = 1_000_000
     # What the driver does itself rather than ask of Spark, where a Spark pass costs seconds whatever the
-    # size: a run whose batches' snapshots are at most this many bytes in all is scanned on the driver
-    # (``BatchScan.reads_on_driver``), the FK step's exact checks read tables of at most this many bytes
-    # in all there, and a component whose staged partial rows and whose stored files holding the batch's
-    # tables are each at most this many bytes merges its delta on the driver (``StateComponent.update``)
-    # rather than by a Spark MERGE; 0 sends everything through Spark.
+    # size: a run of a few tables whose snapshots are at most this many bytes in all is scanned on the
+    # driver (``BatchScan.reads_on_driver``), the FK step's exact checks read tables of at most this many
+    # bytes in all there, and a component whose staged partial rows and whose stored files holding the
+    # batch's tables are each at most this many bytes merges its delta on the driver
+    # (``StateComponent.update``) rather than by a Spark MERGE; 0 sends everything through Spark.
     driver_state_bytes: int = 16 << 20
 
     def __post_init__(self) -> None:

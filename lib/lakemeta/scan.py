@@ -153,6 +153,11 @@ class _Output:
 
 
 _FLUSH_ROWS = 1 << 16
+# Beyond this many tables a scan runs in Spark's tasks even when they are small: the driver reads them one
+# after another, Spark's tasks on every core. 2,000 web tables of 12 rows took 29.4 s on the driver
+# against 21.2 s in Spark on two cores (bench/many_tables.py): with the workers' start (3-6 s) against some
+# 7 ms a table saved, the driver wins below about 800 such tables here, and below fewer on more cores.
+_DRIVER_MAX_TABLES = 200
 _MAX_BATCH_ROWS = 1 << 20  # what the JVM side holds of a batch: bounded, whatever a table's partial rows
 
 
@@ -287,11 +292,14 @@ class BatchScan:
         return result
 
     def reads_on_driver(self, batches: Sequence[Batch]) -> bool:
-        """Whether the batches' tables are small enough to read on the driver: their snapshots at most
-        ``scan.driver_state_bytes`` in all (the log's file statistics, which bound what a batch reads). The
-        scan's first Python task would start the session's Python workers, 3-6 s of a small run."""
+        """Whether the batches are few and small enough to read on the driver: at most
+        ``_DRIVER_MAX_TABLES`` tables, their snapshots at most ``scan.driver_state_bytes`` in all (the log's
+        file statistics, which bound what a batch reads). The scan's first Python task would start the
+        session's Python workers, 3-6 s of a small run."""
         sizes = [b.snapshot_bytes for b in batches if b.kind != "drop"]
-        return None not in sizes and sum(sizes) <= self.driver_state_bytes
+        return (
+            len(sizes) <= _DRIVER_MAX_TABLES and None not in sizes and sum(sizes) <= self.driver_state_bytes
+        )
 
     def _stage_on_driver(self, folder: Location, descriptors: list[tuple], tasks: MapBody) -> None:
         """The scan's task body run here over every descriptor, its rows staged as Spark's ``partitionBy``

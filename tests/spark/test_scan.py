@@ -208,6 +208,9 @@ def test_a_small_batch_scanned_on_the_driver_stages_what_spark_stages(spark, tmp
         on_driver.plan.batches
     )
     assert list(on_driver.failed()) == list(by_spark.failed()) == ["bad"]
+    # Many small tables are read in Spark's tasks on every core: 3 tables 66 times, 67 times
+    assert on_driver.reads_on_driver(on_driver.plan.batches * 66)
+    assert not on_driver.reads_on_driver(on_driver.plan.batches * 67)
     for component in components:
         staged = rows(on_driver.partials_on_driver(component))
         assert staged, component.name
