@@ -241,13 +241,14 @@ class BatchScan:
         describe_jobs(spark, f"run {self.plan.run_id}: scan of {len(batches)} tables for {', '.join(names)}")
         descriptors = [part for batch in batches for part in self._parts(batch)]
         read: list[dict] = []
-        where = "on the driver"
+        where = "with nothing to read"
         if descriptors:
             arrow_schema = to_arrow_schema(schema, timezone="UTC")
             tasks = functools.partial(
                 _scan_tasks, [(c.name, c.partial()) for c in components], arrow_schema, self.max_task_rows
             )
             if self.reads_on_driver(batches):
+                where = "on the driver"
                 self._stage_on_driver(folder, [row for _, row in descriptors], tasks)
             else:
                 placed = balanced_tasks(spark, descriptors, self.max_task_rows)
