@@ -12,12 +12,11 @@ left empty leaves the configured value in force (the task reads the configuratio
 
 from __future__ import annotations
 
-from airflow.sdk import dag, task
+from airflow.sdk import dag
 
 from lakemeta.dag_settings import STATE_ASSET, configured_param, dag_arguments, settings_arguments
 from lakemeta.registry import DISCOVERY_STEPS
-from lakemeta.spark.dag_tasks import publish_step, spark_step
-from lakemeta.tasks import quality_gate
+from lakemeta.spark.dag_tasks import publish_step, quality_gate_step, spark_step
 
 # Param name -> the configuration value it sets.
 SETTINGS = {
@@ -133,7 +132,7 @@ def lakemeta_discovery() -> None:
     for step in DISCOVERY_STEPS:
         [steps[before] for before in step.after] >> steps[step.name]  # e.g. the FK search reads the keys
     read_by_others = {name for step in DISCOVERY_STEPS for name in step.after}
-    gate = task(task_id="quality_gate")(quality_gate)()
+    gate = quality_gate_step()
     publish = publish_step()
     last = [steps[name] for name in steps if name not in read_by_others]
     last >> gate >> publish  # write, audit, publish

@@ -7,11 +7,10 @@ param validation and starts nothing.
 
 from __future__ import annotations
 
-from airflow.sdk import Param, dag, task
+from airflow.sdk import Param, dag
 
 from lakemeta.dag_settings import dag_arguments
-from lakemeta.spark.dag_tasks import publish_step, spark_step
-from lakemeta.tasks import quality_gate
+from lakemeta.spark.dag_tasks import publish_step, quality_gate_step, spark_step
 
 
 @dag(
@@ -31,7 +30,7 @@ from lakemeta.tasks import quality_gate
 )
 def lakemeta_rebuild() -> None:
     rebuild = spark_step("rebuild_state", "rebuild_state")
-    gate = task(task_id="quality_gate")(quality_gate)()
+    gate = quality_gate_step()
     rebuild >> gate >> publish_step()
 
 

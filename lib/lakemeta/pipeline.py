@@ -238,11 +238,13 @@ class Pipeline:
         return plan
 
     def audit(self) -> Audit:
-        """The quality gate over the catalog as written (``lakemeta.quality``); the results are kept. The
-        Spark server loads the tables' snapshots for the publication meanwhile."""
-        loading = load_snapshots_ahead(self.catalog)
+        """The quality gate over the catalog as written (``lakemeta.quality``); the results are kept. On a
+        Spark session, the server loads the tables' snapshots for the publication meanwhile; the gate
+        itself needs none."""
+        loading = load_snapshots_ahead(self.catalog) if self.catalog.has_spark else None
         audit = audit_catalog(self.catalog.root)
-        loading.join()
+        if loading is not None:
+            loading.join()
         return audit
 
     def publish(self, audit: Audit) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pyspark.sql import SparkSession
 
 from lakemeta.config import (
+    Config,
     add_joinable_query_arguments,
     add_location_arguments,
     add_settings_argument,
@@ -24,7 +25,7 @@ from lakemeta.config import (
 from lakemeta.joinsearch.discover import format_matches, parse_key_columns
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
-from lakemeta.quality.gate import Audit
+from lakemeta.quality.gate import Audit, require_success
 from lakemeta.registry import DISCOVERY_STEPS, STATE_COMPONENTS
 from lakemeta.spark import get_session, metastore_conf
 
@@ -36,13 +37,17 @@ def _parser(description: str) -> argparse.ArgumentParser:
     return parser
 
 
+def _config(args: argparse.Namespace) -> Config:
+    configure_logging()
+    return load_config({**parse_settings(args.settings), "lake": args.lake, "catalog": args.catalog})
+
+
 def _open(
     name: str, args: argparse.Namespace, spark: SparkSession | None, metastore: bool = False
 ) -> Pipeline:
     """The step's pipeline on ``spark`` (a Spark Connect session Airflow opened for the task) or, without
     one, on a session of this process (under spark-submit, or the configured ``spark_remote``)."""
-    configure_logging()
-    config = load_config({**parse_settings(args.settings), "lake": args.lake, "catalog": args.catalog})
+    config = _config(args)
     lake, catalog = config.require_paths()
     extra_conf = metastore_conf(config.metastore_uri) if metastore else None
     if spark is None:
@@ -120,6 +125,16 @@ def joinable_search(argv: Sequence[str] | None = None, spark: SparkSession | Non
     keys = parse_key_columns(args.key)
     matches = pipeline.search_joinable(args.query, keys, k, hash_bits, args.query_id)
     logging.getLogger("lakemeta").info("joinable search %s:\n%s", args.query_id, format_matches(matches))
+
+
+def audit_catalog(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> str:
+    """The quality gate over the catalog as written: the results' path, which the publication reads, or
+    QualityGateError naming the failed expectations (the DAG run fails and nothing is published). The gate
+    itself needs no Spark, and without ``spark`` (a spark-submit of jobs/) it opens no session; on a DAG
+    task's session the server loads the audited tables' snapshots meanwhile, so that the publication
+    task finds them loaded (``Pipeline.audit``)."""
+    args = _parser("lakemeta step audit_catalog: the quality gate over the catalog").parse_args(argv)
+    return str(require_success(Pipeline(spark, _config(args)).audit()).path)
 
 
 def publish_catalog(argv: Sequence[str] | None = None, spark: SparkSession | None = None) -> None:

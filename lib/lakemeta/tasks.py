@@ -1,6 +1,6 @@
-"""The DAGs' Python tasks: the steps that need no JVM (planning, the audits). DAG files import this when
-they are parsed, so it imports only the configuration and the logs; a task imports what it runs when it
-runs."""
+"""The DAGs' Python tasks: the steps that need no Spark (planning, the batch audit, maintenance). DAG
+files import this when they are parsed, so it imports only the configuration and the logs; a task
+imports what it runs when it runs."""
 
 from __future__ import annotations
 
@@ -16,16 +16,6 @@ def detect_batches() -> bool:
 
     configure_logging()
     return Pipeline(None, load_config()).detect_batches() is not None
-
-
-def quality_gate() -> str:
-    """Audit the configured catalog; the results' path, or QualityGateError naming the failed expectations
-    (the run fails and nothing is published)."""
-    from lakemeta.quality.gate import audit_catalog, require_success
-
-    configure_logging()
-    _lake, catalog = load_config().require_paths()
-    return str(require_success(audit_catalog(catalog)).path)
 
 
 def batch_audit() -> str | None:

@@ -200,6 +200,12 @@ class Catalog:
         self._tables_thread: int | None = None
 
     @property
+    def has_spark(self) -> bool:
+        """Whether the handle was opened with a Spark session (the steps that read Delta logs only are
+        not)."""
+        return self._spark is not None
+
+    @property
     def spark(self) -> SparkSession:
         if self._spark is None:
             raise RuntimeError(f"the catalog handle of {self.root} was opened without a Spark session")

@@ -32,11 +32,12 @@ from lakemeta.spark.connect import AIRFLOW_CONNECTION
 _OWN_SESSION_STEPS = frozenset({"update_state", "rebuild_state"})
 
 
-def run_step(step: str, argv: list[str], spark=None) -> None:  # noqa: ANN001 (the provider's session)
-    """Run ``lakemeta.steps.<step>`` with ``argv`` on the task's Connect session ``spark``."""
+def run_step(step: str, argv: list[str], spark=None) -> Any:  # noqa: ANN001 (the provider's session)
+    """Run ``lakemeta.steps.<step>`` with ``argv`` on the task's Connect session ``spark``; what it
+    returns is the task's XCom (the quality gate's results path, which the publication reads)."""
     from lakemeta import steps  # the pipeline and pyspark load when the task runs, not when a DAG parses
 
-    getattr(steps, step)(argv, spark=spark)
+    return getattr(steps, step)(argv, spark=spark)
 
 
 class SparkStepOperator(PySparkOperator):
@@ -99,6 +100,13 @@ def spark_step(
         pool=SPARK_POOL,
         outlets=list(outlets),
     )
+
+
+def quality_gate_step() -> PySparkOperator:
+    """The quality gate over the catalog as written (``lakemeta.steps.audit_catalog``): its results path
+    is the task's XCom. A Spark task though the gate itself needs no Spark: the server loads the audited
+    tables' snapshots while the task audits them, which the publication task then finds loaded."""
+    return spark_step("quality_gate", "audit_catalog")
 
 
 def publish_step() -> PySparkOperator:

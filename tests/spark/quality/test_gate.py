@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from lakemeta import steps
 from lakemeta.catalog.store import Txn, arrow_schema
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
@@ -57,6 +58,11 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     assert {suite["meta"]["run_id"]["run_name"] for suite in suites.values()} == {run_name(passed)}
     index = catalog / "_quality" / "data_docs" / "index.html"
     assert run_name(passed) in index.read_text() and "accepted_fks_reference_keys" in index.read_text()
+    # The DAG's gate task and jobs/audit_catalog.py run the step: the path of a passing audit of the same
+    # versions, for the publication.
+    arguments = ["--lake", str(lake), "--catalog", str(catalog)]
+    stepped = Audit.load(steps.audit_catalog(arguments))
+    assert stepped.success and stepped.versions == passed.versions and stepped.path != passed.path
 
     bad_fks = pa.Table.from_pylist(
         [
@@ -77,6 +83,8 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     write_deltalake(str(catalog / "tables"), pa.table(ghost, schema=arrow_schema("tables")), mode="append")
     failed = pipeline.audit()
     assert not failed.success and failed.path != passed.path
+    with pytest.raises(QualityGateError, match="accepted_fks_reference_keys"):
+        steps.audit_catalog(arguments)  # the task fails: nothing is published
     text = "\n".join(failed.failures)
     assert "fk_candidates: expect_column_values_to_be_between emd" in text and "1.5" in text
     assert "fk_candidates: expect_compound_columns_to_be_unique" in text
