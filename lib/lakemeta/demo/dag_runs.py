@@ -1,14 +1,25 @@
 """The demo's DAG runs: `airflow dags test` of the project's DAGs on the demo lake, with the Airflow
 environment of infra/airflow/env.sh (SQLite under .airflow/, the `lakemeta_connect` connection to the
 demo's Spark Connect server on a free port), so the runs also show in the UI that `make airflow` starts
-afterwards."""
+afterwards.
+
+The runs of one ``run_dags`` call are `airflow dags test`'s, one after another in one Python process
+(``python -m lakemeta.demo.dag_runs``, Airflow's own command line parsed and run once per DAG), as the
+scheduler chains lakemeta_incremental and the lakemeta_discovery run its asset starts: Airflow, its
+in-process execution API, the DAG files and what the tasks import load once, not once per DAG (5-8 s each
+on the test machine, measured by bench/small_change.py).
+"""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
+import sys
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from lakemeta.ports import free_port
@@ -16,6 +27,14 @@ from lakemeta.storage import Location
 
 REPO = Path(__file__).resolve().parents[3]
 ENV_SCRIPT = REPO / "infra" / "airflow" / "env.sh"
+# The line of the runner's output that carries each DAG run's seconds, as JSON.
+_SECONDS_LINE = "lakemeta-dag-seconds "
+
+
+@dataclass(frozen=True)
+class DagRunTimes:
+    seconds: dict[str, float]  # each DAG run's, from its start to its end
+    wall_seconds: float  # the process's: Airflow's start and the DAG files' parse too
 
 
 class DagRunError(RuntimeError):
@@ -48,14 +67,43 @@ def airflow_environment(lake: Location, catalog: Location) -> dict[str, str]:
     return env
 
 
-def run_dag(dag_id: str, env: dict[str, str], conf: dict | None = None) -> float:
-    """One run of ``dag_id`` to its end; its wall time in seconds, or DagRunError."""
-    arguments = f"dags test {dag_id}" + (f" --conf '{json.dumps(conf)}'" if conf else "")
+def run_dags(runs: Sequence[tuple[str, dict | None]], env: dict[str, str]) -> DagRunTimes:
+    """Run each ``(dag_id, conf)`` of ``runs`` to its end, in order, in one process (module docstring);
+    their times, or DagRunError naming the DAGs of the failed process."""
+    arguments = [dag_id if conf is None else f"{dag_id}={json.dumps(conf)}" for dag_id, conf in runs]
+    command = f'source {ENV_SCRIPT} && exec python -m lakemeta.demo.dag_runs "$@"'
     started = time.perf_counter()
-    result = _airflow(arguments, env)
-    elapsed = time.perf_counter() - started
-    if result.returncode != 0 or "state=failed" in result.stdout + result.stderr:
+    result = subprocess.run(
+        ["bash", "-c", command, "bash", *arguments], env=env, capture_output=True, text=True
+    )
+    wall_seconds = round(time.perf_counter() - started, 2)
+    output = result.stdout + result.stderr
+    if result.returncode != 0 or "state=failed" in output:
         raise DagRunError(
-            f"{dag_id} failed after {elapsed:.0f} s:\n{(result.stdout + result.stderr)[-4000:]}"
+            f"{' then '.join(dag_id for dag_id, _ in runs)} failed after {wall_seconds:.0f} s:\n"
+            f"{output[-4000:]}"
         )
-    return elapsed
+    seconds = next(line for line in result.stdout.splitlines() if line.startswith(_SECONDS_LINE))
+    return DagRunTimes(json.loads(seconds.removeprefix(_SECONDS_LINE)), wall_seconds)
+
+
+def _test_dags(arguments: Sequence[str]) -> None:
+    """`airflow dags test DAG [--conf CONF]` for each ``DAG[=CONF]`` of ``arguments``, in this process."""
+    from airflow.cli.cli_parser import get_parser
+
+    seconds = {}
+    for argument in arguments:
+        dag_id, _, conf = argument.partition("=")
+        started = time.perf_counter()
+        args = get_parser().parse_args(["dags", "test", dag_id, *(["--conf", conf] if conf else [])])
+        try:
+            args.func(args)
+        except SystemExit as failed:  # the command's way to report a failed run
+            raise SystemExit(f"{dag_id}: {failed}") from None
+        seconds[dag_id] = round(time.perf_counter() - started, 2)
+    print(_SECONDS_LINE + json.dumps(seconds), flush=True)
+    gc.freeze()  # as the lakemeta command does (lakemeta.cli.console): an exit without a last collection
+
+
+if __name__ == "__main__":
+    _test_dags(sys.argv[1:])
