@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import itertools
+
+import numpy as np
 import pyarrow as pa
 
 from lakemeta.config import FkConfig
@@ -19,6 +22,26 @@ def test_the_matching_uses_each_referenced_column_once() -> None:
     # every small-integer column of A fits the one id column of B: one match, not three
     assert len(matched_columns([("qty", "id"), ("line", "id"), ("size", "id")])) == 1
     assert sorted(matched_columns([("a", "x"), ("a", "y"), ("b", "x")])) == [("a", "y"), ("b", "x")]
+
+
+def test_the_matching_is_maximum_one_to_one_and_inside_the_inclusions() -> None:
+    """Against brute force over random small graphs, one-to-one ones (answered without a graph search)
+    among them."""
+    random = np.random.default_rng(7)
+    for _ in range(300):
+        edges = sorted(
+            {(f"d{random.integers(4)}", f"r{random.integers(4)}") for _ in range(random.integers(1, 7))}
+        )
+        matching = matched_columns(edges)
+        assert set(matching) <= set(edges)
+        assert len({d for d, _ in matching}) == len({r for _, r in matching}) == len(matching)
+        largest = max(
+            size
+            for size in range(len(edges) + 1)
+            for chosen in itertools.combinations(edges, size)
+            if len({d for d, _ in chosen}) == len({r for _, r in chosen}) == size
+        )
+        assert len(matching) == largest
 
 
 TABLES = {  # table: its columns and types, in order
