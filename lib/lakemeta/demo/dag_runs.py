@@ -4,7 +4,7 @@ demo's Spark Connect server on a free port), so the runs also show in the UI tha
 afterwards.
 
 The runs of one ``run_dags`` call are `airflow dags test`'s, one after another in one Python process
-(``python -m lakemeta.demo.dag_runs``, Airflow's own command line parsed and run once per DAG), as the
+(``airflow_dags_test_here``: Airflow's own command line parsed and run once per DAG), as the
 scheduler chains lakemeta_incremental and the lakemeta_discovery run its asset starts: Airflow, its
 in-process execution API, the DAG files and what the tasks import load once, not once per DAG (5-8 s each
 on the test machine, measured by bench/small_change.py).
@@ -16,7 +16,6 @@ import gc
 import json
 import os
 import subprocess
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -69,9 +68,17 @@ def airflow_environment(lake: Location, catalog: Location) -> dict[str, str]:
 
 def run_dags(runs: Sequence[tuple[str, dict | None]], env: dict[str, str]) -> DagRunTimes:
     """Run each ``(dag_id, conf)`` of ``runs`` to its end, in order, in one process (module docstring);
-    their times, or DagRunError naming the DAGs of the failed process."""
+    their times, or DagRunError naming the DAGs of the failed process. A DAG runs at most once a call."""
+    dag_ids = [dag_id for dag_id, _ in runs]
+    repeated = sorted({dag_id for dag_id in dag_ids if dag_ids.count(dag_id) > 1})
+    if repeated:
+        raise ValueError(f"{', '.join(repeated)} twice in one call: its time would be one run's")
     arguments = [dag_id if conf is None else f"{dag_id}={json.dumps(conf)}" for dag_id, conf in runs]
-    command = f'source {ENV_SCRIPT} && exec python -m lakemeta.demo.dag_runs "$@"'
+    command = (
+        f"source {ENV_SCRIPT} && exec python -c "
+        "'import sys; from lakemeta.demo.dag_runs import airflow_dags_test_here; "
+        'airflow_dags_test_here(sys.argv[1:])\' "$@"'
+    )
     started = time.perf_counter()
     result = subprocess.run(
         ["bash", "-c", command, "bash", *arguments], env=env, capture_output=True, text=True
@@ -87,8 +94,9 @@ def run_dags(runs: Sequence[tuple[str, dict | None]], env: dict[str, str]) -> Da
     return DagRunTimes(json.loads(seconds.removeprefix(_SECONDS_LINE)), wall_seconds)
 
 
-def _test_dags(arguments: Sequence[str]) -> None:
-    """`airflow dags test DAG [--conf CONF]` for each ``DAG[=CONF]`` of ``arguments``, in this process."""
+def airflow_dags_test_here(arguments: Sequence[str]) -> None:
+    """`airflow dags test DAG [--conf CONF]` for each ``DAG[=CONF]`` of ``arguments``, in this process (the
+    process ``run_dags`` starts): their seconds are printed, as JSON, on a line of their own."""
     from airflow.cli.cli_parser import get_parser
 
     seconds = {}
@@ -103,7 +111,3 @@ def _test_dags(arguments: Sequence[str]) -> None:
         seconds[dag_id] = round(time.perf_counter() - started, 2)
     print(_SECONDS_LINE + json.dumps(seconds), flush=True)
     gc.freeze()  # as the lakemeta command does (lakemeta.cli.console): an exit without a last collection
-
-
-if __name__ == "__main__":
-    _test_dags(sys.argv[1:])
