@@ -51,7 +51,7 @@ from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
 from lakemeta.lake.tables import table_path
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import MapBody, balanced_tasks, map_on_driver, map_tasks
+from lakemeta.spark.placement import MapBody, balanced_tasks, map_on_driver, map_tasks, reads_tables_on_driver
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -153,11 +153,6 @@ class _Output:
 
 
 _FLUSH_ROWS = 1 << 16
-# Beyond this many tables a scan runs in Spark's tasks even when they are small: the driver reads them one
-# after another, Spark's tasks on every core. 2,000 web tables of 12 rows took 29.4 s on the driver
-# against 21.2 s in Spark on two cores (bench/many_tables.py): with the workers' start (3-6 s) against some
-# 7 ms a table saved, the driver wins below about 800 such tables here, and below fewer on more cores.
-_DRIVER_MAX_TABLES = 200
 _MAX_BATCH_ROWS = 1 << 20  # what the JVM side holds of a batch: bounded, whatever a table's partial rows
 
 
@@ -293,14 +288,10 @@ class BatchScan:
         return result
 
     def reads_on_driver(self, batches: Sequence[Batch]) -> bool:
-        """Whether the batches are few and small enough to read on the driver: at most
-        ``_DRIVER_MAX_TABLES`` tables, their snapshots at most ``scan.driver_state_bytes`` in all (the log's
-        file statistics, which bound what a batch reads). The scan's first Python task would start the
-        session's Python workers, 3-6 s of a small run."""
+        """Whether the batches are few and small enough to read on the driver (``reads_tables_on_driver``;
+        a snapshot's size bounds what its batch reads)."""
         sizes = [b.snapshot_bytes for b in batches if b.kind != "drop"]
-        return (
-            len(sizes) <= _DRIVER_MAX_TABLES and None not in sizes and sum(sizes) <= self.driver_state_bytes
-        )
+        return reads_tables_on_driver(sizes, self.driver_state_bytes)
 
     def _stage_on_driver(self, folder: Location, descriptors: list[tuple], tasks: MapBody) -> None:
         """The scan's task body run here over every descriptor, its rows staged as Spark's ``partitionBy``

@@ -65,7 +65,7 @@ from lakemeta.lake.tables import table_path
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import collect_balanced
+from lakemeta.spark.placement import collect_balanced, reads_tables_on_driver
 from lakemeta.storage import Location
 from lakemeta.values.hashes import shared_count
 
@@ -481,7 +481,7 @@ def discover_fk_candidates(
             _DESCRIPTOR_SCHEMA,
             _candidate_rows(fks, sketches, max_task_rows),
             _OUTCOMES_SPARK,
-            on_driver=committed_bytes(catalog, read) <= config.scan.driver_state_bytes,
+            on_driver=reads_tables_on_driver(committed_bytes(catalog, read), config.scan.driver_state_bytes),
         ).cast(_OUTCOMES)
         if rows
         else _OUTCOMES.empty_table()

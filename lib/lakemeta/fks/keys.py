@@ -58,7 +58,7 @@ from lakemeta.lake.batches import committed_bytes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
 from lakemeta.spark.jobs import describe_jobs
-from lakemeta.spark.placement import collect_balanced
+from lakemeta.spark.placement import collect_balanced, reads_tables_on_driver
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -259,7 +259,7 @@ def _checked_keys(
             _CHECK_SCHEMA,
             _unique_keys(max_rows),
             _FOUND_SPARK,
-            on_driver=read <= driver_state_bytes,  # small tables: no Python worker starts for them
+            on_driver=reads_tables_on_driver(read, driver_state_bytes),
         )
         for key in found_keys.to_pylist():  # the keys found, a few per table
             found.setdefault(key["table_name"], []).append(key["columns"])

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Collection, Mapping
 from collections.abc import Set as AbstractSet
 from concurrent.futures import ThreadPoolExecutor
@@ -200,12 +199,11 @@ def _last_committed(catalog: Catalog) -> dict[str, dict]:
     return {row["table_name"]: row for row in committed}  # later runs overwrite earlier ones
 
 
-def committed_bytes(catalog: Catalog, tables: Collection[str]) -> float:
-    """The bytes of the snapshots of ``tables`` that the state reflects, from the log's file statistics
-    recorded with their last committed batches; infinite when one of them has none recorded."""
+def committed_bytes(catalog: Catalog, tables: Collection[str]) -> list[int | None]:
+    """The bytes of each of the snapshots of ``tables`` that the state reflects, from the log's file
+    statistics recorded with their last committed batches; None where none is recorded."""
     latest = _last_committed(catalog)
-    sizes = [latest.get(name, {}).get("snapshot_bytes") for name in tables]
-    return math.inf if None in sizes else float(sum(sizes))
+    return [latest.get(name, {}).get("snapshot_bytes") for name in tables]
 
 
 def plan_batches(

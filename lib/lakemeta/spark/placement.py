@@ -67,6 +67,26 @@ def map_tasks(
     return spark.range(0, len(tasks), 1, max(len(tasks), 1)).mapInArrow(run, output_schema)
 
 
+# Beyond this many tables a step reads them in Spark's tasks even when they are small: the driver reads
+# them one after another, Spark's tasks on every core. 2,000 web tables of 12 rows took 29.4 s on the
+# driver against 21.2 s in Spark on two cores (bench/many_tables.py): with the workers' start (3-6 s)
+# against some 7 ms a table saved, the driver wins below about 800 such tables here, and below fewer on
+# more cores.
+DRIVER_MAX_TABLES = 200
+
+
+def reads_tables_on_driver(snapshot_bytes: Sequence[int | None], driver_state_bytes: int) -> bool:
+    """Whether a step reads tables whose snapshots hold ``snapshot_bytes`` (the Delta log's file
+    statistics; None where unknown) on the driver rather than in Spark's tasks: at most
+    ``DRIVER_MAX_TABLES`` tables, all sizes known, at most ``scan.driver_state_bytes`` in all. Spark's
+    first Python task in a session starts its Python workers, 3-6 s of a small run."""
+    return (
+        len(snapshot_bytes) <= DRIVER_MAX_TABLES
+        and None not in snapshot_bytes
+        and sum(snapshot_bytes) <= driver_state_bytes
+    )
+
+
 def map_on_driver(rows: Sequence[tuple], schema: StructType, body: MapBody) -> Iterator[pa.RecordBatch]:
     """``body`` run in this process over ``rows`` as one batch: what ``map_tasks`` computes in Spark
     tasks, for a step whose inputs are small (a few small tables: ``scan.driver_state_bytes``). A Connect
