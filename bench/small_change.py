@@ -56,6 +56,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config
 from lakemeta.demo import write_tpch_lake
+from lakemeta.demo.airflow_api import AirflowApi
 from lakemeta.demo.dag_runs import airflow_environment, run_dags
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.ports import free_port
@@ -232,14 +233,12 @@ def submit_pass(lake: Path, catalog: Path, env: dict[str, str], logs: Path) -> d
     return report
 
 
-class RunningAirflow:
+class RunningAirflow(AirflowApi):
     """Airflow as `make airflow` runs it (infra/airflow/start.sh: scheduler with the LocalExecutor,
     dag-processor, api-server and the Spark Connect server, warmed up), over the REST API as admin."""
 
     def __init__(self, env: dict[str, str], log: Path) -> None:
-        self.env, self.home = env, Path(env["AIRFLOW_HOME"])
-        self.url = f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}"
-        self._token: str | None = None
+        super().__init__(f"http://127.0.0.1:{env['AIRFLOW__API__PORT']}", Path(env["AIRFLOW_HOME"]))
         with log.open("w") as output:
             self.process = subprocess.Popen(
                 ["bash", str(REPO / "infra" / "airflow" / "start.sh")],
@@ -248,23 +247,6 @@ class RunningAirflow:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # its own process group: every component stops with it
             )
-
-    def call(self, method: str, path: str, body: dict | None = None) -> dict:
-        if self._token is None:
-            password = json.loads((self.home / "simple_auth_manager_passwords.json.generated").read_text())
-            credentials = {"username": "admin", "password": password["admin"]}
-            self._token = self._request("POST", "/auth/token", credentials, {})["access_token"]
-        return self._request(method, path, body, {"Authorization": f"Bearer {self._token}"})
-
-    def _request(self, method: str, path: str, body: dict | None, headers: dict[str, str]) -> dict:
-        request = urllib.request.Request(
-            self.url + path,
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", **headers},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response)
 
     def wait(self, condition, what: str, seconds: float = 900.0):
         deadline = time.monotonic() + seconds
@@ -281,9 +263,6 @@ class RunningAirflow:
                 raise RuntimeError(f"no {what} in {seconds:.0f} s")
             time.sleep(0.5)
 
-    def runs(self, dag_id: str) -> list[dict]:
-        return self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns?order_by=-run_after")["dag_runs"]
-
     def idle(self) -> bool:
         return all(
             run["state"] in ("success", "failed")
@@ -296,11 +275,11 @@ class RunningAirflow:
         from the trigger to that run's end, and each task's."""
         discovery_runs = len(self.runs("lakemeta_discovery"))
         triggered = time.time()
-        incremental = self.call("POST", "/api/v2/dags/lakemeta_incremental/dagRuns", {"logical_date": None})
+        dag_runs = "/api/v2/dags/lakemeta_incremental/dagRuns"
+        incremental = self.request("POST", dag_runs, {"logical_date": None})
 
         def discovered() -> dict | None:
-            path = f"/api/v2/dags/lakemeta_incremental/dagRuns/{incremental['dag_run_id']}"
-            if self.call("GET", path)["state"] == "failed":
+            if self.request("GET", f"{dag_runs}/{incremental['dag_run_id']}")["state"] == "failed":
                 raise RuntimeError(f"lakemeta_incremental {incremental['dag_run_id']} failed")
             runs = self.runs("lakemeta_discovery")
             finished = len(runs) > discovery_runs and runs[0]["state"] in ("success", "failed")
@@ -311,10 +290,10 @@ class RunningAirflow:
             raise RuntimeError(f"lakemeta_discovery {discovery['dag_run_id']} failed")
         tasks = {}
         for dag_id, run in (("lakemeta_incremental", incremental), ("lakemeta_discovery", discovery)):
-            instances = self.call("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/taskInstances")
+            instances = self.task_instances(dag_id, run["dag_run_id"])
             tasks[dag_id] = {
                 ti["task_id"]: round(ti["duration"] or 0.0, 2)
-                for ti in sorted(instances["task_instances"], key=lambda ti: ti["start_date"] or "")
+                for ti in sorted(instances, key=lambda ti: ti["start_date"] or "")
             }
         ended = datetime.fromisoformat(discovery["end_date"]).timestamp()
         return {"seconds": round(ended - triggered, 1), "task_seconds": tasks}
@@ -338,15 +317,10 @@ def scheduled_pass(lake: Path, env: dict[str, str], work: Path) -> dict:
     }
     airflow = RunningAirflow({**env, **api}, work / "airflow-running.log")
     try:
-        airflow.wait(
-            lambda: airflow.call("GET", "/api/v2/monitor/health")["scheduler"]["status"] == "healthy",
-            "a healthy Airflow",
-        )
+        airflow.wait(airflow.healthy, "a healthy Airflow")
         for dag_id in ("lakemeta_discovery", "lakemeta_incremental"):  # discovery first: there for the asset
-            airflow.wait(
-                lambda dag_id=dag_id: airflow.call("GET", f"/api/v2/dags/{dag_id}"), f"{dag_id} parsed"
-            )
-            airflow.call("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
+            airflow.wait(lambda dag_id=dag_id: airflow.parsed(dag_id), f"{dag_id} parsed")
+            airflow.unpause(dag_id)
         passes = []
         for round_, names in enumerate(
             [

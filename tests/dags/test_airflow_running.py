@@ -26,7 +26,6 @@ import subprocess
 import threading
 import time
 import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +35,7 @@ import pytest
 
 from lakemeta import crash_points
 from lakemeta.config import load_config
+from lakemeta.demo.airflow_api import AirflowApi
 from lakemeta.lineage import dataset_name
 from lakemeta.pipeline import Pipeline
 from lakemeta.ports import free_port
@@ -100,62 +100,25 @@ spark.eventLog.compress false
 """ + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
 
 
-class Airflow:
+class Airflow(AirflowApi):
     """A running Airflow: its REST API (as admin), its home, its log and the lakemeta configuration file
     its DAGs read."""
 
     def __init__(self, url: str, root: Path, config_file: Path) -> None:
-        self.url, self.root, self.config_file = url, root, config_file
-        self.home, self.log = root / "airflow", root / "airflow.log"
+        super().__init__(url, root / "airflow")
+        self.root, self.config_file, self.log = root, config_file, root / "airflow.log"
         config = load_config(environ={"LAKEMETA_CONFIG": str(config_file)})
         self.lake, self.catalog = config.require_paths()
-        self._token: str | None = None
         self.server_killer: ServerKiller | None = None
         self.connect_port = 0
         self.command_lines = CommandLineWatcher((SECRET_KEY, CLUSTER_SECRET))
 
-    @property
-    def password(self) -> str:
-        generated = self.home / "simple_auth_manager_passwords.json.generated"
-        return json.loads(generated.read_text())["admin"]
-
-    def request(self, method: str, path: str, body: dict | None = None) -> dict:
-        if self._token is None:
-            self._token = self.call("POST", "/auth/token", {"username": "admin", "password": self.password})[
-                "access_token"
-            ]
-        return self.call(method, path, body, {"Authorization": f"Bearer {self._token}"})
-
-    def call(self, method: str, path: str, body: dict | None, headers: dict | None = None) -> dict:
-        """One API call with only the credentials ``headers`` carry."""
-        request = urllib.request.Request(
-            f"{self.url}{path}",
-            method=method,
-            data=None if body is None else json.dumps(body).encode(),
-            headers={"Content-Type": "application/json", **(headers or {})},
-        )
-        with urllib.request.urlopen(request, timeout=30) as response:
-            return json.load(response)
-
-    def unpause(self, dag_id: str) -> None:
-        """Unpause a DAG once the dag-processor has parsed it."""
-        self.wait(lambda: self._parsed(dag_id), f"{dag_id} parsed")
-        self.request("PATCH", f"/api/v2/dags/{dag_id}", {"is_paused": False})
-
-    def _parsed(self, dag_id: str) -> bool:
-        try:
-            self.request("GET", f"/api/v2/dags/{dag_id}")
-        except urllib.error.HTTPError as error:
-            if error.code == 404:
-                return False
-            raise
-        return True
+    def unpause_when_parsed(self, dag_id: str) -> None:
+        self.wait(lambda: self.parsed(dag_id), f"{dag_id} parsed")
+        self.unpause(dag_id)
 
     def paused(self, dag_id: str) -> bool:
         return self.request("GET", f"/api/v2/dags/{dag_id}")["is_paused"]
-
-    def runs(self, dag_id: str) -> list[dict]:
-        return self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns")["dag_runs"]
 
     def succeeded_run(self, dag_id: str) -> dict:
         """Wait for a run of ``dag_id`` to succeed; fail as soon as one fails."""
@@ -293,9 +256,10 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
     killer = running.server_killer = ServerKiller(running, *SERVER_KILLED_WHILE)
     running.command_lines.start()
     try:
-        running.wait(lambda: process.poll() is None and healthy(running.url), "healthy Airflow")
-        running.unpause("lakemeta_discovery")  # first, so that it is there when the asset is updated
-        running.unpause("lakemeta_incremental")
+        running.wait(lambda: process.poll() is None and running.healthy(), "healthy Airflow")
+        # lakemeta_discovery first, so that it is there when the asset is updated
+        running.unpause_when_parsed("lakemeta_discovery")
+        running.unpause_when_parsed("lakemeta_incremental")
         killer.start()
         yield running
     finally:
@@ -373,15 +337,6 @@ class CommandLineWatcher(threading.Thread):
                             self.spark_jvms[process.info["pid"]] = command
                 if any(secret in part for secret in self.secrets for part in command):
                     self.holding_the_secret.append(command)
-
-
-def healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as response:
-            health = json.load(response)
-    except OSError:
-        return False
-    return all(health.get(part, {}).get("status") == "healthy" for part in ("metadatabase", "scheduler"))
 
 
 @pytest.fixture(scope="module")
