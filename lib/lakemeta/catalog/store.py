@@ -56,6 +56,7 @@ _REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's conte
 # Delta operations that leave a table's rows as they were (a schema change does not: old rows lack values)
 _CONTENT_KEPT = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
 COMPACT_PAST_FILES = 8  # files of a small table past which an append compacts it (``Catalog.append_small``)
+_CONTRACT_FILE = "_contract.json"  # the contract the catalog last met (``Catalog.ensure_tables``)
 _REFLECTS_LOOKBACK = 20  # commits; past them a discovery recomputes everything, which is always correct
 # Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
 # of the same write (a retried step skips it: what it would write is there); ``lakemeta.lineage`` listens.
@@ -255,7 +256,36 @@ class Catalog:
         to an existing one the columns its schema has gained since it was created (null in old rows). A
         state table bucketed by table but written by an older lakemeta, without the bucket, raises
         :class:`OutdatedLayoutError`: ``lakemeta maintain`` rewrites it (a null bucket would hide rows
-        from the reads and MERGEs that select by bucket)."""
+        from the reads and MERGEs that select by bucket).
+
+        Every step opens the catalog, and checking each table opens its Delta log (some 20 tables, 0.15-0.25
+        s a step); so a check that leaves every table as this contract wants records the contract in
+        ``_contract.json``, and a later handle with the same contract reads that one file instead. A
+        contract that changed (a column, a property, a layout) is checked table by table again. Catalog
+        tables are only ever created here and never dropped (a rebuild truncates them), so the record
+        stays true until the contract changes."""
+        contract = self._contract()
+        record = self.root / _CONTRACT_FILE
+        with contextlib.suppress(FileNotFoundError):
+            if record.read_text() == contract:
+                return
+        self._check_tables()
+        record.write_text(contract)
+
+    def _contract(self) -> str:
+        """What ``ensure_tables`` makes of the catalog, as JSON: every table's schema, which tables are
+        bucketed, and the tables' properties."""
+        return json.dumps(
+            {
+                "tables": {name: schema.jsonValue() for name, schema in sorted(self.schemas.items())},
+                "bucketed_by_table": sorted(self.bucketed_by_table),
+                "log_properties": LOG_PROPERTIES,
+                "layout_properties": LAYOUT_PROPERTIES,
+            },
+            sort_keys=True,
+        )
+
+    def _check_tables(self) -> None:
         for name in self.schemas:
             schema = self.arrow_schema(name)
             location = self.location(name)

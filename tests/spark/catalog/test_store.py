@@ -145,7 +145,9 @@ def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(s
             "integer": [True, False],
         }
     )
-    # as the catalogs of an older lakemeta hold it: partitioned by table_name, no bucket
+    # as the catalogs of an older lakemeta hold it: partitioned by table_name, no bucket, and no record of
+    # a contract checked (``Catalog.ensure_tables``)
+    (tmp_path / "_contract.json").unlink()
     (tmp_path / values).rename(tmp_path / "gone")
     deltalake.write_deltalake(str(tmp_path / values), rows, partition_by=["table_name"])
     with pytest.raises(
