@@ -24,6 +24,7 @@ from lakemeta.inds.discover import RESULTS, discover_inclusion_dependencies
 from lakemeta.inds.kept import COMPUTED_IN, read_kept_inputs
 from lakemeta.pipeline import Pipeline
 from lakemeta.sketches.discover import TARGET, estimate_inclusions
+from lakemeta.values.inclusion import PAIR
 
 from .inds.test_discover import brute_force
 from .lake_changes import arrow_rows, drop_table, process, random_change, random_rows
@@ -44,9 +45,12 @@ def _result_pairs(table: pa.Table) -> set[tuple]:
 
 
 def _check_estimates(pipeline: Pipeline, sketches: SketchConfig) -> None:
-    stored = pipeline.catalog.read_small(TARGET)
-    scratch = estimate_inclusions(pipeline.catalog, sketches, incremental=False)[0]
-    assert len(stored) and stored.equals(scratch.cast(stored.schema))
+    """The stored estimates against estimates from scratch, on the driver and in the executors."""
+    stored = pipeline.catalog.read_small(TARGET).sort_by([(name, "ascending") for name in PAIR])
+    assert len(stored)
+    for driver_state_bytes in (16 << 20, 0):
+        scratch = estimate_inclusions(pipeline.catalog, sketches, False, driver_state_bytes).table()
+        assert stored.equals(scratch.cast(stored.schema)), driver_state_bytes
 
 
 def _check_fks(pipeline: Pipeline) -> int:

@@ -480,6 +480,27 @@ class Catalog:
                 commit_properties=deltalake.CommitProperties(custom_metadata=_metadata(reflects)),
             )
 
+    def replace(
+        self, name: str, rows: DataFrame, predicate: str | None = None, reflects: dict | None = None
+    ) -> int:
+        """``replace_small`` for rows the executors hold (a pair set of a dense lake, millions of rows that
+        never pass through the driver): Spark writes them, replacing the table's content - or only its rows
+        matching ``predicate``, a Spark SQL condition every written row meets (Delta's ``replaceWhere``) -
+        in one commit, whose ``userMetadata`` carries ``reflects``. Returns the rows written."""
+        schema = self.schemas[name]
+        writer = (
+            rows.select([F.col(field.name).cast(field.dataType) for field in schema.fields])
+            .write.format("delta")
+            .mode("overwrite")
+        )
+        if predicate is not None:
+            writer = writer.option("replaceWhere", predicate)
+        if reflects is not None:
+            writer = writer.option("userMetadata", json.dumps(_metadata(reflects), sort_keys=True))
+        with self.committing("replace", name):
+            writer.save(self.path(name))
+            return int(self.last_commit_metrics(name).get("numOutputRows", 0))
+
     def merge_small(
         self,
         name: str,
@@ -553,7 +574,8 @@ class Catalog:
         as it is (maintenance's compaction and VACUUM, a table property set) are passed over: otherwise
         every daily maintenance would make the next discovery recompute everything."""
         for commit in self.delta_table(name).history(_REFLECTS_LOOKBACK):
-            recorded = commit.get(_REFLECTS)
+            # delta-rs writes it as a key of the commit's own; Spark, into the commit's userMetadata
+            recorded = commit.get(_REFLECTS) or json.loads(commit.get("userMetadata") or "{}").get(_REFLECTS)
             if recorded is not None:
                 return json.loads(recorded)
             if commit.get("operation") not in _CONTENT_KEPT:

@@ -20,16 +20,22 @@ tables is considered, and a pair is estimated unless a cheap exact argument rule
 Every other pair is estimated (Alg. 1-2 with every bucket's exact marginal at m = p, ``bml``; error bound
 by Theorem 4 and Eq. 11, e_p from the binomial variance). Where the estimate plus its bound reaches the
 floor and one of the two columns is small (at most ``sketches.exact_max_distinct`` values), Φ is counted
-exactly from the value sets of the state instead (``values.inclusion``): that is where the sketch is
-weakest, a few values inside a large column (BML's Theorem 1), and where counting is cheap; the other
-pairs that may reach the floor, of two large columns, are estimated again from the joint distribution of
-their register pairs (``joint``), which is three times more accurate there. The pairs
-that reach the floor, and those whose bound is too wide to say (``undetermined``, no estimate), are
-written to ``inclusion_estimates`` with their ``status`` (``estimate_inclusions``), replacing its
-content in one commit (a deterministic function of the state, so a retried run writes the same rows).
-All of this runs in the executors, tile by tile of column pairs (``tiles``); the driver holds one row per
-column and the pairs that may reach the floor, never the registers. ``run_step`` runs it as the
-discovery step ``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads the state only, not the lake.
+exactly from the value sets of the state instead (in the tile where both are small, else by a join:
+``tiles``, ``values.inclusion``): that is where the sketch is weakest, a few values inside a large column
+(BML's Theorem 1), and where counting is cheap; the other pairs that may reach the floor, of two large
+columns, are estimated again from the joint distribution of their register pairs (``joint``), which is
+three times more accurate there. The pairs that reach the floor, and those whose bound is too wide to say
+(``undetermined``, no estimate), are written to ``inclusion_estimates`` with their ``status``,
+replacing its content (or the rows of the changed tables) in one commit (a deterministic function of the
+state, so a retried run writes the same rows). ``run_step`` runs it as the discovery step
+``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads the state only, not the lake.
+
+Where it runs. The driver holds one row per column (names, types, cardinalities, blocks), never a pair:
+in a lake of small real tables millions of pairs reach the floor. One decision per run (``on_driver``):
+where the HLL counters and the value sets are each at most ``scan.driver_state_bytes``, the tiles run in
+this process over Arrow tables read with delta-rs (a Spark pass costs a one-table batch about 13 jobs
+whatever the lake's size); otherwise they run in the executors, and the pairs they find are named, counted
+where pending, and written to the catalog by Spark, never collected. The kernel is the same.
 
 What a batch changes: a pair's estimate, bound and status depend on its two columns alone (their
 registers, cardinalities, distinct counts, types and tables). So after some batches only the pairs with a
@@ -56,31 +62,42 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
+from lakemeta.catalog.store import is_in, is_in_sql
 from lakemeta.config import Config, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import HllCounters, column_sketches, counter_sketches, register_matrix
-from lakemeta.sketches.tiles import ColumnFacts, assign_blocks, estimate_tile
+from lakemeta.sketches.tiles import (
+    EXACT,
+    PENDING,
+    STATUS,
+    UNDETERMINED,
+    ColumnFacts,
+    ValueSets,
+    assign_blocks,
+    estimate_tile,
+)
 from lakemeta.spark.jobs import arrow_frame, describe_jobs
 from lakemeta.storage import Location
-from lakemeta.values.inclusion import PAIR, shared_values
+from lakemeta.values.inclusion import PAIR, shared_values, value_sets
+from lakemeta.values.state import ColumnValues
 
 log = logging.getLogger(__name__)
 
 TARGET = "inclusion_estimates"
 _COLUMNS = [*PAIR, "estimate", "error_bound", "status"]
-EXACT, ESTIMATED, UNDETERMINED = "exact", "estimated", "undetermined"  # the rows' status
-# What a tile's task returns: its pairs that may reach the floor, and one row (dep = -1) with the number
-# of pairs it examined.
+# What a tile's task returns: the pairs that reach the floor or may reach it, by column id, and one row
+# (dep = -1) with the number of pairs it examined.
 _TILE_SCHEMA = pa.schema(
     [
         ("dep", pa.int64()),
         ("ref", pa.int64()),
         ("estimate", pa.float64()),
         ("error_bound", pa.float64()),
-        ("counted", pa.bool_()),
+        ("status", pa.int8()),
         ("examined", pa.int64()),
     ]
 )
+_VALUE_LIST = pa.list_(pa.int64())
 
 _FAMILIES = (
     ("numeric", re.compile(r"^(tinyint|smallint|int|bigint|float|double|decimal.*)$")),
@@ -166,13 +183,16 @@ def _value_counts(catalog: Catalog, tables: np.ndarray, columns: np.ndarray) -> 
 
 
 def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Table) -> pa.Table:
-    """applyInArrow body of one tile: x holds the rows of block a, y those of block b (empty for a = b)."""
+    """applyInArrow body of one tile: x holds the rows (column, registers, hashes) of block a, y those of
+    block b (empty for a = b)."""
     p = config.precision
     tile = estimate_tile(
         x["column"].to_numpy(),
         register_matrix(x["registers"], p),
+        ValueSets.of_lists(x["hashes"]),
         y["column"].to_numpy() if len(y) else None,
         register_matrix(y["registers"], p) if len(y) else None,
+        ValueSets.of_lists(y["hashes"]) if len(y) else None,
         facts,
         config,
     )
@@ -183,45 +203,48 @@ def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Tabl
             "ref": np.append(tile.ref, -1),
             "estimate": np.append(tile.estimate, 0.0),
             "error_bound": np.append(tile.error_bound, 0.0),
-            "counted": np.append(tile.counted, False),
+            "status": np.append(tile.status, EXACT).astype(np.int8),
             "examined": np.append(np.zeros(len(tile.dep), np.int64), tile.examined),
         },
         schema=_TILE_SCHEMA,
     )
 
 
-def _estimate_tiles(
+def _tiles_in_spark(
     blocks: DataFrame, n_blocks: int, n_changed_blocks: int, facts: ColumnFacts, config: SketchConfig
-) -> pa.Table:
-    """The tiles of ``blocks`` (column, block, registers) with a changed block (the first
+) -> DataFrame:
+    """The tiles of ``blocks`` (column, block, registers, hashes) with a changed block (the first
     ``n_changed_blocks``) estimated in the executors (``tiles``): block a's rows go to the tiles (a, b) as
-    x and to the tiles (b, a), b != a, as y."""
+    x and to the tiles (b, a), b != a, as y. The pairs stay there (a DataFrame, not collected)."""
     other = F.explode(F.sequence(F.lit(0), F.lit(n_blocks - 1))).alias("other")
-    spread = blocks.select("column", "block", "registers", other).where(
+    spread = blocks.select("column", "block", "registers", "hashes", other).where(
         (F.col("block") < n_changed_blocks) | (F.col("other") < n_changed_blocks)
     )
-    x_side = spread.select("column", "registers", (F.col("block") * n_blocks + F.col("other")).alias("tile"))
+    x_side = spread.select(
+        "column", "registers", "hashes", (F.col("block") * n_blocks + F.col("other")).alias("tile")
+    )
     # new names for the second side's columns, so that the cogroup does not see one column on both sides
     y_side = spread.where(F.col("other") != F.col("block")).select(
         F.col("column").alias("column"),
         F.col("registers").alias("registers"),
+        F.col("hashes").alias("hashes"),
         (F.col("other") * n_blocks + F.col("block")).alias("tile"),
     )
     return (
         x_side.groupBy("tile")
         .cogroup(y_side.groupBy("tile"))
         .applyInArrow(functools.partial(_tile_task, facts, config), from_arrow_schema(_TILE_SCHEMA))
-        .toArrow()
     )
 
 
-def _estimate_tiles_on_driver(
+def _tiles_on_driver(
     placed: pa.Table, n_blocks: int, n_changed_blocks: int, facts: ColumnFacts, config: SketchConfig
 ) -> pa.Table:
-    """``_estimate_tiles`` on the driver, tile by tile, for ``placed`` (column, block, registers): the tile
-    (a, b) with a changed block takes block a's rows as x and, for b != a, block b's as y."""
+    """``_tiles_in_spark`` in this process, tile by tile, for ``placed`` (column, block, registers,
+    hashes): the tile (a, b) with a changed block takes block a's rows as x and, for b != a, block b's
+    as y."""
     block = placed["block"].to_numpy()
-    sides = placed.select(["column", "registers"])
+    sides = placed.select(["column", "registers", "hashes"])
     empty = sides.schema.empty_table()
     tiles = [
         _tile_task(
@@ -234,63 +257,89 @@ def _estimate_tiles_on_driver(
         for b in range(n_blocks)
         if a < n_changed_blocks or b < n_changed_blocks
     ]
-    return pa.concat_tables(tiles)
+    return pa.concat_tables(tiles) if tiles else _TILE_SCHEMA.empty_table()
 
 
-def _rows(pairs: pa.Table, estimate: np.ndarray, bound: np.ndarray, status: np.ndarray | str) -> pa.Table:
-    """Rows of ``inclusion_estimates`` for ``pairs``; an undetermined row has no estimate."""
-    status = np.broadcast_to(np.asarray(status, dtype=object), (len(pairs),))
-    return (
-        pairs.select(PAIR)
-        .append_column("estimate", pa.array(estimate, pa.float64(), mask=status == UNDETERMINED))
-        .append_column("error_bound", pa.array(bound, pa.float64()))
-        .append_column("status", pa.array(status, pa.string()))
-    )
-
-
-def _blocks(filled: np.ndarray, changed: np.ndarray, config: SketchConfig) -> tuple[np.ndarray, int]:
+def _blocks(
+    filled: np.ndarray, held: np.ndarray, changed: np.ndarray, config: SketchConfig
+) -> tuple[np.ndarray, int]:
     """Each column's block, the changed columns' blocks first and apart from the others, and how many
     blocks hold changed columns: the tiles with one of those hold every pair with a changed column."""
     block = np.zeros(len(filled), np.int64)
-    changed_blocks = assign_blocks(filled[changed], config.precision, config.tile_bytes)
+    p, size = config.precision, config.tile_bytes
+    changed_blocks = assign_blocks(filled[changed], p, size, held[changed])
     n_changed_blocks = int(changed_blocks.max()) + 1 if len(changed_blocks) else 0
     block[changed] = changed_blocks
-    block[~changed] = assign_blocks(filled[~changed], config.precision, config.tile_bytes) + n_changed_blocks
+    block[~changed] = assign_blocks(filled[~changed], p, size, held[~changed]) + n_changed_blocks
     return block, n_changed_blocks
+
+
+@dataclass(frozen=True)
+class InclusionRun:
+    """One run of the step: the rows of ``inclusion_estimates`` it computed (of the pairs with a column of
+    a ``changed_tables`` table, or every pair when that is None; an Arrow table where the run was placed
+    on the driver, else a DataFrame the executors hold), and its counts (``written`` is known once
+    written)."""
+
+    rows: pa.Table | DataFrame
+    counts: PairCounts
+    changed_tables: set[str] | None
+    on_driver: bool
+    persisted: DataFrame | None = None  # the tiles' output the executors keep until the rows are written
+
+    def release(self) -> None:
+        """Drop what the executors keep for the rows (after they are written)."""
+        if self.persisted is not None:
+            self.persisted.unpersist()
+
+    def replaced(self) -> tuple[str, str] | None:
+        """The rows of the stored table these rows replace, as a predicate for delta-rs and for Spark;
+        None: all of them."""
+        if self.changed_tables is None:
+            return None
+        tables = sorted(self.changed_tables)
+        return (
+            f"{is_in('dep_table', tables)} OR {is_in('ref_table', tables)}",
+            f"{is_in_sql('dep_table', tables)} OR {is_in_sql('ref_table', tables)}",
+        )
+
+    def table(self) -> pa.Table:
+        """The rows as an Arrow table, sorted by pair (for the tests' comparisons: the step never collects
+        the executors' rows)."""
+        rows = self.rows if isinstance(self.rows, pa.Table) else self.rows.toArrow()
+        self.release()
+        return rows.select(_COLUMNS).sort_by([(name, "ascending") for name in PAIR])
 
 
 def estimate_inclusions(
     catalog: Catalog, config: SketchConfig, incremental: bool = True, driver_state_bytes: int = 0
-) -> tuple[pa.Table, PairCounts, set[str] | None]:
-    """Φ for every candidate pair, and the rows of ``inclusion_estimates``: the pairs that reach the floor
-    or may reach it:
+) -> InclusionRun:
+    """The rows of ``inclusion_estimates`` for every candidate pair: the pairs that reach the floor or
+    may reach it:
 
     * ``exact``: one of the two columns has at most ``exact_max_distinct`` values and the estimate plus
-      its bound reaches the floor: Φ counted from the value sets (``values.inclusion``), kept when it
-      reaches the floor, with bound 0;
+      its bound reaches the floor: Φ counted from the value sets, kept when it reaches the floor, with
+      bound 0;
     * ``estimated``: two large columns, whose joint estimate (``joint``) reaches the floor with a bound of
       at most ``max_error_bound``;
     * ``undetermined``: the bound is wider than ``max_error_bound`` and the estimate plus the bound
       reaches the floor: no estimate is reported, as the sketch cannot say (an FK search still treats the
       pair as a candidate, ``fks.discover``).
 
-    The pairs are estimated tile by tile in the executors (``tiles``); the driver holds one row per column
-    and the pairs that may reach the floor. Where the HLL counters of the whole lake are at most
-    ``driver_state_bytes`` (a small lake) the sketches are built and the tiles estimated on the driver, by
-    the same kernels: a Spark pass costs a one-table batch about 13 jobs whatever the lake's size.
     ``incremental``: where the stored estimates were written with these settings, only the pairs with a
-    column of a table changed since are estimated (a pair's estimate depends on its two columns alone), the
-    others' rows kept. Also returns the changed tables (None:
-    every pair was estimated). ``driver_state_bytes`` also bounds ``shared_values``' reads."""
+    column of a table changed since are computed (a pair's estimate depends on its two columns alone); the
+    others' stored rows stand. ``driver_state_bytes``: the placement bound (module docstring)."""
     spark = catalog.spark
     counts = PairCounts()
     changed_tables = changed_since(catalog, [TARGET], settings_of(sketches=config)) if incremental else None
     if changed_tables == set():
-        return catalog.read_small(TARGET).select(_COLUMNS), counts, changed_tables
-    # A small lake's sketches (every column's, the counters at most ``driver_state_bytes``) are built and
-    # its tiles estimated on the driver, by the same kernels as in the executors.
-    on_driver = catalog.reads_on_driver(HllCounters.state_table(), None, driver_state_bytes)
+        return InclusionRun(catalog.arrow_schema(TARGET).empty_table(), counts, changed_tables, True)
+    on_driver = all(
+        catalog.reads_on_driver(name, None, driver_state_bytes)
+        for name in (HllCounters.state_table(), ColumnValues.state_table())
+    )
     sketches: DataFrame | None = None
+    persisted: DataFrame | None = None
     if on_driver:
         counters = catalog.read_small(
             HllCounters.state_table(), None, ["table_name", "column_name", "bucket", "rho"]
@@ -301,6 +350,7 @@ def estimate_inclusions(
         sketches = column_sketches(catalog, config.precision).persist()
         known = sketches.select("table_name", "column_name", "cardinality", "filled").toArrow()
     try:
+        # one row per column from here on, on the driver: names, families, sizes, blocks
         known = known.sort_by([("table_name", "ascending"), ("column_name", "ascending")])
         tables = known["table_name"].to_numpy(zero_copy_only=False).astype(object)
         columns = known["column_name"].to_numpy(zero_copy_only=False).astype(object)
@@ -316,109 +366,224 @@ def estimate_inclusions(
                 zero_copy_only=False
             )
         )
-        block, n_changed_blocks = _blocks(known["filled"].to_numpy(), changed, config)
+        # the value sets a tile holds: every column's on the driver (a small lake), the small columns' in
+        # the executors, where a small column in a large one is counted by a join after the tiles
+        held = (value_counts > 0) & (on_driver | (value_counts <= config.exact_max_distinct))
+        block, n_changed_blocks = _blocks(
+            known["filled"].to_numpy(), np.where(held, value_counts, 0), changed, config
+        )
         n_blocks = int(block.max()) + 1 if len(block) else 0
         n_tiles = n_blocks * n_blocks - (n_blocks - n_changed_blocks) ** 2
+        ids = pa.table(
+            {
+                "column": pa.array(np.arange(len(known), dtype=np.int64)),
+                "table_name": known["table_name"],
+                "column_name": known["column_name"],
+                "n_distinct": pa.array(value_counts, pa.int64()),
+            }
+        )
         describe_jobs(
             spark,
             f"inclusion estimates of the pairs of {int(changed.sum())} changed columns among {len(known)}, "
             f"in {n_tiles} tiles",
         )
-        if not n_tiles:
-            found = _TILE_SCHEMA.empty_table()
-        elif sketches is None:
-            placed = pa.table(
-                {
-                    "column": np.arange(len(known), dtype=np.int64),
-                    "block": block,
-                    "registers": known["registers"],
-                }
+        if on_driver:
+            rows = _on_driver(
+                catalog, known, ids, block, held, n_blocks, n_changed_blocks, facts, config, counts
             )
-            found = _estimate_tiles_on_driver(placed, n_blocks, n_changed_blocks, facts, config)
         else:
-            placed = arrow_frame(
-                spark,
-                known.select(["table_name", "column_name"])
-                .append_column("column", pa.array(np.arange(len(known), dtype=np.int64)))
-                .append_column("block", pa.array(block)),
+            rows, persisted = _in_executors(
+                catalog, sketches, ids, block, held, n_blocks, n_changed_blocks, facts, config, counts
             )
-            blocks = sketches.join(F.broadcast(placed), ["table_name", "column_name"])
-            found = _estimate_tiles(blocks, n_blocks, n_changed_blocks, facts, config)
     finally:
         if sketches is not None:
             sketches.unpersist()
-    counts.estimated = int(pc.sum(found["examined"]).as_py() or 0)
-    found = found.filter(pc.greater_equal(found["dep"], 0)).sort_by(
-        [("dep", "ascending"), ("ref", "ascending")]
-    )
-    x_idx, y_idx = found["dep"].to_numpy(), found["ref"].to_numpy()
-    estimate, bound = found["estimate"].to_numpy(), found["error_bound"].to_numpy()
-    exact = found["counted"].to_numpy(zero_copy_only=False)
-    pairs = pa.table(
-        {
-            "dep_table": pa.array(tables[x_idx], pa.string()),
-            "dep_column": pa.array(columns[x_idx], pa.string()),
-            "ref_table": pa.array(tables[y_idx], pa.string()),
-            "ref_column": pa.array(columns[y_idx], pa.string()),
-            "dep_distinct": pa.array(value_counts[x_idx]),
-            "ref_distinct": pa.array(value_counts[y_idx]),
-        }
-    )
-    counted = pairs.filter(pa.array(exact))
-    counts.exact = len(counted)
-    shared = shared_values(catalog, counted, driver_state_bytes)
-    phi = shared / np.maximum(counted["dep_distinct"].to_numpy(), 1)
-    reaches = phi >= config.inclusion_floor
-    undetermined = ~exact & (bound > config.max_error_bound)
-    sketched = ~exact
-    result = pa.concat_tables(
-        [
-            _rows(counted.filter(pa.array(reaches)), phi[reaches], np.zeros(int(reaches.sum())), EXACT),
-            _rows(
-                pairs.filter(pa.array(sketched)),
-                estimate[sketched],
-                bound[sketched],
-                np.where(undetermined, UNDETERMINED, ESTIMATED)[sketched],
-            ),
-        ]
-    )
-    if changed_tables is not None:
-        # the pairs of two unchanged columns, as the last discovery estimated them
-        last = catalog.read_small(TARGET).select(_COLUMNS)
-        touched = pa.array(sorted(changed_tables), pa.string())
-        unchanged = pc.invert(
-            pc.or_(pc.is_in(last["dep_table"], touched), pc.is_in(last["ref_table"], touched))
-        )
-        result = pa.concat_tables([last.filter(unchanged).cast(result.schema), result])
-    result = result.sort_by([(name, "ascending") for name in PAIR])
-    counts.written = len(result)
-    counts.undetermined = int(undetermined.sum())
     log.info(
-        "inclusion estimates: %d columns (%s changed) in %d blocks, %d cross-table pairs; %d estimated (a "
-        "dominated register, types and cardinalities that allow the floor %.2f), %d counted exactly from "
-        "the value sets, %d written (reaching the floor, or undetermined: %d)",
+        "inclusion estimates: %d columns (%s changed) in %d blocks, %d tiles %s, %d cross-table pairs; "
+        "%d estimated (a dominated register, types and cardinalities that allow the floor %.2f), %d counted "
+        "exactly from the value sets (reaching the floor, or counted by a join), %d undetermined",
         len(tables),
         "all" if changed_tables is None else int(changed.sum()),
         n_blocks,
+        n_tiles,
+        "on the driver" if on_driver else "in the executors",
         counts.considered,
         counts.estimated,
         config.inclusion_floor,
         counts.exact,
-        counts.written,
         counts.undetermined,
     )
-    return result, counts, changed_tables
+    return InclusionRun(rows, counts, changed_tables, on_driver, persisted)
+
+
+def _named(found: pa.Table, ids: pa.Table) -> pa.Table:
+    """Rows of ``inclusion_estimates`` for the tiles' pairs (by column id); an undetermined row has no
+    estimate."""
+    status = found["status"].to_numpy()
+    names = np.asarray(STATUS, dtype=object)
+    dep, ref = pa.array(found["dep"].to_numpy()), pa.array(found["ref"].to_numpy())
+    return pa.table(
+        {
+            "dep_table": ids["table_name"].take(dep),
+            "dep_column": ids["column_name"].take(dep),
+            "ref_table": ids["table_name"].take(ref),
+            "ref_column": ids["column_name"].take(ref),
+            "estimate": pa.array(found["estimate"].to_numpy(), pa.float64(), mask=status == UNDETERMINED),
+            "error_bound": found["error_bound"],
+            "status": pa.array(names[status], pa.string()),
+        }
+    )
+
+
+def _on_driver(
+    catalog: Catalog,
+    known: pa.Table,
+    ids: pa.Table,
+    block: np.ndarray,
+    held: np.ndarray,
+    n_blocks: int,
+    n_changed_blocks: int,
+    facts: ColumnFacts,
+    config: SketchConfig,
+    counts: PairCounts,
+) -> pa.Table:
+    """The tiles in this process, over the sketches and every value set read with delta-rs (a small lake:
+    no pair is left pending)."""
+    stored = catalog.read_small(ColumnValues.state_table(), None, ["table_name", "column_name", "hash"])
+    by_column = (
+        stored.join(ids.select(["table_name", "column_name", "column"]), ["table_name", "column_name"])
+        .sort_by([("column", "ascending"), ("hash", "ascending")])
+        .group_by("column", use_threads=False)
+        .aggregate([("hash", "list")])
+    )
+    hashes = pa.nulls(len(ids), _VALUE_LIST)
+    if len(by_column):
+        at = np.full(len(ids), -1, np.int64)
+        at[by_column["column"].to_numpy()] = np.arange(len(by_column))
+        lists = by_column["hash_list"].combine_chunks().cast(_VALUE_LIST)
+        hashes = lists.take(pa.array(np.where(held & (at >= 0), at, -1), mask=~(held & (at >= 0))))
+    placed = pa.table(
+        {"column": ids["column"], "block": pa.array(block), "registers": known["registers"], "hashes": hashes}
+    )
+    found = _tiles_on_driver(placed, n_blocks, n_changed_blocks, facts, config)
+    status = found["status"].to_numpy()
+    pairs = pc.greater_equal(found["dep"], 0)
+    counts.estimated = int(pc.sum(found["examined"]).as_py() or 0)
+    counts.exact = int(((status == EXACT) & pairs.to_numpy(zero_copy_only=False)).sum())
+    counts.undetermined = int((status == UNDETERMINED).sum())
+    if (status == PENDING).any():
+        raise AssertionError("a pair left pending though the tiles held every value set")
+    return _named(found.filter(pairs), ids).sort_by([(name, "ascending") for name in PAIR])
+
+
+def _in_executors(
+    catalog: Catalog,
+    sketches: DataFrame,
+    ids: pa.Table,
+    block: np.ndarray,
+    held: np.ndarray,
+    n_blocks: int,
+    n_changed_blocks: int,
+    facts: ColumnFacts,
+    config: SketchConfig,
+    counts: PairCounts,
+) -> tuple[DataFrame, DataFrame]:
+    """The tiles in the executors, and the pending pairs counted by a join there: the rows of
+    ``inclusion_estimates`` as a DataFrame, named by a broadcast join of the column ids (one row per
+    column), and the tiles' output it reads, persisted; only counts reach the driver."""
+    spark = catalog.spark
+    placed = ids.append_column("block", pa.array(block))
+    hashes = (
+        value_sets(catalog, ids.filter(pa.array(held)))
+        .groupBy("column")
+        .agg(F.array_sort(F.collect_list("hash")).alias("hashes"))
+    )
+    blocks = sketches.join(
+        F.broadcast(arrow_frame(spark, placed.drop_columns(["n_distinct"]))), ["table_name", "column_name"]
+    ).join(hashes, "column", "left")
+    found = _tiles_in_spark(blocks, n_blocks, n_changed_blocks, facts, config).persist()
+    try:
+        tally = found.groupBy("status").agg(
+            F.sum((F.col("dep") >= 0).cast("long")).alias("pairs"), F.sum("examined").alias("examined")
+        )
+        by_status = {row["status"]: row for row in tally.collect()}  # a row per status
+        counts.estimated = sum(int(row["examined"] or 0) for row in by_status.values())
+        counts.undetermined = int(by_status[UNDETERMINED]["pairs"]) if UNDETERMINED in by_status else 0
+        counts.exact = sum(int(by_status[s]["pairs"]) for s in (EXACT, PENDING) if s in by_status)
+        reported = found.where((F.col("dep") >= 0) & (F.col("status") != PENDING))
+        if PENDING in by_status:
+            distinct = F.broadcast(arrow_frame(spark, ids.select(["column", "n_distinct"])))
+            pending = (
+                found.where(F.col("status") == PENDING)
+                .select("dep", "ref")
+                .join(
+                    distinct.withColumnRenamed("column", "dep").withColumnRenamed(
+                        "n_distinct", "dep_distinct"
+                    ),
+                    "dep",
+                )
+                .join(
+                    distinct.withColumnRenamed("column", "ref").withColumnRenamed(
+                        "n_distinct", "ref_distinct"
+                    ),
+                    "ref",
+                )
+            )
+            phi = F.col("shared") / F.greatest(F.col("dep_distinct"), F.lit(1))
+            counted = (
+                shared_values(catalog, pending, ids)
+                .where(phi >= config.inclusion_floor)
+                .select(
+                    "dep",
+                    "ref",
+                    phi.alias("estimate"),
+                    F.lit(0.0).alias("error_bound"),
+                    F.lit(EXACT).cast("tinyint").alias("status"),
+                )
+            )
+            reported = reported.select("dep", "ref", "estimate", "error_bound", "status").unionByName(counted)
+        names = F.broadcast(arrow_frame(spark, ids.select(["column", "table_name", "column_name"])))
+        status_name = F.element_at(
+            F.array(*[F.lit(name) for name in STATUS]), F.col("status").cast("int") + 1
+        )
+        rows = (
+            reported.join(names.toDF("dep", "dep_table", "dep_column"), "dep")
+            .join(names.toDF("ref", "ref_table", "ref_column"), "ref")
+            .select(
+                *PAIR,
+                F.when(F.col("status") == UNDETERMINED, F.lit(None))
+                .otherwise(F.col("estimate"))
+                .alias("estimate"),
+                "error_bound",
+                status_name.alias("status"),
+            )
+        )
+        return rows, found
+    except BaseException:
+        found.unpersist()
+        raise
 
 
 def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> PairCounts:
     """The discovery step ``inclusion_estimates``: it reads the state only, not the lake, and estimates
     again only the pairs with a column of a table changed since the last discovery. The rows replace the
-    table's content in one commit, which records the run and settings they reflect; with no table changed
-    nothing is written."""
+    table's content (or its rows of the changed tables) in one commit, which records the run and settings
+    they reflect; with no table changed nothing is written."""
     reflects = {"run": committed, "settings": settings_of(sketches=config.sketches)}
-    result, counts, changed = estimate_inclusions(
-        catalog, config.sketches, driver_state_bytes=config.scan.driver_state_bytes
-    )
-    if changed != set():
-        catalog.replace_small(TARGET, result, reflects=reflects)
-    return counts
+    run = estimate_inclusions(catalog, config.sketches, driver_state_bytes=config.scan.driver_state_bytes)
+    if run.changed_tables == set():
+        return run.counts
+    replaced = run.replaced()
+    if run.on_driver:
+        catalog.replace_small(TARGET, run.rows, None if replaced is None else replaced[0], reflects=reflects)
+        run.counts.written = len(run.rows)
+    else:
+        describe_jobs(catalog.spark, f"inclusion estimates written ({run.counts.exact} pairs counted)")
+        try:
+            run.counts.written = catalog.replace(
+                TARGET, run.rows, None if replaced is None else replaced[1], reflects
+            )
+        finally:
+            run.release()
+    log.info("inclusion estimates: %d rows written", run.counts.written)
+    return run.counts
