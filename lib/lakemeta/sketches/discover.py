@@ -32,10 +32,11 @@ state, so a retried run writes the same rows). ``run_step`` runs it as the disco
 
 Where it runs. The driver holds one row per column (names, types, cardinalities, blocks), never a pair:
 in a lake of small real tables millions of pairs reach the floor. One decision per run (``on_driver``):
-where the HLL counters and the value sets are each at most ``scan.driver_state_bytes``, the tiles run in
-this process over Arrow tables read with delta-rs (a Spark pass costs a one-table batch about 13 jobs
-whatever the lake's size); otherwise they run in the executors, and the pairs they find are named, counted
-where pending, and written to the catalog by Spark, never collected. The kernel is the same.
+where the pairs with a changed column are at most ``spark.placement.DRIVER_MAX_PAIRS`` and the HLL
+counters and the value sets are each at most ``scan.driver_state_bytes``, the tiles run in this process
+over Arrow tables read with delta-rs (a Spark pass costs a one-table batch about 13 jobs whatever the
+lake's size); otherwise they run in the executors, and the pairs they find are named, counted where
+pending, and written to the catalog by Spark, never collected. The kernel is the same.
 
 What a batch changes: a pair's estimate, bound and status depend on its two columns alone (their
 registers, cardinalities, distinct counts, types and tables). So after some batches only the pairs with a
@@ -62,7 +63,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
-from lakemeta.catalog.store import is_in, is_in_sql
+from lakemeta.catalog.store import is_in, is_in_sql, of_tables
 from lakemeta.config import Config, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import HllCounters, column_sketches, counter_sketches, register_matrix
@@ -77,6 +78,7 @@ from lakemeta.sketches.tiles import (
     estimate_tile,
 )
 from lakemeta.spark.jobs import arrow_frame, describe_jobs
+from lakemeta.spark.placement import pairs_on_driver
 from lakemeta.storage import Location
 from lakemeta.values.inclusion import PAIR, shared_values, value_sets
 from lakemeta.values.state import ColumnValues
@@ -334,7 +336,11 @@ def estimate_inclusions(
     changed_tables = changed_since(catalog, [TARGET], settings_of(sketches=config)) if incremental else None
     if changed_tables == set():
         return InclusionRun(catalog.arrow_schema(TARGET).empty_table(), counts, changed_tables, True)
-    on_driver = all(
+    listed = catalog.read_small("columns", columns=["table_name"])["table_name"]
+    n_changed_columns = (
+        len(listed) if changed_tables is None else int(of_tables(listed, changed_tables).sum())
+    )
+    on_driver = pairs_on_driver(len(listed), n_changed_columns) and all(
         catalog.reads_on_driver(name, None, driver_state_bytes)
         for name in (HllCounters.state_table(), ColumnValues.state_table())
     )

@@ -75,6 +75,20 @@ def map_tasks(
 DRIVER_MAX_TABLES = 200
 
 
+# Beyond this many column pairs a discovery step makes its pairs in the executors whatever the bytes it
+# reads: a lake of small real tables is small in bytes (a few MiB of state) yet has tens of millions of
+# overlapping column pairs, which no driver should hold. A bound on the pairs a step may consider, known
+# before it runs (columns x changed columns), keeps what the driver holds to about this many rows.
+DRIVER_MAX_PAIRS = 1 << 20
+
+
+def pairs_on_driver(n_columns: int, n_changed_columns: int) -> bool:
+    """Whether a step over the ordered pairs of ``n_columns`` columns with at least one of
+    ``n_changed_columns`` changed columns on a side may hold them on the driver: at most
+    ``DRIVER_MAX_PAIRS`` such pairs."""
+    return 2 * n_columns * n_changed_columns <= DRIVER_MAX_PAIRS
+
+
 def reads_tables_on_driver(snapshot_bytes: Sequence[int | None], driver_state_bytes: int) -> bool:
     """Whether a step reads tables whose snapshots hold ``snapshot_bytes`` (the Delta log's file
     statistics; None where unknown) on the driver rather than in Spark's tasks: at most
