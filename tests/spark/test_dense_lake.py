@@ -32,12 +32,14 @@ RESULTS = {
     "inclusion_dependencies": ["dep_table", "dep_column", "ref_table", "ref_column"],
     "unique_column_combinations": ["table_name", "columns"],
     "fk_candidates": ["fk_table", "fk_columns", "pk_table", "pk_columns"],
+    "relationship_changes": ["run_id", "relationship", "change", "dep_table", "dep_columns"],
 }
 
 
 def _rows(pipeline: Pipeline, name: str) -> list[tuple]:
     table = pipeline.catalog.read_small(name)
-    columns = [c for c in table.column_names if c != "first_run"]
+    # the times of the discoveries differ between the two catalogs, not the runs
+    columns = [c for c in table.column_names if c != "previous_discovery_at"]
     return sorted(tuple(str(row[c]) for c in columns) for row in table.select(columns).to_pylist())
 
 

@@ -67,9 +67,11 @@ def _check_fks(pipeline: Pipeline) -> int:
 def _check(pipeline: Pipeline, lake: Path, inds: IndConfig) -> None:
     """The stored result and inputs against a discovery from scratch, and the result against brute force."""
     catalog = pipeline.catalog
-    stored = catalog.read_small(RESULTS).drop_columns(["first_run"])
-    scratch = discover_inclusion_dependencies(catalog, many_config(inds), incremental=False)
-    assert stored.equals(scratch.result.cast(stored.schema))
+    stored = catalog.read_small(RESULTS).drop_columns(["first_run"]).sort_by([(c, "ascending") for c in PAIR])
+    for driver_state_bytes in (0, 16 << 20):  # in the executors, and on the driver
+        scratch = discover_inclusion_dependencies(catalog, many_config(inds), False, driver_state_bytes)
+        assert scratch.on_driver == bool(driver_state_bytes)
+        assert stored.equals(scratch.table().select(stored.column_names).cast(stored.schema))
     kept = read_kept_inputs(catalog, scratch.inputs.table_names, scratch.inputs.column_names)
     assert (kept.at >= 0).all() and not kept.unlisted
     current = kept.current_rows().drop_columns([COMPUTED_IN])

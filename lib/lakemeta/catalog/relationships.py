@@ -19,9 +19,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame
 
 from lakemeta.catalog.discovery_runs import committed_batches
-from lakemeta.catalog.store import Catalog, Txn, of_tables
+from lakemeta.catalog.store import Catalog, Txn, is_in_sql, of_tables
+from lakemeta.spark.jobs import arrow_frame
 
 CHANGES = "relationship_changes"
 
@@ -147,6 +150,107 @@ def replace_relationships(
     written = rows.append_column("first_run", pa.array(first_runs, pa.int64(), mask=~has_first_run))
     schema = catalog.arrow_schema(name)
     catalog.replace_small(name, written.select(schema.names).cast(schema), reflects=reflects)
+
+
+def replace_relationships_in_executors(
+    catalog: Catalog,
+    name: str,
+    rows: DataFrame,
+    settings: str,
+    run: int | None,
+    reflects: dict | None = None,
+    changed_tables: Collection[str] | None = None,
+) -> int:
+    """``replace_relationships`` for rows the executors hold (millions of INDs in a lake of small real
+    tables): ``rows`` (a DataFrame of all the result's columns but ``first_run``) are the relationships with
+    one of ``changed_tables`` on a side (every relationship when that is None); the stored rows they
+    replace are compared with them by joins in the executors, the changes appended, then the rows written
+    with their first runs, replacing the stored rows of those tables only (Delta's ``replaceWhere``).
+    Relationships of a result that holds every row (no ``accepted`` column). Returns the rows written."""
+    tracked = TRACKED[name]
+    if tracked.accepted_only:
+        raise ValueError(f"{name}: only results whose every row is a relationship are compared in Spark")
+    sides = [*tracked.dependent, *tracked.referenced]
+    stored = catalog.read(name)
+    predicate = None
+    if changed_tables is not None:
+        tables = sorted(changed_tables)
+        predicate = f"{is_in_sql(tracked.dependent[0], tables)} OR {is_in_sql(tracked.referenced[0], tables)}"
+        stored = stored.where(predicate)
+    stored = stored.select(*sides, "first_run").persist()
+    rows = rows.persist()
+    try:
+        appeared = rows.join(stored, sides, "left_anti").select(*sides, F.lit("appeared").alias("change"))
+        disappeared = stored.join(rows, sides, "left_anti").select(
+            *sides, F.lit("disappeared").alias("change")
+        )
+        _record_changes_in_executors(catalog, tracked, name, run, settings, appeared.unionByName(disappeared))
+        written = rows.join(stored, sides, "left").withColumn(
+            "first_run", F.coalesce(F.col("first_run"), F.lit(run).cast("long"))
+        )
+        return catalog.replace(name, written, predicate, reflects)
+    finally:
+        stored.unpersist()
+        rows.unpersist()
+
+
+def _record_changes_in_executors(
+    catalog: Catalog, tracked: Tracked, step: str, run: int | None, settings: str, changes: DataFrame
+) -> None:
+    """``_record_changes`` for changes the executors hold (``changes``: the two sides' columns and
+    ``change``); nothing is appended when there are none."""
+    if changes.isEmpty():
+        return
+    previous = _previous_discovery(catalog, step)
+    previous_at = None if previous is None else previous["finished_at"]
+    settings_changed = previous is not None and previous["settings"] != settings
+    touched = _batches_between(catalog, None if previous is None else previous["run_id"], run)
+    # a row per table with batches since the previous discovery: small by construction
+    batches = F.broadcast(
+        arrow_frame(
+            catalog.spark,
+            pa.table(
+                {
+                    "table": pa.array(list(touched), pa.string()),
+                    "listed": pa.array(list(touched.values()), pa.list_(pa.string())),
+                }
+            ),
+        )
+    )
+    (dep_table, dep_column), (ref_table, ref_column) = tracked.dependent, tracked.referenced
+    none = F.array().cast("array<string>")
+    of = {
+        side: batches.select(F.col("table").alias(table), F.col("listed").alias(f"{side}_batches"))
+        for side, table in (("dep", dep_table), ("ref", ref_table))
+    }
+    listed = (
+        changes.join(of["dep"], dep_table, "left")
+        .join(of["ref"], ref_table, "left")
+        .select(
+            F.lit(run).cast("long").alias("run_id"),
+            F.lit(previous_at).cast("timestamp").alias("previous_discovery_at"),
+            F.lit(tracked.relationship).alias("relationship"),
+            "change",
+            F.col(dep_table).alias("dep_table"),
+            F.array(F.col(dep_column)).alias("dep_columns"),
+            F.col(ref_table).alias("ref_table"),
+            F.array(F.col(ref_column)).alias("ref_columns"),
+            F.concat(
+                F.transform(
+                    F.coalesce("dep_batches", none), lambda b: F.concat(F.col(dep_table), F.lit(": "), b)
+                ),
+                F.when(F.col(ref_table) == F.col(dep_table), none).otherwise(
+                    F.transform(
+                        F.coalesce("ref_batches", none), lambda b: F.concat(F.col(ref_table), F.lit(": "), b)
+                    )
+                ),
+            ).alias("batches"),
+            F.lit(settings_changed).alias("settings_changed"),
+        )
+    )
+    # once per discovery: a retry compares with the same previous discovery
+    version = 0 if previous_at is None else int(previous_at.timestamp() * 1_000_000)
+    catalog.append_once(CHANGES, listed, Txn(f"relationships {step}", version))
 
 
 def _record_changes(

@@ -501,6 +501,20 @@ class Catalog:
             writer.save(self.path(name))
             return int(self.last_commit_metrics(name).get("numOutputRows", 0))
 
+    def append_once(self, name: str, rows: DataFrame, txn: Txn) -> None:
+        """``append_small`` for rows the executors hold: Spark appends them once per ``txn`` (Delta's
+        ``txnAppId`` / ``txnVersion``; a repeated append is skipped)."""
+        if self.already_applied(name, txn):
+            report_written(name)
+            return
+        schema = self.schemas[name]
+        with self.committing("append", name):
+            rows.select([F.col(field.name).cast(field.dataType) for field in schema.fields]).write.format(
+                "delta"
+            ).mode("append").option("txnAppId", txn.app).option("txnVersion", txn.version).save(
+                self.path(name)
+            )
+
     def merge_small(
         self,
         name: str,

@@ -10,12 +10,19 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
 2. The signature matrix (Alg. 3) is built on the driver from the signatures (small by construction:
    p·m bits per column) and shipped to the tasks; the IND-Proposer (Alg. 4-6 with the indexed
    bit-vectors of §4.5) runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the
-   filters of Alg. 10.
-3. The IND-Validator (Alg. 7) checks every candidate exactly: between two small columns on the driver,
-   on their kept value hashes (``inds.containment``); otherwise distributed, the dependent column's value
-   hashes joined with the candidate and anti-joined with the referenced column's, a candidate with no
-   value left over being valid (the same joins in Arrow on the driver where the value sets read are at most
-   ``scan.driver_state_bytes``). Then the coverage filter of Alg. 11.
+   filters of Alg. 10; the same task drops what needs no value set read: a dependent with more values
+   than its referenced column, the sized signatures' finer check (``inds.sized``), and a candidate
+   between two small columns checked on their kept value hashes (``inds.containment``).
+3. The IND-Validator (Alg. 7) checks every candidate left exactly against the stored value sets: the
+   dependent column's value hashes joined with the candidate and anti-joined with the referenced column's,
+   a candidate with no value left over being valid. Then the coverage filter of Alg. 11.
+
+Where it runs, decided once per run: a lake of small real tables has millions of candidates and INDs,
+so unless the pairs with a changed column are few (``spark.placement.DRIVER_MAX_PAIRS``) the candidates
+stay in the executors (a DataFrame of column ids), are validated there, named by a broadcast join of one
+row per column, compared with the stored INDs and written by Spark (``relationships``); the driver holds
+one row per column. A small lake runs the same task body in this process, and its anti-join in Arrow
+where the value sets read are at most ``scan.driver_state_bytes``.
 
 What a batch changes. An IND's validity, its distinct counts and its filters depend on its two columns'
 value sets only. So a discovery after some batches reuses the last result and the kept inputs, both
@@ -41,6 +48,7 @@ from the tables instead would cost a read of every table per run, which this ste
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Iterator
@@ -50,12 +58,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
-from lakemeta.catalog.relationships import replace_relationships, touching
+from lakemeta.catalog.relationships import (
+    replace_relationships,
+    replace_relationships_in_executors,
+    touching,
+)
 from lakemeta.catalog.store import of_tables
 from lakemeta.config import Config, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
@@ -68,6 +81,7 @@ from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_changed, p
 from lakemeta.inds.sized import may_be_contained
 from lakemeta.lake.tables import is_plain_type_name
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
+from lakemeta.spark.placement import MapBody, pairs_on_driver
 from lakemeta.storage import Location
 from lakemeta.values.state import ColumnValues
 
@@ -85,17 +99,32 @@ class ManyRun:
     """What one discovery found and what it cost: the valid INDs after the filters (``RESULTS``'s
     schema, sorted by pair), the inputs of every column, the counts of each stage and its wall time."""
 
-    result: pa.Table
+    result: pa.Table | DataFrame
     inputs: ColumnInputs
     changed_tables: set[str] | None  # the tables whose inputs were computed again; None: every table's
     kept: KeptInputs | None  # the kept inputs reused (None: none were)
     n_tables: int
     n_candidates: int  # proposed by the matrix (Alg. 4-6)
     n_checked: int  # left for the validator by the size rule and the sized signatures
-    n_validated_on_driver: int  # candidates between two small columns (``inds.containment``)
+    n_validated_on_driver: int  # candidates between two small columns, on their kept hashes (``containment``)
     n_valid: int
     stage_seconds: dict[str, float]
     last_result: pa.Table | None  # the stored result this one reused in part (None: nothing reused)
+    on_driver: bool = True  # where it ran: ``result`` is an Arrow table of every IND, else a DataFrame of
+    # the INDs with a changed column (all when ``changed_tables`` is None)
+    persisted: list[DataFrame] = dataclasses.field(default_factory=list)  # what the executors keep for it
+
+    def release(self) -> None:
+        """Drop what the executors keep for ``result`` (after it is written)."""
+        for frame in self.persisted:
+            frame.unpersist()
+
+    def table(self) -> pa.Table:
+        """``result`` as an Arrow table sorted by pair (for tests and benchmarks: the step never collects
+        the executors' rows)."""
+        rows = self.result if isinstance(self.result, pa.Table) else self.result.toArrow()
+        self.release()
+        return rows.sort_by([(name, "ascending") for name in PAIR])
 
     @property
     def n_changed_tables(self) -> int:
@@ -167,21 +196,62 @@ def _inputs(
     return ColumnInputs.from_arrow(combined.take(pa.array(rows)), config.params)
 
 
-def _propose(
-    spark: SparkSession, inputs: ColumnInputs, config: ManyConfig, changed: np.ndarray | None
-) -> np.ndarray:
-    """Step 2: candidates (dep, ref) from the matrix, one task per column range (Alg. 8-10);
-    with ``changed`` (a column mask) only the pairs with a changed column on either side."""
+# What a candidate task returns: the candidates left after the cheap checks, by column id, ``checked``
+# where their kept value hashes validated them already (valid), else to be validated against the stored
+# value sets; and one row (dep = -1) with the task's counts.
+_FOUND = pa.schema(
+    [
+        ("dep", pa.int64()),
+        ("ref", pa.int64()),
+        ("checked", pa.bool_()),
+        ("proposed", pa.int64()),
+        ("possible", pa.int64()),
+        ("on_hashes", pa.int64()),
+    ]
+)
+
+
+def _checked(inputs: ColumnInputs, config: ManyConfig, candidates: np.ndarray) -> pa.RecordBatch:
+    """The candidates (dep, ref) that may be INDs after the checks that read no value set, as ``_FOUND``
+    rows. Beyond Alg. 7: a dependent column with more distinct values than its referenced one cannot be
+    included in it (Bloom signatures of large columns fill up and propose both directions of such pairs;
+    the larger dependent side is the costliest to validate, and it is left out unread); then the
+    signatures sized to their columns rule out most of the rest (``inds.sized``); then a candidate
+    between two columns whose value hashes are kept is validated on them (``containment``)."""
+    possible = inputs.set_sizes[candidates[:, 0]] <= inputs.set_sizes[candidates[:, 1]]
+    possible[possible] = _finer_check(inputs, candidates[possible], config)
+    left = candidates[possible]
+    offsets, hashes, kept = inputs.hash_rows
+    on_hashes = kept[left[:, 0]] & kept[left[:, 1]]
+    valid = contained(left[on_hashes, 0], left[on_hashes, 1], offsets, hashes)
+    keep = ~on_hashes
+    keep[on_hashes] = valid
+    found = left[keep]
+    counts = [len(candidates), int(possible.sum()), int(on_hashes.sum())]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(np.append(found[:, 0], -1), pa.int64()),
+            pa.array(np.append(found[:, 1], -1), pa.int64()),
+            pa.array(np.append(on_hashes[keep], False), pa.bool_()),
+            *(pa.array(np.append(np.zeros(len(found), np.int64), n), pa.int64()) for n in counts),
+        ],
+        schema=_FOUND,
+    )
+
+
+def _candidate_tasks(
+    inputs: ColumnInputs, config: ManyConfig, changed: np.ndarray | None, n_tasks: int
+) -> tuple[int, MapBody]:
+    """Step 2 and the cheap checks as a ``mapInArrow`` body over task numbers (Alg. 8-10): task i proposes
+    the candidates of its column range from the matrix and returns what ``_checked`` leaves of them; with
+    ``changed`` (a column mask) only the pairs with a changed column on a side: dep2refs over the changed
+    columns, and ref2deps over them for the dependents that did not change (the others are dep2refs'), so
+    every pair is proposed once. Returns the number of tasks and the body; the matrix and the inputs
+    travel with it (one row or a signature per column: small by construction)."""
     n_columns = len(inputs.column_names)
-    if changed is not None and not changed.any():
-        return np.zeros((0, 2), np.int64)  # nothing changed: every pair's answer is kept
-    signatures = inputs.base_signatures(config.params)
     filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
-    if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
-        # A few changed columns: tested against every signature on the driver, without the matrix.
-        return propose_changed(signatures, changed, filtered_cols, filtered_refs, inputs.set_sizes)
-    matrix = SignatureMatrix.from_signatures(signatures, config.params)
-    ranges = column_ranges(n_columns, max(1, min(n_columns, 2 * default_parallelism(spark))))
+    matrix = SignatureMatrix.from_signatures(inputs.base_signatures(config.params), config.params)
+    ranges = column_ranges(n_columns, max(1, min(n_columns, n_tasks)))
     strategies = (config.strategy,) if changed is None else STRATEGIES
 
     def propose(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -192,17 +262,11 @@ def _propose(
                     found = propose_range(
                         matrix, lo, hi, strategy, config.indexed, filtered_cols, filtered_refs, changed
                     )
-                    yield pa.RecordBatch.from_arrays(
-                        [pa.array(np.ascontiguousarray(found[:, side])) for side in (0, 1)], ["dep", "ref"]
-                    )
+                    if changed is not None and strategy == "ref2deps":
+                        found = found[~changed[found[:, 0]]]
+                    yield _checked(inputs, config, found)
 
-    # One column range per task, the matrix shipped with the function (Spark broadcasts a large one).
-    # The candidate pairs (two integers each) are small by construction next to the values they are
-    # checked against: the tasks return them, the driver validates or joins them.
-    proposed = spark.range(0, len(ranges), 1, len(ranges)).mapInArrow(propose, "dep long, ref long").toArrow()
-    candidates = np.column_stack([proposed["dep"].to_numpy(), proposed["ref"].to_numpy()]).astype(np.int64)
-    # a pair of two changed columns is proposed by both strategies
-    return np.unique(candidates, axis=0) if changed is not None else candidates
+    return len(ranges), propose
 
 
 def _finer_check(inputs: ColumnInputs, candidates: np.ndarray, config: ManyConfig) -> np.ndarray:
@@ -221,38 +285,34 @@ def _finer_check(inputs: ColumnInputs, candidates: np.ndarray, config: ManyConfi
     )
 
 
-def _validate(
-    catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray, driver_state_bytes: int
-) -> tuple[np.ndarray, int]:
-    """Step 3, Alg. 7: whether each candidate's dependent values all occur in its referenced column; and
-    how many candidates the driver checked on kept hashes. A candidate between two columns whose value
-    hashes are kept is checked on the driver (``containment.contained``), the others against the stored
-    value sets (``_validate_stored``)."""
-    offsets, hashes, kept = inputs.hash_rows
-    on_driver = kept[candidates[:, 0]] & kept[candidates[:, 1]]
-    valid = np.zeros(len(candidates), dtype=bool)
-    valid[on_driver] = contained(candidates[on_driver, 0], candidates[on_driver, 1], offsets, hashes)
-    valid[~on_driver] = _validate_stored(catalog, inputs, candidates[~on_driver], driver_state_bytes)
-    return valid, int(on_driver.sum())
+def _found_on_driver(inputs: ColumnInputs, config: ManyConfig, changed: np.ndarray | None) -> pa.Table:
+    """``_FOUND`` rows of every candidate, in this process: for a few changed columns from one pass of
+    subset tests over the signatures (``proposer.propose_changed``), otherwise the tasks' body over every
+    column range."""
+    if changed is not None and not changed.any():
+        return _FOUND.empty_table()  # nothing changed: every pair's answer is kept
+    if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
+        n_columns = len(inputs.column_names)
+        filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
+        signatures = inputs.base_signatures(config.params)
+        proposed = propose_changed(signatures, changed, filtered_cols, filtered_refs, inputs.set_sizes)
+        return pa.Table.from_batches([_checked(inputs, config, proposed)])
+    n_tasks, body = _candidate_tasks(inputs, config, changed, 1)
+    return pa.Table.from_batches(
+        body(iter([pa.record_batch([pa.array(range(n_tasks), pa.int64())], ["id"])]))
+    )
 
 
 def _validate_stored(
     catalog: Catalog, inputs: ColumnInputs, candidates: np.ndarray, driver_state_bytes: int
 ) -> np.ndarray:
     """Alg. 7 over the stored value sets: the dependent value hashes anti-joined with the referenced ones;
-    none left over means valid. Distributed; or, where the value sets of the candidates' tables are at
-    most ``driver_state_bytes`` in all, the same joins in Arrow on the driver: a Spark anti-join costs a
-    small lake's run a dozen jobs for a few thousand hashes."""
+    none left over means valid. In Arrow on the driver where the value sets of the candidates' tables are
+    at most ``driver_state_bytes`` in all (a Spark anti-join costs a small lake's run a dozen jobs for a
+    few thousand hashes), else by Spark."""
     if not len(candidates):
         return np.zeros(0, dtype=bool)
-    involved = np.unique(candidates)
-    ids = pa.table(
-        {
-            "table_name": inputs.table_names.take(pa.array(involved)),
-            "column_name": inputs.column_names.take(pa.array(involved)),
-            "column_id": pa.array(involved, pa.int64()),
-        }
-    )
+    ids = _ids(inputs, np.unique(candidates))
     pairs = pa.table({"dep": candidates[:, 0], "ref": candidates[:, 1]})
     tables = sorted(set(ids["table_name"].to_pylist()))
     on_driver = catalog.reads_on_driver(ColumnValues.state_table(), tables, driver_state_bytes)
@@ -262,10 +322,25 @@ def _validate_stored(
         len(tables),
         "on the driver" if on_driver else "by Spark",
     )
-    invalid = (_invalid_on_driver if on_driver else _invalid_in_spark)(catalog, ids, pairs)
+    if on_driver:
+        invalid = _invalid_on_driver(catalog, ids, pairs)
+    else:
+        invalid = _invalid_in_spark(catalog, ids, arrow_frame(catalog.spark, pairs)).toArrow()
     n = max(int(candidates.max()) + 1, 1)
     invalid_keys = invalid["dep"].to_numpy() * n + invalid["ref"].to_numpy()
     return ~np.isin(candidates[:, 0] * n + candidates[:, 1], invalid_keys)
+
+
+def _ids(inputs: ColumnInputs, columns: np.ndarray) -> pa.Table:
+    """``columns`` (positions in ``inputs``) with their table and column names: one row per column."""
+    at = pa.array(columns, pa.int64())
+    return pa.table(
+        {
+            "table_name": inputs.table_names.take(at),
+            "column_name": inputs.column_names.take(at),
+            "column_id": at,
+        }
+    )
 
 
 def _invalid_on_driver(catalog: Catalog, ids: pa.Table, pairs: pa.Table) -> pa.Table:
@@ -283,8 +358,9 @@ def _invalid_on_driver(catalog: Catalog, ids: pa.Table, pairs: pa.Table) -> pa.T
     return missing.group_by(["dep", "ref"]).aggregate([])
 
 
-def _invalid_in_spark(catalog: Catalog, ids_table: pa.Table, pairs_table: pa.Table) -> pa.Table:
-    """``_invalid_on_driver``'s pairs, from an anti-join in Spark."""
+def _invalid_in_spark(catalog: Catalog, ids_table: pa.Table, pairs: DataFrame) -> DataFrame:
+    """``_invalid_on_driver``'s pairs, from an anti-join in the executors: ``pairs`` (dep, ref) a
+    DataFrame, ``ids_table`` every column of them (one row per column)."""
     spark = catalog.spark
     ids = arrow_frame(spark, ids_table)
     values = (
@@ -293,13 +369,11 @@ def _invalid_in_spark(catalog: Catalog, ids_table: pa.Table, pairs_table: pa.Tab
         .join(F.broadcast(ids), ["table_name", "column_name"])
         .select("column_id", "hash")
     )
-    pairs = arrow_frame(spark, pairs_table)
-    dependent = values.withColumnRenamed("column_id", "dep").join(pairs, "dep")
+    dependent = values.withColumnRenamed("column_id", "dep").join(pairs.select("dep", "ref"), "dep")
     # only the referenced columns' values take part in the shuffle of the anti-join
-    referencing = arrow_frame(spark, pa.table({"column_id": pc.unique(pairs_table["ref"])}))
-    referenced = values.join(F.broadcast(referencing), "column_id", "left_semi")
-    referenced = referenced.withColumnRenamed("column_id", "ref")
-    return dependent.join(referenced, ["ref", "hash"], "left_anti").select("dep", "ref").distinct().toArrow()
+    referencing = pairs.select(F.col("ref").alias("column_id")).distinct()
+    referenced = values.join(referencing, "column_id", "left_semi").withColumnRenamed("column_id", "ref")
+    return dependent.join(referenced, ["ref", "hash"], "left_anti").select("dep", "ref").distinct()
 
 
 def _result(inputs: ColumnInputs, deps: np.ndarray, refs: np.ndarray) -> pa.Table:
@@ -318,13 +392,120 @@ def _result(inputs: ColumnInputs, deps: np.ndarray, refs: np.ndarray) -> pa.Tabl
     )
 
 
+def _counts(found: pa.Table | list) -> tuple[int, int, int]:
+    """The tasks' counts (``_FOUND``'s count rows): proposed, left after the cheap checks, and validated
+    on kept hashes."""
+    if isinstance(found, pa.Table):
+        rows = found.filter(pc.less(found["dep"], 0))
+        return tuple(int(pc.sum(rows[name]).as_py() or 0) for name in ("proposed", "possible", "on_hashes"))
+    return tuple(int(value or 0) for value in found)
+
+
+def _on_driver(
+    catalog: Catalog,
+    inputs: ColumnInputs,
+    config: ManyConfig,
+    changed: np.ndarray | None,
+    driver_state_bytes: int,
+    stage_seconds: dict[str, float],
+) -> tuple[pa.Table, tuple[int, int, int], int]:
+    """The valid INDs with a changed column (all when ``changed`` is None), in this process: the rows of
+    ``RESULTS`` (sorted), the counts, and the valid INDs before the coverage filter; the stages' seconds
+    into ``stage_seconds``."""
+    started = time.perf_counter()
+    found = _found_on_driver(inputs, config, changed)
+    counts = _counts(found)
+    stage_seconds["candidates"] = time.perf_counter() - started
+    found = found.filter(pc.greater_equal(found["dep"], 0))
+    candidates = np.column_stack([found["dep"].to_numpy(), found["ref"].to_numpy()]).astype(np.int64)
+    valid = found["checked"].to_numpy(zero_copy_only=False).copy()
+    unchecked = ~valid
+    valid[unchecked] = _validate_stored(catalog, inputs, candidates[unchecked], driver_state_bytes)
+    deps, refs = candidates[valid, 0], candidates[valid, 1]
+    n_valid = len(deps)
+    if config.filters.low_coverage:
+        dropped = low_coverage(inputs.set_sizes[deps], inputs.set_sizes[refs], config.filters.tau)
+        deps, refs = deps[~dropped], refs[~dropped]
+    stage_seconds["validation"] = time.perf_counter() - started - stage_seconds["candidates"]
+    return _result(inputs, deps, refs), counts, n_valid
+
+
+def _in_executors(
+    catalog: Catalog,
+    inputs: ColumnInputs,
+    config: ManyConfig,
+    changed: np.ndarray | None,
+    stage_seconds: dict[str, float],
+) -> tuple[DataFrame, tuple[int, int, int], int, list[DataFrame]]:
+    """``_on_driver``'s rows as a DataFrame the executors hold (persisted: the caller releases the frames
+    it returns last once the rows are written): candidates proposed and checked in tasks, the rest
+    validated by an anti-join over the value sets, named by a broadcast join of one row per column; only
+    counts reach the driver."""
+    spark = catalog.spark
+    started = time.perf_counter()
+    n_tasks, body = _candidate_tasks(inputs, config, changed, 2 * default_parallelism(spark))
+    found = spark.range(0, n_tasks, 1, n_tasks).mapInArrow(body, from_arrow_schema(_FOUND)).persist()
+    persisted = [found]
+    try:
+        counts = _counts(
+            list(
+                found.where(F.col("dep") < 0)
+                .agg(*(F.sum(c) for c in ("proposed", "possible", "on_hashes")))
+                .first()
+            )
+        )
+        stage_seconds["candidates"] = time.perf_counter() - started
+        candidates = found.where(F.col("dep") >= 0)
+        unchecked = candidates.where(~F.col("checked")).select("dep", "ref")
+        # the columns the unchecked candidates read, one row per column (small by construction)
+        involved = (
+            unchecked.select(F.col("dep").alias("c")).union(unchecked.select("ref")).distinct().toArrow()
+        )
+        invalid = _invalid_in_spark(catalog, _ids(inputs, involved["c"].to_numpy()), unchecked)
+        valid = candidates.select("dep", "ref").join(invalid, ["dep", "ref"], "left_anti").persist()
+        persisted.append(valid)
+        n_valid = valid.count()
+        stage_seconds["validation"] = time.perf_counter() - started - stage_seconds["candidates"]
+        columns = F.broadcast(
+            arrow_frame(
+                spark,
+                _ids(inputs, np.arange(len(inputs.column_names))).append_column(
+                    "set_size", pa.array(inputs.set_sizes, pa.int64())
+                ),
+            )
+        )
+        rows = (
+            valid.join(columns.toDF("dep_table", "dep_column", "dep", "dep_distinct"), "dep")
+            .join(columns.toDF("ref_table", "ref_column", "ref", "ref_distinct"), "ref")
+            .withColumn(
+                "coverage",
+                F.when(F.col("ref_distinct") > 0, F.col("dep_distinct") / F.col("ref_distinct")).otherwise(
+                    1.0
+                ),
+            )
+        )
+        if config.filters.low_coverage:
+            rows = rows.where(F.col("coverage") >= config.filters.tau)
+        result = rows.select(*PAIR, "dep_distinct", "ref_distinct", "coverage")
+        return result, counts, n_valid, persisted
+    except BaseException:
+        for frame in persisted:
+            frame.unpersist()
+        raise
+
+
 def discover_inclusion_dependencies(
     catalog: Catalog, config: ManyConfig, incremental: bool = True, driver_state_bytes: int = 0
 ) -> ManyRun:
     """All valid unary INDs among the lake's columns (Alg. 8-11) from the value sets: inputs, candidates
     from the matrix, exact validation, the coverage filter. ``incremental``: reuse the kept
     inputs and the last result for what did not change, where they were computed with these settings.
-    ``driver_state_bytes``: the validation's bound on value sets read on the driver (``_validate_stored``)."""
+
+    Where it runs, decided once: the pairs with a changed column at most ``DRIVER_MAX_PAIRS`` and
+    ``driver_state_bytes`` above 0, in this process (the validation's reads of value sets there bounded by
+    ``driver_state_bytes``); otherwise the candidates and INDs are made, validated and written by the
+    executors, and the driver holds one row per column (``ManyRun.result`` a DataFrame): a lake of small
+    real tables has millions of INDs."""
     stage_seconds = {}
     started = time.perf_counter()
     columns = lake_columns(catalog)
@@ -338,47 +519,41 @@ def discover_inclusion_dependencies(
     inputs = _inputs(catalog, config, columns, kept, changed_tables or set())
     changed = None if changed_tables is None else of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
-    spark = catalog.spark
+    n_changed = len(table_names) if changed is None else int(changed.sum())
+    on_driver = driver_state_bytes > 0 and pairs_on_driver(len(table_names), n_changed)
     describe_jobs(
-        spark,
+        catalog.spark,
         f"Many: candidates among {len(table_names)} columns"
-        + ("" if changed is None else f" with one of {int(changed.sum())} changed columns"),
+        + ("" if changed is None else f" with one of {n_changed} changed columns"),
     )
-    candidates = _propose(spark, inputs, config, changed)
-    # Beyond Alg. 7: a dependent column with more distinct values than its referenced one cannot be
-    # included in it. Bloom signatures of large columns fill up and propose both directions of such
-    # pairs; the larger dependent side is the costliest to validate, and it is left out unread. Then the
-    # signatures sized to their columns rule out most of the rest before anything is read (``inds.sized``).
-    possible = inputs.set_sizes[candidates[:, 0]] <= inputs.set_sizes[candidates[:, 1]]
-    possible[possible] = _finer_check(inputs, candidates[possible], config)
-    stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
-    describe_jobs(spark, f"Many: validation of {int(possible.sum())} candidates ({len(candidates)} proposed)")
-    valid = np.zeros(len(candidates), dtype=bool)
-    valid[possible], n_on_driver = _validate(catalog, inputs, candidates[possible], driver_state_bytes)
-    stage_seconds["validation"] = time.perf_counter() - started - sum(stage_seconds.values())
-    deps, refs = candidates[valid, 0], candidates[valid, 1]
-    if config.filters.low_coverage:
-        dropped = low_coverage(inputs.set_sizes[deps], inputs.set_sizes[refs], config.filters.tau)
-        deps, refs = deps[~dropped], refs[~dropped]
-    found = _result(inputs, deps, refs)
-    last = None if changed_tables is None else catalog.read_small(RESULTS)
-    if last is not None:
+    persisted: list[DataFrame] = []
+    if on_driver:
+        found, counts, n_valid = _on_driver(
+            catalog, inputs, config, changed, driver_state_bytes, stage_seconds
+        )
+    else:
+        found, counts, n_valid, persisted = _in_executors(catalog, inputs, config, changed, stage_seconds)
+    last = None
+    if on_driver and changed_tables is not None:
+        last = catalog.read_small(RESULTS)
         unchanged = ~touching(last, RESULTS, changed_tables)
         kept_rows = last.select(found.column_names).filter(pa.array(unchanged)).cast(found.schema)
         found = pa.concat_tables([kept_rows, found])
-    result = found.sort_by([(name, "ascending") for name in PAIR])
+    result = found.sort_by([(name, "ascending") for name in PAIR]) if on_driver else found
     return ManyRun(
         result,
         inputs,
         changed_tables,
         kept,
         len(pc.unique(table_names)),
-        len(candidates),
-        int(possible.sum()),
-        n_on_driver,
-        int(valid.sum()),
+        counts[0],
+        counts[1],
+        counts[2],
+        n_valid,
         stage_seconds,
         last,
+        on_driver,
+        persisted,
     )
 
 
@@ -390,25 +565,43 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     many = many_config(config.inds)
     reflects = {"run": committed, "settings": settings_of(inds=many)}
     run = discover_inclusion_dependencies(catalog, many, driver_state_bytes=config.scan.driver_state_bytes)
+    n_kept = len(run.result) if run.on_driver else 0
     if run.changed_tables != set():
         # the inputs first: a result is reused only where the kept inputs were computed with its settings
         keep_inputs(catalog, run.inputs, run.changed_tables, run.kept, reflects)
-        replace_relationships(
-            catalog,
-            RESULTS,
-            run.result,
-            config.discovery_settings(),
-            committed,
-            reflects=reflects,
-            stored=run.last_result,
-            changed_tables=run.changed_tables,
-        )
+        if run.on_driver:
+            replace_relationships(
+                catalog,
+                RESULTS,
+                run.result,
+                config.discovery_settings(),
+                committed,
+                reflects=reflects,
+                stored=run.last_result,
+                changed_tables=run.changed_tables,
+            )
+        else:
+            describe_jobs(
+                catalog.spark, f"Many: {run.n_valid} INDs compared with the stored ones and written"
+            )
+            try:
+                n_kept = replace_relationships_in_executors(
+                    catalog,
+                    RESULTS,
+                    run.result,
+                    config.discovery_settings(),
+                    committed,
+                    reflects=reflects,
+                    changed_tables=run.changed_tables,
+                )
+            finally:
+                run.release()
     # else nothing changed since the kept inputs and result: both stand as they are, and what they
     # reflect still holds (no batch after the run they name)
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables (%d changed), %d columns, "
-        "%d candidates, %d validated (%d on the driver), %d valid, %d kept "
-        "(signatures %.1f s, candidates %.1f s, validation %.1f s)",
+        "%d candidates, %d validated (%d on kept value hashes), %d valid, %d written (%s; "
+        "signatures %.1f s, candidates %.1f s, validation %.1f s)",
         config.inds.m,
         config.inds.k,
         config.inds.p,
@@ -420,7 +613,8 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
         run.n_checked,
         run.n_validated_on_driver,
         run.n_valid,
-        len(run.result),
+        n_kept,
+        "on the driver" if run.on_driver else "in the executors",
         *run.stage_seconds.values(),
     )
-    return len(run.result)
+    return n_kept

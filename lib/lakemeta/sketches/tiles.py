@@ -95,6 +95,11 @@ class ValueSets:
         return ValueSets(offsets - offsets[0], hashes, held)
 
     @staticmethod
+    def none_held(n_columns: int) -> ValueSets:
+        """No value set held for any of ``n_columns`` columns: every pair to count is left pending."""
+        return ValueSets(np.zeros(n_columns + 1, np.int64), np.zeros(0, np.int64), np.zeros(n_columns, bool))
+
+    @staticmethod
     def concat(first: ValueSets, second: ValueSets) -> ValueSets:
         """The sets of ``first``'s columns, then ``second``'s."""
         offsets = np.concatenate([first.offsets[:-1], second.offsets + first.offsets[-1]])

@@ -139,13 +139,19 @@ def test_inclusion_dependencies_equal_brute_force(
         assert re.search(
             rf"Many: inputs of \d+ columns of \d+ tables \(\d+ distinct values\) {computed}", caplog.text
         )
-        checked = re.search(r"(\d+) candidates, (\d+) validated \((\d+) on the driver\)", caplog.text)
+        checked = re.search(
+            r"(\d+) candidates, (\d+) validated \((\d+) on kept value hashes\), \d+ valid, \d+ written "
+            r"\((on the driver|in the executors)",
+            caplog.text,
+        )
         assert checked, caplog.text
         proposed, validated, on_driver = int(checked[1]), int(checked[2]), int(checked[3])
         checks[inds] = proposed, validated
-        if validated > on_driver:
+        # no driver bound: the candidates are made, validated and written in the executors
+        assert checked[4] == ("in the executors" if by_spark else "on the driver"), caplog.text
+        if validated > on_driver and not by_spark:
             stored = re.search(r"validated against the value sets of \d+ tables (.+)$", caplog.text, re.M)
-            assert stored and stored[1] == ("by Spark" if by_spark else "on the driver"), caplog.text
+            assert stored and stored[1] == "on the driver", caplog.text
         if inds.driver_validation_values == 0:
             assert on_driver == 0
         elif inds.driver_validation_values == 2:

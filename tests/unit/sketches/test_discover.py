@@ -2,13 +2,22 @@
 through the register index carry the same z as comparing the two rows."""
 
 import numpy as np
+import pyarrow as pa
 
 from lakemeta.config import SketchConfig
 from lakemeta.sketches.bml import EXACT_MARGINAL, estimate_inclusion
 from lakemeta.sketches.discover import column_facts, compatible, type_family
 from lakemeta.sketches.dominance import RegisterIndex
 from lakemeta.sketches.hll import counter_delta, estimate_cardinality, registers
-from lakemeta.sketches.tiles import assign_blocks, estimate_tile, tile_index
+from lakemeta.sketches.tiles import (
+    ESTIMATED,
+    EXACT,
+    PENDING,
+    ValueSets,
+    assign_blocks,
+    estimate_tile,
+    tile_index,
+)
 
 P = 10
 
@@ -89,42 +98,65 @@ def test_the_register_index_finds_every_pair_with_a_dominated_register_and_no_ot
 
 
 def test_tiles_of_any_size_give_every_pair_once_and_the_same_estimates() -> None:
-    # 60 columns of 1 to 40,000 values from shared pools in 20 tables; some exact counts known, so that
-    # both the counted and the jointly estimated paths are taken
+    # 60 columns of 1 to 40,000 values from two shared pools in 20 tables; the value sets of the columns of
+    # at most 500 values held by the tiles, so that the counted (in the tile, and pending for a join) and
+    # the jointly estimated paths are all taken
     rng = np.random.default_rng(7)
     pools = [rng.integers(0, 2**64, 40_000, dtype=np.uint64) for _ in range(2)]
     sizes = np.rint(10 ** rng.uniform(0, 4.6, 60)).astype(int)
     regs = np.stack([registers(counter_delta(pools[i % 2][: sizes[i]], p=P)) for i in range(60)])
-    n_distinct = np.where(sizes <= 500, sizes, 0)
     facts = column_facts(
         np.array([f"t{i % 20}" for i in range(60)], object),
         ["numeric"] * 60,
         estimate_cardinality(regs),
-        n_distinct,
+        sizes,
     )
     config = SketchConfig(precision=P, exact_max_distinct=500)
+    held = pa.array(
+        [np.sort(pools[i % 2][: sizes[i]].view(np.int64)) if sizes[i] <= 500 else None for i in range(60)],
+        pa.list_(pa.int64()),
+    )
+
+    def sets(columns: np.ndarray) -> ValueSets:
+        return ValueSets.of_lists(held.take(pa.array(columns)))
 
     def by_pair(tiles: list) -> dict:
         rows = {}
         for tile in tiles:
-            for row in zip(tile.dep, tile.ref, tile.estimate, tile.error_bound, tile.counted, strict=True):
+            for row in zip(tile.dep, tile.ref, tile.estimate, tile.error_bound, tile.status, strict=True):
                 assert row[:2] not in rows  # each pair in one tile only
                 rows[row[:2]] = row[2:]
         return rows
 
-    whole = estimate_tile(np.arange(60), regs, None, None, facts, config)
+    everything = np.arange(60)
+    whole = estimate_tile(everything, regs, sets(everything), None, None, None, facts, config)
     filled = (regs > 0).sum(axis=1)
     block = assign_blocks(filled, P, tile_bytes=8 * (1 << P))
     n_blocks = block.max() + 1
     assert n_blocks >= 5 and np.all(np.diff(block) >= 0)
     members = [np.flatnonzero(block == b) for b in range(n_blocks)]
     tiles = [
-        estimate_tile(a, regs[a], None if i == j else b, None if i == j else regs[b], facts, config)
+        estimate_tile(
+            a,
+            regs[a],
+            sets(a),
+            None if i == j else b,
+            None if i == j else regs[b],
+            None if i == j else sets(b),
+            facts,
+            config,
+        )
         for i, a in enumerate(members)
         for j, b in enumerate(members)
     ]
     assert sum(t.examined for t in tiles) == whole.examined > 0
     expected, got = by_pair([whole]), by_pair(tiles)
     assert got == expected
-    assert any(counted for *_, counted in expected.values())
-    assert not all(counted for *_, counted in expected.values())
+    assert {EXACT, ESTIMATED, PENDING} <= {status for *_, status in expected.values()}
+    # counted in the tile: two small columns of one pool share the smaller's values, of two pools none
+    for (x, y), (estimate, bound, status) in expected.items():
+        if status == EXACT:
+            shared = min(sizes[x], sizes[y]) if x % 2 == y % 2 else 0
+            assert estimate == shared / sizes[x] and bound == 0.0
+        if status == PENDING:
+            assert min(sizes[x], sizes[y]) <= 500 < max(sizes[x], sizes[y])
