@@ -78,8 +78,10 @@ DRIVER_MAX_TABLES = 200
 # Beyond this many column pairs a discovery step makes its pairs in the executors whatever the bytes it
 # reads: a lake of small real tables is small in bytes (a few MiB of state) yet has tens of millions of
 # overlapping column pairs, which no driver should hold. A bound on the pairs a step may consider, known
-# before it runs (columns x changed columns), keeps what the driver holds to about this many rows.
-DRIVER_MAX_PAIRS = 1 << 20
+# before it runs (columns x changed columns), keeps what the driver holds below this many rows (a few
+# hundred MiB at worst, where every pair considered were kept). Below it the driver is faster: a Spark
+# pass costs seconds of jobs and Python workers whatever the pairs (bench/dense_lakes.py).
+DRIVER_MAX_PAIRS = 1 << 22
 
 
 def pairs_on_driver(n_columns: int, n_changed_columns: int) -> bool:
