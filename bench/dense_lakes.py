@@ -21,6 +21,12 @@ step the row counts of the catalog's result tables, from the Parquet footers (th
 whole). Then 10 tables change (``change_dense_tables``: 5 get rows appended, 5 lose rows) and the steps run
 again.
 
+The baseline (``--placement-baseline``), in the same run after the first run's ``inclusion_dependencies``:
+the inclusion estimates and Many from scratch (nothing written), once placed as configured and once with
+every pair on the driver, as the steps ran before their pairs moved to the executors (no driver bound on
+bytes or pairs); seconds, peaks and the ratios, baseline over configured. A baseline the memory guard
+stops ends the run there, as any step the guard stops.
+
 The memory guard (``--memory-limit-gb``, all processes together): when it fires, the step is recorded
 ``exceeded`` with its peaks so far, the results file is written and the process ends with exit code 2.
 The results file is also written after every step, so a process killed from outside keeps what it measured.
@@ -28,6 +34,7 @@ Each run updates its label's entry of ``bench/results/dense_lakes.json`` and kee
 
     .venv/bin/python bench/dense_lakes.py [--tables 2000] [--seed 0] [--set SECTION.KEY=VALUE ...]
         [--memory-limit-gb 14] [--label dense_2000] [--fresh] [--pair-columns 20000] [--no-warm-up]
+        [--placement-baseline]
 """
 
 from __future__ import annotations
@@ -56,8 +63,11 @@ from memory import PEAK_KEYS, Measurement, MemoryLimitExceededError, MemorySampl
 import lakemeta.demo.dense as dense
 from lakemeta.config import Config, add_settings_argument, load_config, parse_settings
 from lakemeta.hashing import canonical
+from lakemeta.inds.config import many_config
+from lakemeta.inds.discover import discover_inclusion_dependencies
 from lakemeta.pipeline import Pipeline
 from lakemeta.registry import DISCOVERY_STEPS
+from lakemeta.sketches.discover import estimate_inclusions
 from lakemeta.spark import get_session
 from lakemeta.storage import Location
 
@@ -245,6 +255,7 @@ class StepRunner:
         self.catalog = Path()
         self.records: dict[str, dict] = {}  # by the sampler's label of the step
         self.run_name = ""
+        self.placement_baseline = False  # measure the steps' placement against the driver's, once
 
     def on_exceeded(self, measurement: Measurement | None) -> None:
         """From the sampler's thread: the open step as measured so far, and the results file written."""
@@ -315,7 +326,50 @@ class StepRunner:
                         lambda ran: {"ran": ran},
                         counts=True,
                     )
+                    if each.name == "inclusion_dependencies" and self.placement_baseline:
+                        self.placement_baseline = False
+                        into["placement_baseline"] = self.against_driver(pipeline)
         into["total_s"] = round(sum(record["seconds"] for record in steps.values()), 1)
+
+    def against_driver(self, pipeline: Pipeline) -> dict:
+        """The inclusion estimates and Many from scratch (nothing written), placed as configured and with
+        every pair on the driver (the steps before their pairs moved to the executors); each measured as a
+        step, with the ratios baseline / configured."""
+        catalog, config = pipeline.catalog, pipeline.config
+        unbounded = 1 << 62
+        many = many_config(config.inds)
+
+        def estimates(driver_bytes: int, driver_pairs: int) -> dict:
+            with catalog.using_state("benchmark"):
+                run = estimate_inclusions(catalog, config.sketches, False, driver_bytes, driver_pairs)
+                rows = len(run.rows) if run.on_driver else run.rows.count()
+                run.release()
+            return {"rows": rows, "on_driver": run.on_driver}
+
+        def inds(driver_bytes: int, driver_pairs: int) -> dict:
+            with catalog.using_state("benchmark"):
+                run = discover_inclusion_dependencies(catalog, many, False, driver_bytes, driver_pairs)
+                rows = len(run.result) if run.on_driver else run.result.count()
+                run.release()
+            return {"rows": rows, "on_driver": run.on_driver}
+
+        scan = config.scan
+        steps: dict[str, dict] = {}
+        measured = {"steps": steps}
+        for name, measure in (("inclusion_estimates", estimates), ("inclusion_dependencies", inds)):
+            for placement, bounds in (
+                ("configured", (scan.driver_state_bytes, scan.driver_max_pairs)),
+                ("on the driver", (unbounded, unbounded)),
+            ):
+                self.step(
+                    steps, f"{name} {placement}", lambda m=measure, b=bounds: m(*b), lambda found: found
+                )
+            configured, driver = steps[f"{name} configured"], steps[f"{name} on the driver"]
+            measured[name] = {
+                key: round(driver[key] / configured[key], 2) if configured[key] else None
+                for key in ("seconds", "driver_mb")
+            }
+        return measured
 
 
 def peaks_of(*runs: dict) -> dict[str, float]:
@@ -355,6 +409,11 @@ def main() -> None:
         help="count overlapping column pairs exactly up to this many columns, on a sample beyond",
     )
     parser.add_argument("--no-warm-up", action="store_true")
+    parser.add_argument(
+        "--placement-baseline",
+        action="store_true",
+        help="measure the inclusion estimates and Many placed as configured against all on the driver",
+    )
     args = parser.parse_args()
     label = args.label or f"dense_{args.tables}"
     overrides = parse_settings(args.settings)  # the CLI's --set, read the same way
@@ -397,6 +456,7 @@ def main() -> None:
                 Pipeline(spark, config_for(warm / "lake", warm / "catalog")), "warm_up", entry["warm_up"]
             )
             runner.records.clear()
+        runner.placement_baseline = args.placement_baseline
         working_copy(lake, run_lake)
         shutil.rmtree(catalog, ignore_errors=True)
         pipeline = Pipeline(spark, config_for(run_lake, catalog))

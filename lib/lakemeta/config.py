@@ -208,12 +208,21 @@ class ScanConfig:
     # batch's tables are each at most this many bytes merges its delta on the driver
     # (``StateComponent.update``) rather than by a Spark MERGE; 0 sends everything through Spark.
     driver_state_bytes: int = 16 << 20
+    # The column pairs a discovery step may consider on the driver (``spark.placement.pairs_on_driver``:
+    # the ordered pairs with a changed column, known before it runs); beyond them its pairs are made and
+    # written by the executors whatever the bytes it reads. A lake of small real tables is small in bytes
+    # yet has tens of millions of overlapping column pairs, which no driver should hold; below the bound a
+    # step keeps at most this many rows (a few hundred MiB where every pair considered were kept) and is
+    # faster on the driver, as a Spark pass costs seconds of jobs and Python workers whatever its size.
+    driver_max_pairs: int = 1 << 22
 
     def __post_init__(self) -> None:
         if self.max_task_rows < 1:
             raise ValueError(f"scan.max_task_rows must be positive, got {self.max_task_rows}")
         if self.driver_state_bytes < 0:
             raise ValueError(f"scan.driver_state_bytes must not be negative, got {self.driver_state_bytes}")
+        if self.driver_max_pairs < 0:
+            raise ValueError(f"scan.driver_max_pairs must not be negative, got {self.driver_max_pairs}")
 
 
 @dataclasses.dataclass(frozen=True)

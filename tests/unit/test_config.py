@@ -46,10 +46,11 @@ def test_settings_override_the_file_and_keep_their_types(tmp_path: Path):
 
 
 @pytest.mark.parametrize(
-    "setting", ["fks.inclusion_threshold", "=3", "fks.nope=1", "fks.inclusion_threshold=2"]
+    "setting",
+    ["fks.inclusion_threshold", "=3", "fks.nope=1", "fks.inclusion_threshold=2", "scan.driver_max_pairs=-1"],
 )
 def test_bad_settings_are_named(setting: str):
-    with pytest.raises(ValueError, match=r"KEY=VALUE|nope|inclusion_threshold"):
+    with pytest.raises(ValueError, match=r"KEY=VALUE|nope|inclusion_threshold|driver_max_pairs"):
         load_config(parse_settings([setting]), environ={})
 
 

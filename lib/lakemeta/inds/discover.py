@@ -18,7 +18,7 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
    a candidate with no value left over being valid. Then the coverage filter of Alg. 11.
 
 Where it runs, decided once per run: a lake of small real tables has millions of candidates and INDs,
-so unless the pairs with a changed column are few (``spark.placement.DRIVER_MAX_PAIRS``) the candidates
+so unless the pairs with a changed column are few (``scan.driver_max_pairs``) the candidates
 stay in the executors (a DataFrame of column ids), are validated there, named by a broadcast join of one
 row per column, compared with the stored INDs and written by Spark (``relationships``); the driver holds
 one row per column. A small lake runs the same task body in this process, and its anti-join in Arrow
@@ -70,7 +70,7 @@ from lakemeta.catalog.relationships import (
     touching,
 )
 from lakemeta.catalog.store import of_tables
-from lakemeta.config import Config, settings_of
+from lakemeta.config import Config, ScanConfig, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.containment import contained
@@ -495,13 +495,17 @@ def _in_executors(
 
 
 def discover_inclusion_dependencies(
-    catalog: Catalog, config: ManyConfig, incremental: bool = True, driver_state_bytes: int = 0
+    catalog: Catalog,
+    config: ManyConfig,
+    incremental: bool = True,
+    driver_state_bytes: int = 0,
+    driver_max_pairs: int = ScanConfig.driver_max_pairs,
 ) -> ManyRun:
     """All valid unary INDs among the lake's columns (Alg. 8-11) from the value sets: inputs, candidates
     from the matrix, exact validation, the coverage filter. ``incremental``: reuse the kept
     inputs and the last result for what did not change, where they were computed with these settings.
 
-    Where it runs, decided once: the pairs with a changed column at most ``DRIVER_MAX_PAIRS`` and
+    Where it runs, decided once: the pairs with a changed column at most ``driver_max_pairs`` and
     ``driver_state_bytes`` above 0, in this process (the validation's reads of value sets there bounded by
     ``driver_state_bytes``); otherwise the candidates and INDs are made, validated and written by the
     executors, and the driver holds one row per column (``ManyRun.result`` a DataFrame): a lake of small
@@ -520,7 +524,7 @@ def discover_inclusion_dependencies(
     changed = None if changed_tables is None else of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
     n_changed = len(table_names) if changed is None else int(changed.sum())
-    on_driver = driver_state_bytes > 0 and pairs_on_driver(len(table_names), n_changed)
+    on_driver = driver_state_bytes > 0 and pairs_on_driver(len(table_names), n_changed, driver_max_pairs)
     describe_jobs(
         catalog.spark,
         f"Many: candidates among {len(table_names)} columns"
@@ -564,7 +568,12 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     columns of tables changed since the last discovery. Returns the number of INDs kept."""
     many = many_config(config.inds)
     reflects = {"run": committed, "settings": settings_of(inds=many)}
-    run = discover_inclusion_dependencies(catalog, many, driver_state_bytes=config.scan.driver_state_bytes)
+    run = discover_inclusion_dependencies(
+        catalog,
+        many,
+        driver_state_bytes=config.scan.driver_state_bytes,
+        driver_max_pairs=config.scan.driver_max_pairs,
+    )
     n_kept = len(run.result) if run.on_driver else 0
     if run.changed_tables != set():
         # the inputs first: a result is reused only where the kept inputs were computed with its settings

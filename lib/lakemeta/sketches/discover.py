@@ -32,7 +32,7 @@ state, so a retried run writes the same rows). ``run_step`` runs it as the disco
 
 Where it runs. The driver holds one row per column (names, types, cardinalities, blocks), never a pair:
 in a lake of small real tables millions of pairs reach the floor. One decision per run (``on_driver``):
-where the pairs with a changed column are at most ``spark.placement.DRIVER_MAX_PAIRS`` and the HLL
+where the pairs with a changed column are at most ``scan.driver_max_pairs`` and the HLL
 counters and the value sets are each at most ``scan.driver_state_bytes``, the tiles run in this process
 over Arrow tables read with delta-rs (a Spark pass costs a one-table batch about 13 jobs whatever the
 lake's size); otherwise they run in the executors, and the pairs they find are named, counted where
@@ -64,7 +64,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.store import is_in, is_in_sql, of_tables
-from lakemeta.config import Config, SketchConfig, settings_of
+from lakemeta.config import Config, ScanConfig, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.state import HllCounters, column_sketches, counter_sketches, register_matrix
 from lakemeta.sketches.tiles import (
@@ -314,7 +314,11 @@ class InclusionRun:
 
 
 def estimate_inclusions(
-    catalog: Catalog, config: SketchConfig, incremental: bool = True, driver_state_bytes: int = 0
+    catalog: Catalog,
+    config: SketchConfig,
+    incremental: bool = True,
+    driver_state_bytes: int = 0,
+    driver_max_pairs: int = ScanConfig.driver_max_pairs,
 ) -> InclusionRun:
     """The rows of ``inclusion_estimates`` for every candidate pair: the pairs that reach the floor or
     may reach it:
@@ -330,7 +334,8 @@ def estimate_inclusions(
 
     ``incremental``: where the stored estimates were written with these settings, only the pairs with a
     column of a table changed since are computed (a pair's estimate depends on its two columns alone); the
-    others' stored rows stand. ``driver_state_bytes``: the placement bound (module docstring)."""
+    others' stored rows stand. ``driver_state_bytes``, ``driver_max_pairs``: the placement's bounds
+    (module docstring)."""
     spark = catalog.spark
     counts = PairCounts()
     changed_tables = changed_since(catalog, [TARGET], settings_of(sketches=config)) if incremental else None
@@ -340,7 +345,7 @@ def estimate_inclusions(
     n_changed_columns = (
         len(listed) if changed_tables is None else int(of_tables(listed, changed_tables).sum())
     )
-    on_driver = pairs_on_driver(len(listed), n_changed_columns) and all(
+    on_driver = pairs_on_driver(len(listed), n_changed_columns, driver_max_pairs) and all(
         catalog.reads_on_driver(name, None, driver_state_bytes)
         for name in (HllCounters.state_table(), ColumnValues.state_table())
     )
@@ -576,7 +581,12 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     table's content (or its rows of the changed tables) in one commit, which records the run and settings
     they reflect; with no table changed nothing is written."""
     reflects = {"run": committed, "settings": settings_of(sketches=config.sketches)}
-    run = estimate_inclusions(catalog, config.sketches, driver_state_bytes=config.scan.driver_state_bytes)
+    run = estimate_inclusions(
+        catalog,
+        config.sketches,
+        driver_state_bytes=config.scan.driver_state_bytes,
+        driver_max_pairs=config.scan.driver_max_pairs,
+    )
     if run.changed_tables == set():
         return run.counts
     replaced = run.replaced()

@@ -75,20 +75,11 @@ def map_tasks(
 DRIVER_MAX_TABLES = 200
 
 
-# Beyond this many column pairs a discovery step makes its pairs in the executors whatever the bytes it
-# reads: a lake of small real tables is small in bytes (a few MiB of state) yet has tens of millions of
-# overlapping column pairs, which no driver should hold. A bound on the pairs a step may consider, known
-# before it runs (columns x changed columns), keeps what the driver holds below this many rows (a few
-# hundred MiB at worst, where every pair considered were kept). Below it the driver is faster: a Spark
-# pass costs seconds of jobs and Python workers whatever the pairs (bench/dense_lakes.py).
-DRIVER_MAX_PAIRS = 1 << 22
-
-
-def pairs_on_driver(n_columns: int, n_changed_columns: int) -> bool:
-    """Whether a step over the ordered pairs of ``n_columns`` columns with at least one of
-    ``n_changed_columns`` changed columns on a side may hold them on the driver: at most
-    ``DRIVER_MAX_PAIRS`` such pairs."""
-    return 2 * n_columns * n_changed_columns <= DRIVER_MAX_PAIRS
+def pairs_on_driver(n_columns: int, n_changed_columns: int, max_pairs: int) -> bool:
+    """Whether a discovery step over the ordered pairs of ``n_columns`` columns with one of
+    ``n_changed_columns`` changed columns on a side may make them on the driver: at most ``max_pairs``
+    (``scan.driver_max_pairs``) such pairs, a bound known before it runs."""
+    return 2 * n_columns * n_changed_columns <= max_pairs
 
 
 def reads_tables_on_driver(snapshot_bytes: Sequence[int | None], driver_state_bytes: int) -> bool:
