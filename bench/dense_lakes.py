@@ -24,7 +24,7 @@ again.
 The baseline (``--placement-baseline``), in the same run after the first run's ``inclusion_dependencies``:
 the inclusion estimates and Many from scratch (nothing written), once placed as configured and once with
 every pair on the driver, as the steps ran before their pairs moved to the executors (no driver bound on
-bytes or pairs); seconds, peaks and the ratios, baseline over configured. A baseline the memory guard
+bytes or pairs); seconds, peaks, the driver's growth over the step and the ratios, baseline over configured. A baseline the memory guard
 stops ends the run there, as any step the guard stops.
 
 The memory guard (``--memory-limit-gb``, all processes together): when it fires, the step is recorded
@@ -356,18 +356,22 @@ class StepRunner:
         scan = config.scan
         steps: dict[str, dict] = {}
         measured = {"steps": steps}
-        for name, measure in (("inclusion_estimates", estimates), ("inclusion_dependencies", inds)):
-            for placement, bounds in (
-                ("configured", (scan.driver_state_bytes, scan.driver_max_pairs)),
-                ("on the driver", (unbounded, unbounded)),
-            ):
+        placements = (
+            ("configured", (scan.driver_state_bytes, scan.driver_max_pairs)),
+            ("on the driver", (unbounded, unbounded)),
+        )
+        named = (("inclusion_estimates", estimates), ("inclusion_dependencies", inds))
+        # the configured placement of both steps first: the driver's RSS keeps what the baselines freed
+        for placement, bounds in placements:
+            for name, measure in named:
                 self.step(
                     steps, f"{name} {placement}", lambda m=measure, b=bounds: m(*b), lambda found: found
                 )
+        for name, _ in named:
             configured, driver = steps[f"{name} configured"], steps[f"{name} on the driver"]
             measured[name] = {
                 key: round(driver[key] / configured[key], 2) if configured[key] else None
-                for key in ("seconds", "driver_mb")
+                for key in ("seconds", "driver_growth_mb")
             }
         return measured
 

@@ -57,14 +57,25 @@ class Measurement:
     seconds: float = 0.0
     peaks: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PEAK_KEYS, 0.0))
     exceeded: bool = False
+    # the driver's RSS at the interval's first sample: Python keeps what an earlier step freed, so a peak
+    # alone would charge a step with its predecessors' memory
+    driver_start_mb: float | None = None
 
     def update(self, sample: dict[str, float]) -> None:
+        if self.driver_start_mb is None:
+            self.driver_start_mb = round(sample["driver_mb"], 1)
         for key in PEAK_KEYS:
             self.peaks[key] = max(self.peaks[key], round(sample[key], 1))
 
     def record(self) -> dict:
         """As a results file holds it."""
-        return {"seconds": round(self.seconds, 2), **self.peaks, "exceeded": self.exceeded}
+        start = self.driver_start_mb if self.driver_start_mb is not None else self.peaks["driver_mb"]
+        return {
+            "seconds": round(self.seconds, 2),
+            **self.peaks,
+            "driver_growth_mb": round(self.peaks["driver_mb"] - start, 1),
+            "exceeded": self.exceeded,
+        }
 
 
 def _rss(process: psutil.Process) -> int:
