@@ -24,8 +24,8 @@ again.
 The baseline (``--placement-baseline``), in the same run after the first run's ``inclusion_dependencies``:
 the inclusion estimates and Many from scratch (nothing written), once placed as configured and once with
 every pair on the driver, as the steps ran before their pairs moved to the executors (no driver bound on
-bytes or pairs); seconds, peaks, the driver's growth over the step and the ratios, baseline over configured. A baseline the memory guard
-stops ends the run there, as any step the guard stops.
+bytes or pairs); seconds, peaks, the driver's growth over the step and the ratios, baseline over
+configured. A baseline the memory guard stops ends the run there, as any step the guard stops.
 
 The memory guard (``--memory-limit-gb``, all processes together): when it fires, the step is recorded
 ``exceeded`` with its peaks so far, the results file is written and the process ends with exit code 2.
