@@ -95,13 +95,13 @@ def touching(rows: pa.Table, name: str, tables: Collection[str]) -> np.ndarray:
 def replace_relationships(
     catalog: Catalog,
     name: str,
-    rows: pa.Table,
+    rows: pa.Table | DataFrame,
     settings: str,
     run: int | None,
     reflects: dict | None = None,
     stored: pa.Table | None = None,
     changed_tables: Collection[str] | None = None,
-) -> None:
+) -> int:
     """Replace the result table ``name`` (written by the discovery step of the same name, run with
     ``settings`` over the state of the committed run ``run``) with ``rows`` (all its columns but
     ``first_run``): each relationship kept keeps its ``first_run``, a new one gets ``run``, and the
@@ -110,7 +110,10 @@ def replace_relationships(
     already (a step reusing its last result), read here otherwise. ``changed_tables``: when the step
     computed again only the relationships with one of these tables on a side and kept the others as
     stored, in their order: only the relationships of those tables are compared (10^5 INDs reused after
-    a batch of a few tables)."""
+    a batch of a few tables). ``rows`` a DataFrame the executors hold: compared and written there
+    (``_replace_in_executors``). Returns the rows written."""
+    if isinstance(rows, DataFrame):
+        return _replace_in_executors(catalog, name, rows, settings, run, reflects, changed_tables)
     step = name
     tracked = TRACKED[name]
     if stored is None:
@@ -150,16 +153,17 @@ def replace_relationships(
     written = rows.append_column("first_run", pa.array(first_runs, pa.int64(), mask=~has_first_run))
     schema = catalog.arrow_schema(name)
     catalog.replace_small(name, written.select(schema.names).cast(schema), reflects=reflects)
+    return written.num_rows
 
 
-def replace_relationships_in_executors(
+def _replace_in_executors(
     catalog: Catalog,
     name: str,
     rows: DataFrame,
     settings: str,
     run: int | None,
-    reflects: dict | None = None,
-    changed_tables: Collection[str] | None = None,
+    reflects: dict | None,
+    changed_tables: Collection[str] | None,
 ) -> int:
     """``replace_relationships`` for rows the executors hold (millions of INDs in a lake of small real
     tables): ``rows`` (a DataFrame of all the result's columns but ``first_run``) are the relationships with
@@ -201,10 +205,7 @@ def _record_changes_in_executors(
     ``change``); nothing is appended when there are none."""
     if changes.isEmpty():
         return
-    previous = _previous_discovery(catalog, step)
-    previous_at = None if previous is None else previous["finished_at"]
-    settings_changed = previous is not None and previous["settings"] != settings
-    touched = _batches_between(catalog, None if previous is None else previous["run_id"], run)
+    previous_at, settings_changed, touched, txn = _compared_with(catalog, step, run, settings)
     # a row per table with batches since the previous discovery: small by construction
     batches = F.broadcast(
         arrow_frame(
@@ -248,9 +249,7 @@ def _record_changes_in_executors(
             F.lit(settings_changed).alias("settings_changed"),
         )
     )
-    # once per discovery: a retry compares with the same previous discovery
-    version = 0 if previous_at is None else int(previous_at.timestamp() * 1_000_000)
-    catalog.append_once(CHANGES, listed, Txn(f"relationships {step}", version))
+    catalog.append_once(CHANGES, listed, txn)
 
 
 def _record_changes(
@@ -264,10 +263,7 @@ def _record_changes(
 ) -> None:
     if not appeared and not disappeared:
         return
-    previous = _previous_discovery(catalog, step)
-    previous_at = None if previous is None else previous["finished_at"]
-    settings_changed = previous is not None and previous["settings"] != settings
-    touched = _batches_between(catalog, None if previous is None else previous["run_id"], run)
+    previous_at, settings_changed, touched, txn = _compared_with(catalog, step, run, settings)
     changes = [("appeared", identity) for identity in appeared] + [
         ("disappeared", identity) for identity in disappeared
     ]
@@ -292,9 +288,21 @@ def _record_changes(
             "settings_changed": [settings_changed] * len(changes),
         }
     )
-    # once per discovery: a retry compares with the same previous discovery
+    catalog.append_small(CHANGES, table, txn)
+
+
+def _compared_with(
+    catalog: Catalog, step: str, run: int | None, settings: str
+) -> tuple[object, bool, dict[str, list[str]], Txn]:
+    """What a discovery of ``step`` is compared with: the previous discovery's time, whether the settings
+    changed since, each table's batches in between, and the changes' write identity (once per discovery:
+    a retry compares with the same previous discovery)."""
+    previous = _previous_discovery(catalog, step)
+    previous_at = None if previous is None else previous["finished_at"]
+    settings_changed = previous is not None and previous["settings"] != settings
+    touched = _batches_between(catalog, None if previous is None else previous["run_id"], run)
     version = 0 if previous_at is None else int(previous_at.timestamp() * 1_000_000)
-    catalog.append_small(CHANGES, table, Txn(f"relationships {step}", version))
+    return previous_at, settings_changed, touched, Txn(f"relationships {step}", version)
 
 
 def _previous_discovery(catalog: Catalog, step: str) -> dict | None:

@@ -487,12 +487,7 @@ class Catalog:
         never pass through the driver): Spark writes them, replacing the table's content - or only its rows
         matching ``predicate``, a Spark SQL condition every written row meets (Delta's ``replaceWhere``) -
         in one commit, whose ``userMetadata`` carries ``reflects``. Returns the rows written."""
-        schema = self.schemas[name]
-        writer = (
-            rows.select([F.col(field.name).cast(field.dataType) for field in schema.fields])
-            .write.format("delta")
-            .mode("overwrite")
-        )
+        writer = self._in_schema(name, rows).write.format("delta").mode("overwrite")
         if predicate is not None:
             writer = writer.option("replaceWhere", predicate)
         if reflects is not None:
@@ -507,13 +502,13 @@ class Catalog:
         if self.already_applied(name, txn):
             report_written(name)
             return
-        schema = self.schemas[name]
+        writer = self._in_schema(name, rows).write.format("delta").mode("append")
         with self.committing("append", name):
-            rows.select([F.col(field.name).cast(field.dataType) for field in schema.fields]).write.format(
-                "delta"
-            ).mode("append").option("txnAppId", txn.app).option("txnVersion", txn.version).save(
-                self.path(name)
-            )
+            writer.option("txnAppId", txn.app).option("txnVersion", txn.version).save(self.path(name))
+
+    def _in_schema(self, name: str, rows: DataFrame) -> DataFrame:
+        """``rows`` with table ``name``'s columns, in its order and types."""
+        return rows.select([F.col(field.name).cast(field.dataType) for field in self.schemas[name].fields])
 
     def merge_small(
         self,

@@ -64,11 +64,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
-from lakemeta.catalog.relationships import (
-    replace_relationships,
-    replace_relationships_in_executors,
-    touching,
-)
+from lakemeta.catalog.relationships import replace_relationships, touching
 from lakemeta.catalog.store import of_tables
 from lakemeta.config import Config, ScanConfig, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
@@ -122,6 +118,7 @@ class ManyRun:
     def table(self) -> pa.Table:
         """``result`` as an Arrow table sorted by pair (for tests and benchmarks: the step never collects
         the executors' rows)."""
+        # every IND of the run, for the tests' small lakes and the benchmarks: the step never calls it
         rows = self.result if isinstance(self.result, pa.Table) else self.result.toArrow()
         self.release()
         return rows.sort_by([(name, "ascending") for name in PAIR])
@@ -325,6 +322,7 @@ def _validate_stored(
     if on_driver:
         invalid = _invalid_on_driver(catalog, ids, pairs)
     else:
+        # a subset of the candidates, which this path holds only below ``scan.driver_max_pairs``
         invalid = _invalid_in_spark(catalog, ids, arrow_frame(catalog.spark, pairs)).toArrow()
     n = max(int(candidates.max()) + 1, 1)
     invalid_keys = invalid["dep"].to_numpy() * n + invalid["ref"].to_numpy()
@@ -392,13 +390,9 @@ def _result(inputs: ColumnInputs, deps: np.ndarray, refs: np.ndarray) -> pa.Tabl
     )
 
 
-def _counts(found: pa.Table | list) -> tuple[int, int, int]:
-    """The tasks' counts (``_FOUND``'s count rows): proposed, left after the cheap checks, and validated
-    on kept hashes."""
-    if isinstance(found, pa.Table):
-        rows = found.filter(pc.less(found["dep"], 0))
-        return tuple(int(pc.sum(rows[name]).as_py() or 0) for name in ("proposed", "possible", "on_hashes"))
-    return tuple(int(value or 0) for value in found)
+# The tasks' counts (``_FOUND``'s rows with dep = -1): proposed, left after the cheap checks, and
+# validated on kept hashes.
+_COUNTS = ("proposed", "possible", "on_hashes")
 
 
 def _on_driver(
@@ -414,7 +408,8 @@ def _on_driver(
     into ``stage_seconds``."""
     started = time.perf_counter()
     found = _found_on_driver(inputs, config, changed)
-    counts = _counts(found)
+    tallies = found.filter(pc.less(found["dep"], 0))
+    counts = tuple(int(pc.sum(tallies[name]).as_py() or 0) for name in _COUNTS)
     stage_seconds["candidates"] = time.perf_counter() - started
     found = found.filter(pc.greater_equal(found["dep"], 0))
     candidates = np.column_stack([found["dep"].to_numpy(), found["ref"].to_numpy()]).astype(np.int64)
@@ -447,17 +442,12 @@ def _in_executors(
     found = spark.range(0, n_tasks, 1, n_tasks).mapInArrow(body, from_arrow_schema(_FOUND)).persist()
     persisted = [found]
     try:
-        counts = _counts(
-            list(
-                found.where(F.col("dep") < 0)
-                .agg(*(F.sum(c) for c in ("proposed", "possible", "on_hashes")))
-                .first()
-            )
-        )
+        tallied = found.where(F.col("dep") < 0).agg(*(F.sum(c) for c in _COUNTS)).first()  # one row
+        counts = tuple(int(value or 0) for value in tallied)
         stage_seconds["candidates"] = time.perf_counter() - started
         candidates = found.where(F.col("dep") >= 0)
         unchecked = candidates.where(~F.col("checked")).select("dep", "ref")
-        # the columns the unchecked candidates read, one row per column (small by construction)
+        # the columns the unchecked candidates read: at most one row per column of the lake
         involved = (
             unchecked.select(F.col("dep").alias("c")).union(unchecked.select("ref")).distinct().toArrow()
         )
@@ -574,12 +564,13 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
         driver_state_bytes=config.scan.driver_state_bytes,
         driver_max_pairs=config.scan.driver_max_pairs,
     )
-    n_kept = len(run.result) if run.on_driver else 0
+    n_kept = 0
     if run.changed_tables != set():
         # the inputs first: a result is reused only where the kept inputs were computed with its settings
         keep_inputs(catalog, run.inputs, run.changed_tables, run.kept, reflects)
-        if run.on_driver:
-            replace_relationships(
+        describe_jobs(catalog.spark, f"Many: {run.n_valid} INDs compared with the stored ones and written")
+        try:
+            n_kept = replace_relationships(
                 catalog,
                 RESULTS,
                 run.result,
@@ -589,22 +580,8 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
                 stored=run.last_result,
                 changed_tables=run.changed_tables,
             )
-        else:
-            describe_jobs(
-                catalog.spark, f"Many: {run.n_valid} INDs compared with the stored ones and written"
-            )
-            try:
-                n_kept = replace_relationships_in_executors(
-                    catalog,
-                    RESULTS,
-                    run.result,
-                    config.discovery_settings(),
-                    committed,
-                    reflects=reflects,
-                    changed_tables=run.changed_tables,
-                )
-            finally:
-                run.release()
+        finally:
+            run.release()
     # else nothing changed since the kept inputs and result: both stand as they are, and what they
     # reflect still holds (no batch after the run they name)
     log.info(

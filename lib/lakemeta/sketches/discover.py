@@ -165,10 +165,9 @@ def _column_families(catalog: Catalog, tables: np.ndarray, columns: np.ndarray) 
     return [type_family(types.get((t, c), "")) for t, c in zip(tables, columns, strict=True)]
 
 
-def _value_counts(catalog: Catalog, tables: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """Each column's exact number of distinct values (``columns.n_distinct``, from the value sets), 0
-    where unknown."""
-    known_columns = catalog.read_small("columns")
+def _value_counts(known_columns: pa.Table, tables: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Each column's exact number of distinct values (``columns.n_distinct`` of the catalog's ``columns``,
+    from the value sets), 0 where unknown."""
     if "n_distinct" not in known_columns.column_names:
         return np.zeros(len(tables), np.int64)
     known = {
@@ -212,12 +211,11 @@ def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Tabl
     )
 
 
-def _tiles_in_spark(
-    blocks: DataFrame, n_blocks: int, n_changed_blocks: int, facts: ColumnFacts, config: SketchConfig
-) -> DataFrame:
+def _tiles_in_spark(blocks: DataFrame, tiles: _Tiles) -> DataFrame:
     """The tiles of ``blocks`` (column, block, registers, hashes) with a changed block (the first
     ``n_changed_blocks``) estimated in the executors (``tiles``): block a's rows go to the tiles (a, b) as
     x and to the tiles (b, a), b != a, as y. The pairs stay there (a DataFrame, not collected)."""
+    n_blocks, n_changed_blocks = tiles.n_blocks, tiles.n_changed_blocks
     other = F.explode(F.sequence(F.lit(0), F.lit(n_blocks - 1))).alias("other")
     spread = blocks.select("column", "block", "registers", "hashes", other).where(
         (F.col("block") < n_changed_blocks) | (F.col("other") < n_changed_blocks)
@@ -235,31 +233,31 @@ def _tiles_in_spark(
     return (
         x_side.groupBy("tile")
         .cogroup(y_side.groupBy("tile"))
-        .applyInArrow(functools.partial(_tile_task, facts, config), from_arrow_schema(_TILE_SCHEMA))
+        .applyInArrow(
+            functools.partial(_tile_task, tiles.facts, tiles.config), from_arrow_schema(_TILE_SCHEMA)
+        )
     )
 
 
-def _tiles_on_driver(
-    placed: pa.Table, n_blocks: int, n_changed_blocks: int, facts: ColumnFacts, config: SketchConfig
-) -> pa.Table:
+def _tiles_on_driver(placed: pa.Table, tiles: _Tiles) -> pa.Table:
     """``_tiles_in_spark`` in this process, tile by tile, for ``placed`` (column, block, registers,
     hashes): the tile (a, b) with a changed block takes block a's rows as x and, for b != a, block b's
     as y."""
-    block = placed["block"].to_numpy()
+    block, n_blocks = placed["block"].to_numpy(), tiles.n_blocks
     sides = placed.select(["column", "registers", "hashes"])
     empty = sides.schema.empty_table()
-    tiles = [
+    found = [
         _tile_task(
-            facts,
-            config,
+            tiles.facts,
+            tiles.config,
             sides.filter(pa.array(block == a)),
             sides.filter(pa.array(block == b)) if b != a else empty,
         )
         for a in range(n_blocks)
         for b in range(n_blocks)
-        if a < n_changed_blocks or b < n_changed_blocks
+        if a < tiles.n_changed_blocks or b < tiles.n_changed_blocks
     ]
-    return pa.concat_tables(tiles) if tiles else _TILE_SCHEMA.empty_table()
+    return pa.concat_tables(found) if found else _TILE_SCHEMA.empty_table()
 
 
 def _blocks(
@@ -308,6 +306,7 @@ class InclusionRun:
     def table(self) -> pa.Table:
         """The rows as an Arrow table, sorted by pair (for the tests' comparisons: the step never collects
         the executors' rows)."""
+        # every pair of the run, for the tests' small lakes: the step never calls it
         rows = self.rows if isinstance(self.rows, pa.Table) else self.rows.toArrow()
         self.release()
         return rows.select(_COLUMNS).sort_by([(name, "ascending") for name in PAIR])
@@ -341,7 +340,8 @@ def estimate_inclusions(
     changed_tables = changed_since(catalog, [TARGET], settings_of(sketches=config)) if incremental else None
     if changed_tables == set():
         return InclusionRun(catalog.arrow_schema(TARGET).empty_table(), counts, changed_tables, True)
-    listed = catalog.read_small("columns", columns=["table_name"])["table_name"]
+    catalog_columns = catalog.read_small("columns")  # one row per column
+    listed = catalog_columns["table_name"]
     n_changed_columns = (
         len(listed) if changed_tables is None else int(of_tables(listed, changed_tables).sum())
     )
@@ -359,13 +359,14 @@ def estimate_inclusions(
     else:
         describe_jobs(spark, "HLL sketches of every column, for the inclusion estimates")
         sketches = column_sketches(catalog, config.precision).persist()
+        # one row per column, without its registers: they stay in the executors
         known = sketches.select("table_name", "column_name", "cardinality", "filled").toArrow()
     try:
         # one row per column from here on, on the driver: names, families, sizes, blocks
         known = known.sort_by([("table_name", "ascending"), ("column_name", "ascending")])
         tables = known["table_name"].to_numpy(zero_copy_only=False).astype(object)
         columns = known["column_name"].to_numpy(zero_copy_only=False).astype(object)
-        value_counts = _value_counts(catalog, tables, columns)
+        value_counts = _value_counts(catalog_columns, tables, columns)
         facts = column_facts(
             tables, _column_families(catalog, tables, columns), known["cardinality"].to_numpy(), value_counts
         )
@@ -393,19 +394,16 @@ def estimate_inclusions(
                 "n_distinct": pa.array(value_counts, pa.int64()),
             }
         )
+        tiles = _Tiles(ids, block, held, n_blocks, n_changed_blocks, facts, config)
         describe_jobs(
             spark,
             f"inclusion estimates of the pairs of {int(changed.sum())} changed columns among {len(known)}, "
             f"in {n_tiles} tiles",
         )
         if on_driver:
-            rows = _on_driver(
-                catalog, known, ids, block, held, n_blocks, n_changed_blocks, facts, config, counts
-            )
+            rows = _on_driver(catalog, known["registers"], tiles, counts)
         else:
-            rows, persisted = _in_executors(
-                catalog, sketches, ids, block, held, n_blocks, n_changed_blocks, facts, config, counts
-            )
+            rows, persisted = _in_executors(catalog, sketches, tiles, counts)
     finally:
         if sketches is not None:
             sketches.unpersist()
@@ -446,20 +444,25 @@ def _named(found: pa.Table, ids: pa.Table) -> pa.Table:
     )
 
 
-def _on_driver(
-    catalog: Catalog,
-    known: pa.Table,
-    ids: pa.Table,
-    block: np.ndarray,
-    held: np.ndarray,
-    n_blocks: int,
-    n_changed_blocks: int,
-    facts: ColumnFacts,
-    config: SketchConfig,
-    counts: PairCounts,
-) -> pa.Table:
-    """The tiles in this process, over the sketches and every value set read with delta-rs (a small lake:
-    no pair is left pending)."""
+@dataclass(frozen=True)
+class _Tiles:
+    """What both placements of the tiles read, one row per column: ids (``column``, ``table_name``,
+    ``column_name``, ``n_distinct``), each column's block and whether its value set is held in its tiles;
+    how many blocks there are and how many hold changed columns; the tiles' facts and settings."""
+
+    ids: pa.Table
+    block: np.ndarray
+    held: np.ndarray
+    n_blocks: int
+    n_changed_blocks: int
+    facts: ColumnFacts
+    config: SketchConfig
+
+
+def _on_driver(catalog: Catalog, registers: pa.ChunkedArray, tiles: _Tiles, counts: PairCounts) -> pa.Table:
+    """The tiles in this process, over the sketches' ``registers`` and every value set read with
+    delta-rs (a small lake: no pair is left pending; the pairs are below ``scan.driver_max_pairs``)."""
+    ids, held = tiles.ids, tiles.held
     stored = catalog.read_small(ColumnValues.state_table(), None, ["table_name", "column_name", "hash"])
     by_column = (
         stored.join(ids.select(["table_name", "column_name", "column"]), ["table_name", "column_name"])
@@ -474,9 +477,9 @@ def _on_driver(
         lists = by_column["hash_list"].combine_chunks().cast(_VALUE_LIST)
         hashes = lists.take(pa.array(np.where(held & (at >= 0), at, -1), mask=~(held & (at >= 0))))
     placed = pa.table(
-        {"column": ids["column"], "block": pa.array(block), "registers": known["registers"], "hashes": hashes}
+        {"column": ids["column"], "block": pa.array(tiles.block), "registers": registers, "hashes": hashes}
     )
-    found = _tiles_on_driver(placed, n_blocks, n_changed_blocks, facts, config)
+    found = _tiles_on_driver(placed, tiles)
     status = found["status"].to_numpy()
     pairs = pc.greater_equal(found["dep"], 0)
     counts.estimated = int(pc.sum(found["examined"]).as_py() or 0)
@@ -488,31 +491,22 @@ def _on_driver(
 
 
 def _in_executors(
-    catalog: Catalog,
-    sketches: DataFrame,
-    ids: pa.Table,
-    block: np.ndarray,
-    held: np.ndarray,
-    n_blocks: int,
-    n_changed_blocks: int,
-    facts: ColumnFacts,
-    config: SketchConfig,
-    counts: PairCounts,
+    catalog: Catalog, sketches: DataFrame, tiles: _Tiles, counts: PairCounts
 ) -> tuple[DataFrame, DataFrame]:
     """The tiles in the executors, and the pending pairs counted by a join there: the rows of
     ``inclusion_estimates`` as a DataFrame, named by a broadcast join of the column ids (one row per
     column), and the tiles' output it reads, persisted; only counts reach the driver."""
-    spark = catalog.spark
-    placed = ids.append_column("block", pa.array(block))
+    spark, ids, config = catalog.spark, tiles.ids, tiles.config
+    placed = ids.append_column("block", pa.array(tiles.block))
     hashes = (
-        value_sets(catalog, ids.filter(pa.array(held)))
+        value_sets(catalog, ids.filter(pa.array(tiles.held)))
         .groupBy("column")
         .agg(F.array_sort(F.collect_list("hash")).alias("hashes"))
     )
     blocks = sketches.join(
         F.broadcast(arrow_frame(spark, placed.drop_columns(["n_distinct"]))), ["table_name", "column_name"]
     ).join(hashes, "column", "left")
-    found = _tiles_in_spark(blocks, n_blocks, n_changed_blocks, facts, config).persist()
+    found = _tiles_in_spark(blocks, tiles).persist()
     try:
         tally = found.groupBy("status").agg(
             F.sum((F.col("dep") >= 0).cast("long")).alias("pairs"), F.sum("examined").alias("examined")
@@ -527,18 +521,8 @@ def _in_executors(
             pending = (
                 found.where(F.col("status") == PENDING)
                 .select("dep", "ref")
-                .join(
-                    distinct.withColumnRenamed("column", "dep").withColumnRenamed(
-                        "n_distinct", "dep_distinct"
-                    ),
-                    "dep",
-                )
-                .join(
-                    distinct.withColumnRenamed("column", "ref").withColumnRenamed(
-                        "n_distinct", "ref_distinct"
-                    ),
-                    "ref",
-                )
+                .join(distinct.toDF("dep", "dep_distinct"), "dep")
+                .join(distinct.toDF("ref", "ref_distinct"), "ref")
             )
             phi = F.col("shared") / F.greatest(F.col("dep_distinct"), F.lit(1))
             counted = (

@@ -118,4 +118,7 @@ def collect_balanced(
         batches = map_on_driver([row for _, row in weighted_rows], schema, body)
         return pa.Table.from_batches([batch.cast(arrow_schema) for batch in batches], arrow_schema)
     tasks = balanced_tasks(spark, weighted_rows, max_task_weight)
+    # as many rows as the input rows' outcomes, which the caller already holds: the FK step's key checks
+    # (a row per key asked) and its candidates' outcomes (a row per candidate, which a dense lake makes
+    # millions of: that step does not yet keep its pairs in the executors, docs/architecture.md)
     return map_tasks(spark, tasks, schema, body, output_schema).toArrow().cast(arrow_schema)
