@@ -208,13 +208,12 @@ class ScanConfig:
     # batch's tables are each at most this many bytes merges its delta on the driver
     # (``StateComponent.update``) rather than by a Spark MERGE; 0 sends everything through Spark.
     driver_state_bytes: int = 16 << 20
-    # The column pairs a discovery step may consider on the driver (``spark.placement.pairs_on_driver``:
-    # the ordered pairs with a changed column, known before it runs); beyond them its pairs are made and
-    # written by the executors whatever the bytes it reads. A lake of small real tables is small in bytes
-    # yet has tens of millions of overlapping column pairs, which no driver should hold; below the bound a
-    # step keeps at most this many rows (a few hundred MiB where every pair considered were kept) and is
-    # faster on the driver, as a Spark pass costs seconds of jobs and Python workers whatever its size.
-    driver_max_pairs: int = 1 << 22
+    # The column pairs a discovery step may hold on the driver (the inclusion estimates' pairs, Many's
+    # candidates): beyond them its pairs are made, checked and written by the executors whatever the
+    # bytes it reads. A lake of small real tables is small in bytes yet has tens of millions of
+    # overlapping column pairs, which no driver should hold; below the bound a step is faster on the
+    # driver, as a Spark pass costs seconds of jobs and Python workers whatever its size.
+    driver_max_pairs: int = 1 << 21
 
     def __post_init__(self) -> None:
         if self.max_task_rows < 1:

@@ -48,9 +48,15 @@ def _check_estimates(pipeline: Pipeline, sketches: SketchConfig) -> None:
     """The stored estimates against estimates from scratch, on the driver and in the executors."""
     stored = pipeline.catalog.read_small(TARGET).sort_by([(name, "ascending") for name in PAIR])
     assert len(stored)
-    for driver_state_bytes in (16 << 20, 0):
-        scratch = estimate_inclusions(pipeline.catalog, sketches, False, driver_state_bytes).table()
-        assert stored.equals(scratch.cast(stored.schema)), driver_state_bytes
+    # on the driver; begun there and moved to the executors past a bound of one pair; in the executors
+    for driver_state_bytes, max_pairs, on_driver in (
+        (16 << 20, 1 << 21, True),
+        (16 << 20, 1, False),
+        (0, 0, False),
+    ):
+        run = estimate_inclusions(pipeline.catalog, sketches, False, driver_state_bytes, max_pairs)
+        assert run.on_driver == on_driver
+        assert stored.equals(run.table().cast(stored.schema)), (driver_state_bytes, max_pairs)
 
 
 def _check_fks(pipeline: Pipeline) -> int:
@@ -68,9 +74,17 @@ def _check(pipeline: Pipeline, lake: Path, inds: IndConfig) -> None:
     """The stored result and inputs against a discovery from scratch, and the result against brute force."""
     catalog = pipeline.catalog
     stored = catalog.read_small(RESULTS).drop_columns(["first_run"]).sort_by([(c, "ascending") for c in PAIR])
-    for driver_state_bytes in (0, 16 << 20):  # in the executors, and on the driver
-        scratch = discover_inclusion_dependencies(catalog, many_config(inds), False, driver_state_bytes)
-        assert scratch.on_driver == bool(driver_state_bytes)
+    # in the executors: no driver bytes, or more candidates than a bound of one pair; on the driver
+    for driver_state_bytes, max_pairs, on_driver in (
+        (0, 1 << 21, False),
+        (16 << 20, 1, False),
+        (16 << 20, 1 << 21, True),
+    ):
+        scratch = discover_inclusion_dependencies(
+            catalog, many_config(inds), False, driver_state_bytes, max_pairs
+        )
+        # (a lake of at most one IND may have no more candidates than the bound)
+        assert scratch.on_driver == on_driver or len(stored) <= max_pairs
         assert stored.equals(scratch.table().select(stored.column_names).cast(stored.schema))
     kept = read_kept_inputs(catalog, scratch.inputs.table_names, scratch.inputs.column_names)
     assert (kept.at >= 0).all() and not kept.unlisted

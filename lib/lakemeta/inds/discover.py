@@ -18,11 +18,12 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
    a candidate with no value left over being valid. Then the coverage filter of Alg. 11.
 
 Where it runs, decided once per run: a lake of small real tables has millions of candidates and INDs,
-so unless the pairs with a changed column are few (``scan.driver_max_pairs``) the candidates
-stay in the executors (a DataFrame of column ids), are validated there, named by a broadcast join of one
+so unless the candidates are few (at most ``scan.driver_max_pairs``, counted before any is collected)
+they stay in the executors (a DataFrame of column ids), are validated there, named by a broadcast join of one
 row per column, compared with the stored INDs and written by Spark (``relationships``); the driver holds
-one row per column. A small lake runs the same task body in this process, and its anti-join in Arrow
-where the value sets read are at most ``scan.driver_state_bytes``.
+one row per column. Fewer candidates are collected (a few changed columns are tested on the driver
+itself) and validated there, by an anti-join in Arrow where the value sets read are at most
+``scan.driver_state_bytes``.
 
 What a batch changes. An IND's validity, its distinct counts and its filters depend on its two columns'
 value sets only. So a discovery after some batches reuses the last result and the kept inputs, both
@@ -77,7 +78,7 @@ from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_changed, p
 from lakemeta.inds.sized import may_be_contained
 from lakemeta.lake.tables import is_plain_type_name
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
-from lakemeta.spark.placement import MapBody, pairs_on_driver
+from lakemeta.spark.placement import MapBody
 from lakemeta.storage import Location
 from lakemeta.values.state import ColumnValues
 
@@ -282,22 +283,47 @@ def _finer_check(inputs: ColumnInputs, candidates: np.ndarray, config: ManyConfi
     )
 
 
-def _found_on_driver(inputs: ColumnInputs, config: ManyConfig, changed: np.ndarray | None) -> pa.Table:
-    """``_FOUND`` rows of every candidate, in this process: for a few changed columns from one pass of
-    subset tests over the signatures (``proposer.propose_changed``), otherwise the tasks' body over every
-    column range."""
+def _found(
+    catalog: Catalog,
+    inputs: ColumnInputs,
+    config: ManyConfig,
+    changed: np.ndarray | None,
+    driver_state_bytes: int,
+    driver_max_pairs: int,
+) -> tuple[pa.Table | DataFrame, tuple[int, int, int], list[DataFrame]]:
+    """The candidates left after the cheap checks (``_FOUND`` rows, the count rows dropped), the counts,
+    and what the executors keep for them (to release once the INDs are written). Where the step runs is
+    decided here, once, by the candidates' number: a few changed columns are tested on the driver
+    (``proposer.propose_changed``: one pass over the signatures, where transposing them into the matrix
+    costs more); otherwise the matrix proposes in tasks, and the candidates come to the driver only when
+    the step may run there (``driver_state_bytes`` above 0) and they are at most ``driver_max_pairs``
+    (the tasks' tally, known before anything is collected); else they stay in the executors."""
     if changed is not None and not changed.any():
-        return _FOUND.empty_table()  # nothing changed: every pair's answer is kept
-    if changed is not None and changed.sum() <= DRIVER_PROPOSALS:
+        return _FOUND.empty_table(), (0, 0, 0), []  # nothing changed: every pair's answer is kept
+    if driver_state_bytes > 0 and changed is not None and changed.sum() <= DRIVER_PROPOSALS:
         n_columns = len(inputs.column_names)
         filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
         signatures = inputs.base_signatures(config.params)
         proposed = propose_changed(signatures, changed, filtered_cols, filtered_refs, inputs.set_sizes)
-        return pa.Table.from_batches([_checked(inputs, config, proposed)])
-    n_tasks, body = _candidate_tasks(inputs, config, changed, 1)
-    return pa.Table.from_batches(
-        body(iter([pa.record_batch([pa.array(range(n_tasks), pa.int64())], ["id"])]))
-    )
+        found = pa.Table.from_batches([_checked(inputs, config, proposed)])
+        counts = tuple(int(pc.sum(found[name]).as_py() or 0) for name in _COUNTS)
+        return found.filter(pc.greater_equal(found["dep"], 0)), counts, []
+    spark = catalog.spark
+    n_tasks, body = _candidate_tasks(inputs, config, changed, 2 * default_parallelism(spark))
+    found = spark.range(0, n_tasks, 1, n_tasks).mapInArrow(body, from_arrow_schema(_FOUND)).persist()
+    try:
+        is_candidate = F.col("dep") >= 0
+        tallied = found.agg(*(F.sum(c) for c in _COUNTS), F.sum(is_candidate.cast("long"))).first()
+        counts = tuple(int(value or 0) for value in tallied[: len(_COUNTS)])
+        candidates = found.where(is_candidate)
+        if driver_state_bytes > 0 and int(tallied[-1] or 0) <= driver_max_pairs:
+            collected = candidates.toArrow()  # at most ``driver_max_pairs`` rows, counted above
+            found.unpersist()
+            return collected, counts, []
+        return candidates, counts, [found]
+    except BaseException:
+        found.unpersist()
+        raise
 
 
 def _validate_stored(
@@ -322,7 +348,7 @@ def _validate_stored(
     if on_driver:
         invalid = _invalid_on_driver(catalog, ids, pairs)
     else:
-        # a subset of the candidates, which this path holds only below ``scan.driver_max_pairs``
+        # a subset of the candidates, which this path holds only up to ``scan.driver_max_pairs``
         invalid = _invalid_in_spark(catalog, ids, arrow_frame(catalog.spark, pairs)).toArrow()
     n = max(int(candidates.max()) + 1, 1)
     invalid_keys = invalid["dep"].to_numpy() * n + invalid["ref"].to_numpy()
@@ -390,28 +416,16 @@ def _result(inputs: ColumnInputs, deps: np.ndarray, refs: np.ndarray) -> pa.Tabl
     )
 
 
-# The tasks' counts (``_FOUND``'s rows with dep = -1): proposed, left after the cheap checks, and
-# validated on kept hashes.
+# The tasks' counts (``_FOUND``'s rows with dep = -1; 0 in the candidates' rows): proposed, left after
+# the cheap checks, and validated on kept hashes.
 _COUNTS = ("proposed", "possible", "on_hashes")
 
 
 def _on_driver(
-    catalog: Catalog,
-    inputs: ColumnInputs,
-    config: ManyConfig,
-    changed: np.ndarray | None,
-    driver_state_bytes: int,
-    stage_seconds: dict[str, float],
-) -> tuple[pa.Table, tuple[int, int, int], int]:
-    """The valid INDs with a changed column (all when ``changed`` is None), in this process: the rows of
-    ``RESULTS`` (sorted), the counts, and the valid INDs before the coverage filter; the stages' seconds
-    into ``stage_seconds``."""
-    started = time.perf_counter()
-    found = _found_on_driver(inputs, config, changed)
-    tallies = found.filter(pc.less(found["dep"], 0))
-    counts = tuple(int(pc.sum(tallies[name]).as_py() or 0) for name in _COUNTS)
-    stage_seconds["candidates"] = time.perf_counter() - started
-    found = found.filter(pc.greater_equal(found["dep"], 0))
+    catalog: Catalog, inputs: ColumnInputs, config: ManyConfig, found: pa.Table, driver_state_bytes: int
+) -> tuple[pa.Table, int]:
+    """The valid INDs among the candidates ``found`` (``_FOUND`` rows), in this process: the rows of
+    ``RESULTS`` and the number of valid INDs before the coverage filter."""
     candidates = np.column_stack([found["dep"].to_numpy(), found["ref"].to_numpy()]).astype(np.int64)
     valid = found["checked"].to_numpy(zero_copy_only=False).copy()
     unchecked = ~valid
@@ -421,41 +435,24 @@ def _on_driver(
     if config.filters.low_coverage:
         dropped = low_coverage(inputs.set_sizes[deps], inputs.set_sizes[refs], config.filters.tau)
         deps, refs = deps[~dropped], refs[~dropped]
-    stage_seconds["validation"] = time.perf_counter() - started - stage_seconds["candidates"]
-    return _result(inputs, deps, refs), counts, n_valid
+    return _result(inputs, deps, refs), n_valid
 
 
 def _in_executors(
-    catalog: Catalog,
-    inputs: ColumnInputs,
-    config: ManyConfig,
-    changed: np.ndarray | None,
-    stage_seconds: dict[str, float],
-) -> tuple[DataFrame, tuple[int, int, int], int, list[DataFrame]]:
-    """``_on_driver``'s rows as a DataFrame the executors hold (persisted: the caller releases the frames
-    it returns last once the rows are written): candidates proposed and checked in tasks, the rest
-    validated by an anti-join over the value sets, named by a broadcast join of one row per column; only
-    counts reach the driver."""
+    catalog: Catalog, inputs: ColumnInputs, config: ManyConfig, candidates: DataFrame
+) -> tuple[DataFrame, int, DataFrame]:
+    """``_on_driver``'s rows as a DataFrame the executors hold: the ``candidates`` not validated on kept
+    hashes validated by an anti-join over the value sets, the INDs named by a broadcast join of one row
+    per column; the number of valid INDs before the coverage filter, and the valid pairs, persisted (the
+    caller releases them once the rows are written). Only counts reach the driver."""
     spark = catalog.spark
-    started = time.perf_counter()
-    n_tasks, body = _candidate_tasks(inputs, config, changed, 2 * default_parallelism(spark))
-    found = spark.range(0, n_tasks, 1, n_tasks).mapInArrow(body, from_arrow_schema(_FOUND)).persist()
-    persisted = [found]
+    unchecked = candidates.where(~F.col("checked")).select("dep", "ref")
+    # the columns the unchecked candidates read: at most one row per column of the lake
+    involved = unchecked.select(F.col("dep").alias("c")).union(unchecked.select("ref")).distinct().toArrow()
+    invalid = _invalid_in_spark(catalog, _ids(inputs, involved["c"].to_numpy()), unchecked)
+    valid = candidates.select("dep", "ref").join(invalid, ["dep", "ref"], "left_anti").persist()
     try:
-        tallied = found.where(F.col("dep") < 0).agg(*(F.sum(c) for c in _COUNTS)).first()  # one row
-        counts = tuple(int(value or 0) for value in tallied)
-        stage_seconds["candidates"] = time.perf_counter() - started
-        candidates = found.where(F.col("dep") >= 0)
-        unchecked = candidates.where(~F.col("checked")).select("dep", "ref")
-        # the columns the unchecked candidates read: at most one row per column of the lake
-        involved = (
-            unchecked.select(F.col("dep").alias("c")).union(unchecked.select("ref")).distinct().toArrow()
-        )
-        invalid = _invalid_in_spark(catalog, _ids(inputs, involved["c"].to_numpy()), unchecked)
-        valid = candidates.select("dep", "ref").join(invalid, ["dep", "ref"], "left_anti").persist()
-        persisted.append(valid)
         n_valid = valid.count()
-        stage_seconds["validation"] = time.perf_counter() - started - stage_seconds["candidates"]
         columns = F.broadcast(
             arrow_frame(
                 spark,
@@ -476,11 +473,9 @@ def _in_executors(
         )
         if config.filters.low_coverage:
             rows = rows.where(F.col("coverage") >= config.filters.tau)
-        result = rows.select(*PAIR, "dep_distinct", "ref_distinct", "coverage")
-        return result, counts, n_valid, persisted
+        return rows.select(*PAIR, "dep_distinct", "ref_distinct", "coverage"), n_valid, valid
     except BaseException:
-        for frame in persisted:
-            frame.unpersist()
+        valid.unpersist()
         raise
 
 
@@ -495,11 +490,11 @@ def discover_inclusion_dependencies(
     from the matrix, exact validation, the coverage filter. ``incremental``: reuse the kept
     inputs and the last result for what did not change, where they were computed with these settings.
 
-    Where it runs, decided once: the pairs with a changed column at most ``driver_max_pairs`` and
+    Where it runs, decided once by the candidates' number (``_found``): at most ``driver_max_pairs`` and
     ``driver_state_bytes`` above 0, in this process (the validation's reads of value sets there bounded by
-    ``driver_state_bytes``); otherwise the candidates and INDs are made, validated and written by the
-    executors, and the driver holds one row per column (``ManyRun.result`` a DataFrame): a lake of small
-    real tables has millions of INDs."""
+    ``driver_state_bytes``); otherwise the INDs are validated and written by the executors, and the driver
+    holds one row per column (``ManyRun.result`` a DataFrame): a lake of small real tables has millions
+    of INDs."""
     stage_seconds = {}
     started = time.perf_counter()
     columns = lake_columns(catalog)
@@ -514,19 +509,27 @@ def discover_inclusion_dependencies(
     changed = None if changed_tables is None else of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
     n_changed = len(table_names) if changed is None else int(changed.sum())
-    on_driver = driver_state_bytes > 0 and pairs_on_driver(len(table_names), n_changed, driver_max_pairs)
     describe_jobs(
         catalog.spark,
         f"Many: candidates among {len(table_names)} columns"
         + ("" if changed is None else f" with one of {n_changed} changed columns"),
     )
-    persisted: list[DataFrame] = []
+    candidates, counts, persisted = _found(
+        catalog, inputs, config, changed, driver_state_bytes, driver_max_pairs
+    )
+    stage_seconds["candidates"] = time.perf_counter() - started - stage_seconds["signatures"]
+    on_driver = isinstance(candidates, pa.Table)
     if on_driver:
-        found, counts, n_valid = _on_driver(
-            catalog, inputs, config, changed, driver_state_bytes, stage_seconds
-        )
+        found, n_valid = _on_driver(catalog, inputs, config, candidates, driver_state_bytes)
     else:
-        found, counts, n_valid, persisted = _in_executors(catalog, inputs, config, changed, stage_seconds)
+        try:
+            found, n_valid, valid = _in_executors(catalog, inputs, config, candidates)
+        except BaseException:
+            for frame in persisted:
+                frame.unpersist()
+            raise
+        persisted.append(valid)
+    stage_seconds["validation"] = time.perf_counter() - started - sum(stage_seconds.values())
     last = None
     if on_driver and changed_tables is not None:
         last = catalog.read_small(RESULTS)

@@ -30,13 +30,14 @@ replacing its content (or the rows of the changed tables) in one commit (a deter
 state, so a retried run writes the same rows). ``run_step`` runs it as the discovery step
 ``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads the state only, not the lake.
 
-Where it runs. The driver holds one row per column (names, types, cardinalities, blocks), never a pair:
-in a lake of small real tables millions of pairs reach the floor. One decision per run (``on_driver``):
-where the pairs with a changed column are at most ``scan.driver_max_pairs`` and the HLL
-counters and the value sets are each at most ``scan.driver_state_bytes``, the tiles run in this process
-over Arrow tables read with delta-rs (a Spark pass costs a one-table batch about 13 jobs whatever the
-lake's size); otherwise they run in the executors, and the pairs they find are named, counted where
-pending, and written to the catalog by Spark, never collected. The kernel is the same.
+Where it runs. The driver holds one row per column (names, types, cardinalities, blocks), never more
+pairs than ``scan.driver_max_pairs``: in a lake of small real tables millions of pairs reach the floor.
+Where the HLL counters and the value sets are each at most ``scan.driver_state_bytes``, the tiles run in
+this process over Arrow tables read with delta-rs (a Spark pass costs a one-table batch about 13 jobs
+whatever the lake's size), tile after tile while the pairs found stay within ``scan.driver_max_pairs``;
+a lake small in bytes but dense in pairs passes that bound after a tile or two, and the step goes on in
+the executors from the start, where the pairs are named, counted where pending and written to the
+catalog by Spark, never collected. The kernel is the same.
 
 What a batch changes: a pair's estimate, bound and status depend on its two columns alone (their
 registers, cardinalities, distinct counts, types and tables). So after some batches only the pairs with a
@@ -78,7 +79,6 @@ from lakemeta.sketches.tiles import (
     estimate_tile,
 )
 from lakemeta.spark.jobs import arrow_frame, describe_jobs
-from lakemeta.spark.placement import pairs_on_driver
 from lakemeta.storage import Location
 from lakemeta.values.inclusion import PAIR, shared_values, value_sets
 from lakemeta.values.state import ColumnValues
@@ -239,24 +239,28 @@ def _tiles_in_spark(blocks: DataFrame, tiles: _Tiles) -> DataFrame:
     )
 
 
-def _tiles_on_driver(placed: pa.Table, tiles: _Tiles) -> pa.Table:
+class _BeyondDriverError(Exception):
+    """The tiles run on the driver found more pairs than ``scan.driver_max_pairs``."""
+
+
+def _tiles_on_driver(placed: pa.Table, tiles: _Tiles, max_pairs: int) -> pa.Table:
     """``_tiles_in_spark`` in this process, tile by tile, for ``placed`` (column, block, registers,
     hashes): the tile (a, b) with a changed block takes block a's rows as x and, for b != a, block b's
-    as y."""
+    as y. Raises ``_BeyondDriverError`` once the pairs found pass ``max_pairs``: what this process holds is at
+    most that many pairs and one tile's."""
     block, n_blocks = placed["block"].to_numpy(), tiles.n_blocks
     sides = placed.select(["column", "registers", "hashes"])
     empty = sides.schema.empty_table()
-    found = [
-        _tile_task(
-            tiles.facts,
-            tiles.config,
-            sides.filter(pa.array(block == a)),
-            sides.filter(pa.array(block == b)) if b != a else empty,
-        )
-        for a in range(n_blocks)
-        for b in range(n_blocks)
-        if a < tiles.n_changed_blocks or b < tiles.n_changed_blocks
-    ]
+    found, n_pairs = [], 0
+    for a in range(n_blocks):
+        for b in range(n_blocks):
+            if a >= tiles.n_changed_blocks and b >= tiles.n_changed_blocks:
+                continue
+            x, y = sides.filter(pa.array(block == a)), sides.filter(pa.array(block == b)) if b != a else empty
+            found.append(_tile_task(tiles.facts, tiles.config, x, y))
+            n_pairs += found[-1].num_rows - 1  # the tile's row of counts is no pair
+            if n_pairs > max_pairs:
+                raise _BeyondDriverError(f"{n_pairs} pairs found on the driver, beyond {max_pairs}")
     return pa.concat_tables(found) if found else _TILE_SCHEMA.empty_table()
 
 
@@ -341,11 +345,7 @@ def estimate_inclusions(
     if changed_tables == set():
         return InclusionRun(catalog.arrow_schema(TARGET).empty_table(), counts, changed_tables, True)
     catalog_columns = catalog.read_small("columns")  # one row per column
-    listed = catalog_columns["table_name"]
-    n_changed_columns = (
-        len(listed) if changed_tables is None else int(of_tables(listed, changed_tables).sum())
-    )
-    on_driver = pairs_on_driver(len(listed), n_changed_columns, driver_max_pairs) and all(
+    on_driver = all(
         catalog.reads_on_driver(name, None, driver_state_bytes)
         for name in (HllCounters.state_table(), ColumnValues.state_table())
     )
@@ -374,9 +374,7 @@ def estimate_inclusions(
         changed = (
             np.ones(len(tables), bool)
             if changed_tables is None
-            else pc.is_in(known["table_name"], pa.array(sorted(changed_tables), pa.string())).to_numpy(
-                zero_copy_only=False
-            )
+            else of_tables(known["table_name"], changed_tables)
         )
         # the value sets a tile holds: every column's on the driver (a small lake), the small columns' in
         # the executors, where a small column in a large one is counted by a join after the tiles
@@ -401,8 +399,13 @@ def estimate_inclusions(
             f"in {n_tiles} tiles",
         )
         if on_driver:
-            rows = _on_driver(catalog, known["registers"], tiles, counts)
-        else:
+            try:
+                rows = _on_driver(catalog, known["registers"], tiles, counts, driver_max_pairs)
+            except _BeyondDriverError as beyond:
+                log.info("inclusion estimates: %s, computed again in the executors", beyond)
+                on_driver = False
+                sketches = column_sketches(catalog, config.precision).persist()
+        if not on_driver:
             rows, persisted = _in_executors(catalog, sketches, tiles, counts)
     finally:
         if sketches is not None:
@@ -459,9 +462,11 @@ class _Tiles:
     config: SketchConfig
 
 
-def _on_driver(catalog: Catalog, registers: pa.ChunkedArray, tiles: _Tiles, counts: PairCounts) -> pa.Table:
+def _on_driver(
+    catalog: Catalog, registers: pa.ChunkedArray, tiles: _Tiles, counts: PairCounts, max_pairs: int
+) -> pa.Table:
     """The tiles in this process, over the sketches' ``registers`` and every value set read with
-    delta-rs (a small lake: no pair is left pending; the pairs are below ``scan.driver_max_pairs``)."""
+    delta-rs (a small lake: no pair is left pending); ``_BeyondDriverError`` past ``max_pairs`` pairs."""
     ids, held = tiles.ids, tiles.held
     stored = catalog.read_small(ColumnValues.state_table(), None, ["table_name", "column_name", "hash"])
     by_column = (
@@ -479,7 +484,7 @@ def _on_driver(catalog: Catalog, registers: pa.ChunkedArray, tiles: _Tiles, coun
     placed = pa.table(
         {"column": ids["column"], "block": pa.array(tiles.block), "registers": registers, "hashes": hashes}
     )
-    found = _tiles_on_driver(placed, tiles)
+    found = _tiles_on_driver(placed, tiles, max_pairs)
     status = found["status"].to_numpy()
     pairs = pc.greater_equal(found["dep"], 0)
     counts.estimated = int(pc.sum(found["examined"]).as_py() or 0)

@@ -75,13 +75,6 @@ def map_tasks(
 DRIVER_MAX_TABLES = 200
 
 
-def pairs_on_driver(n_columns: int, n_changed_columns: int, max_pairs: int) -> bool:
-    """Whether a discovery step over the ordered pairs of ``n_columns`` columns with one of
-    ``n_changed_columns`` changed columns on a side may make them on the driver: at most ``max_pairs``
-    (``scan.driver_max_pairs``) such pairs, a bound known before it runs."""
-    return 2 * n_columns * n_changed_columns <= max_pairs
-
-
 def reads_tables_on_driver(snapshot_bytes: Sequence[int | None], driver_state_bytes: int) -> bool:
     """Whether a step reads tables whose snapshots hold ``snapshot_bytes`` (the Delta log's file
     statistics; None where unknown) on the driver rather than in Spark's tasks: at most
