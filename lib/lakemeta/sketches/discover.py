@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 import re
 from dataclasses import dataclass
 
@@ -212,48 +211,6 @@ def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Tabl
     )
 
 
-@dataclass(frozen=True)
-class _Tiles:
-    """What both placements of the tiles read, one row per column: ids (``column``, ``table_name``,
-    ``column_name``, ``n_distinct``), each column's block and whether its value set is held in its tiles;
-    how many blocks there are and how many hold changed columns; the tiles' facts and settings."""
-
-    ids: pa.Table
-    block: np.ndarray
-    held: np.ndarray
-    n_blocks: int
-    n_changed_blocks: int
-    facts: ColumnFacts
-    config: SketchConfig
-
-    @staticmethod
-    def planned(
-        ids: pa.Table,
-        filled: np.ndarray,
-        changed: np.ndarray,
-        facts: ColumnFacts,
-        config: SketchConfig,
-        driver_max_pairs: int | None,
-    ) -> _Tiles:
-        """The tiles of the columns ``ids``: on the driver (``driver_max_pairs`` given) every value set
-        held (the bytes bound let them all be read) and blocks of at most sqrt(``driver_max_pairs``)
-        columns, so that one tile's pairs stay within the bound the driver checks between tiles; in the
-        executors (None) only the small columns' value sets held, where a small column in a large one is
-        counted by a join after the tiles, and blocks by bytes."""
-        n_distinct = ids["n_distinct"].to_numpy()
-        on_driver = driver_max_pairs is not None
-        held = (n_distinct > 0) & (on_driver | (n_distinct <= config.exact_max_distinct))
-        max_columns = max(1, math.isqrt(driver_max_pairs)) if on_driver else None
-        block, n_changed_blocks = _blocks(filled, np.where(held, n_distinct, 0), changed, config, max_columns)
-        n_blocks = int(block.max()) + 1 if len(block) else 0
-        return _Tiles(ids, block, held, n_blocks, n_changed_blocks, facts, config)
-
-    @property
-    def n_tiles(self) -> int:
-        """The tiles with a changed block: those computed."""
-        return self.n_blocks * self.n_blocks - (self.n_blocks - self.n_changed_blocks) ** 2
-
-
 def _tiles_in_spark(blocks: DataFrame, tiles: _Tiles) -> DataFrame:
     """The tiles of ``blocks`` (column, block, registers, hashes) with a changed block (the first
     ``n_changed_blocks``) estimated in the executors (``tiles``): block a's rows go to the tiles (a, b) as
@@ -308,16 +265,16 @@ def _tiles_on_driver(placed: pa.Table, tiles: _Tiles, max_pairs: int) -> pa.Tabl
 
 
 def _blocks(
-    filled: np.ndarray, held: np.ndarray, changed: np.ndarray, config: SketchConfig, max_columns: int | None
+    filled: np.ndarray, held: np.ndarray, changed: np.ndarray, config: SketchConfig
 ) -> tuple[np.ndarray, int]:
     """Each column's block, the changed columns' blocks first and apart from the others, and how many
     blocks hold changed columns: the tiles with one of those hold every pair with a changed column."""
     block = np.zeros(len(filled), np.int64)
     p, size = config.precision, config.tile_bytes
-    changed_blocks = assign_blocks(filled[changed], p, size, held[changed], max_columns)
+    changed_blocks = assign_blocks(filled[changed], p, size, held[changed])
     n_changed_blocks = int(changed_blocks.max()) + 1 if len(changed_blocks) else 0
     block[changed] = changed_blocks
-    block[~changed] = assign_blocks(filled[~changed], p, size, held[~changed], max_columns) + n_changed_blocks
+    block[~changed] = assign_blocks(filled[~changed], p, size, held[~changed]) + n_changed_blocks
     return block, n_changed_blocks
 
 
@@ -419,6 +376,14 @@ def estimate_inclusions(
             if changed_tables is None
             else of_tables(known["table_name"], changed_tables)
         )
+        # the value sets a tile holds: every column's on the driver (a small lake), the small columns' in
+        # the executors, where a small column in a large one is counted by a join after the tiles
+        held = (value_counts > 0) & (on_driver | (value_counts <= config.exact_max_distinct))
+        block, n_changed_blocks = _blocks(
+            known["filled"].to_numpy(), np.where(held, value_counts, 0), changed, config
+        )
+        n_blocks = int(block.max()) + 1 if len(block) else 0
+        n_tiles = n_blocks * n_blocks - (n_blocks - n_changed_blocks) ** 2
         ids = pa.table(
             {
                 "column": pa.array(np.arange(len(known), dtype=np.int64)),
@@ -427,13 +392,13 @@ def estimate_inclusions(
                 "n_distinct": pa.array(value_counts, pa.int64()),
             }
         )
-        filled = known["filled"].to_numpy()
+        tiles = _Tiles(ids, block, held, n_blocks, n_changed_blocks, facts, config)
         describe_jobs(
             spark,
-            f"inclusion estimates of the pairs of {int(changed.sum())} changed columns among {len(known)}",
+            f"inclusion estimates of the pairs of {int(changed.sum())} changed columns among {len(known)}, "
+            f"in {n_tiles} tiles",
         )
         if on_driver:
-            tiles = _Tiles.planned(ids, filled, changed, facts, config, driver_max_pairs)
             try:
                 rows = _on_driver(catalog, known["registers"], tiles, counts, driver_max_pairs)
             except _BeyondDriverError as beyond:
@@ -441,7 +406,6 @@ def estimate_inclusions(
                 on_driver = False
                 sketches = column_sketches(catalog, config.precision).persist()
         if not on_driver:
-            tiles = _Tiles.planned(ids, filled, changed, facts, config, None)
             rows, persisted = _in_executors(catalog, sketches, tiles, counts)
     finally:
         if sketches is not None:
@@ -452,8 +416,8 @@ def estimate_inclusions(
         "exactly from the value sets (reaching the floor, or counted by a join), %d undetermined",
         len(tables),
         "all" if changed_tables is None else int(changed.sum()),
-        tiles.n_blocks,
-        tiles.n_tiles,
+        n_blocks,
+        n_tiles,
         "on the driver" if on_driver else "in the executors",
         counts.considered,
         counts.estimated,
@@ -481,6 +445,21 @@ def _named(found: pa.Table, ids: pa.Table) -> pa.Table:
             "status": pa.array(names[status], pa.string()),
         }
     )
+
+
+@dataclass(frozen=True)
+class _Tiles:
+    """What both placements of the tiles read, one row per column: ids (``column``, ``table_name``,
+    ``column_name``, ``n_distinct``), each column's block and whether its value set is held in its tiles;
+    how many blocks there are and how many hold changed columns; the tiles' facts and settings."""
+
+    ids: pa.Table
+    block: np.ndarray
+    held: np.ndarray
+    n_blocks: int
+    n_changed_blocks: int
+    facts: ColumnFacts
+    config: SketchConfig
 
 
 def _on_driver(

@@ -123,27 +123,16 @@ class TileEstimates:
 
 
 def assign_blocks(
-    filled: np.ndarray,
-    p: int,
-    tile_bytes: int,
-    held_values: np.ndarray | None = None,
-    max_columns: int | None = None,
+    filled: np.ndarray, p: int, tile_bytes: int, held_values: np.ndarray | None = None
 ) -> np.ndarray:
     """The block of each column, in order: consecutive columns whose register rows (2^p bytes each),
     register index (by filled register) and value sets held (``held_values`` hashes of 8 bytes each) take
-    at most ``tile_bytes`` (a column larger than that alone), and at most ``max_columns`` of them (a
-    bound on a tile's pairs, where its bytes do not bound them)."""
+    at most ``tile_bytes`` (a column larger than that alone)."""
     cost = (1 << p) + _INDEX_BYTES_PER_REGISTER * np.asarray(filled, np.int64)
     if held_values is not None:
         cost = cost + 8 * np.asarray(held_values, np.int64)
     start = np.cumsum(cost) - cost
-    by_bytes = start // tile_bytes
-    if max_columns is None:
-        return np.unique(by_bytes, return_inverse=True)[1].astype(np.int64)
-    # within each block by bytes, its columns in runs of at most max_columns
-    first = np.searchsorted(by_bytes, by_bytes, side="left")
-    runs = (np.arange(len(by_bytes)) - first) // max_columns
-    return np.unique(by_bytes * (len(by_bytes) + 1) + runs, return_inverse=True)[1].astype(np.int64)
+    return np.unique(start // tile_bytes, return_inverse=True)[1].astype(np.int64)
 
 
 def tile_index(

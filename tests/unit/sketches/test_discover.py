@@ -134,27 +134,6 @@ def test_tiles_of_any_size_give_every_pair_once_and_the_same_estimates() -> None
     block = assign_blocks(filled, P, tile_bytes=8 * (1 << P))
     n_blocks = block.max() + 1
     assert n_blocks >= 5 and np.all(np.diff(block) >= 0)
-    # blocks of at most 2 columns within the blocks by bytes: more, smaller tiles
-    capped = assign_blocks(filled, P, tile_bytes=8 * (1 << P), max_columns=2)
-    assert np.all(np.bincount(capped) <= 2) and capped.max() + 1 > n_blocks
-    assert all(len(set(block[capped == b])) == 1 for b in range(capped.max() + 1))
-    tiles = [
-        estimate_tile(
-            a,
-            regs[a],
-            sets(a),
-            None if i == j else b,
-            None if i == j else regs[b],
-            None if i == j else sets(b),
-            facts,
-            config,
-        )
-        for blocks in (capped,)
-        for members in ([np.flatnonzero(blocks == b) for b in range(blocks.max() + 1)],)
-        for i, a in enumerate(members)
-        for j, b in enumerate(members)
-    ]
-    assert by_pair(tiles) == by_pair([whole])
     members = [np.flatnonzero(block == b) for b in range(n_blocks)]
     tiles = [
         estimate_tile(
