@@ -35,7 +35,7 @@ pairs than ``scan.driver_max_pairs``: in a lake of small real tables millions of
 Where the HLL counters and the value sets are each at most ``scan.driver_state_bytes``, the tiles run in
 this process over Arrow tables read with delta-rs (a Spark pass costs a one-table batch about 13 jobs
 whatever the lake's size), tile after tile while the pairs found stay within ``scan.driver_max_pairs``;
-a lake small in bytes but dense in pairs passes that bound after a tile or two, and the step goes on in
+a lake small in bytes but dense in pairs passes that bound inside a tile, and the step goes on in
 the executors from the start, where the pairs are named, counted where pending and written to the
 catalog by Spark, never collected. The kernel is the same.
 
@@ -74,6 +74,7 @@ from lakemeta.sketches.tiles import (
     STATUS,
     UNDETERMINED,
     ColumnFacts,
+    PairBudgetError,
     ValueSets,
     assign_blocks,
     estimate_tile,
@@ -183,9 +184,12 @@ def _value_counts(known_columns: pa.Table, tables: np.ndarray, columns: np.ndarr
     return np.array([known.get(key, 0) for key in zip(tables, columns, strict=True)], np.int64)
 
 
-def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Table) -> pa.Table:
-    """applyInArrow body of one tile: x holds the rows (column, registers, hashes) of block a, y those of
-    block b (empty for a = b)."""
+def _tile_task(
+    facts: ColumnFacts, config: SketchConfig, max_pairs: int | None, x: pa.Table, y: pa.Table
+) -> pa.Table:
+    """applyInArrow body of one tile (its first arguments bound): x holds the rows (column, registers,
+    hashes) of block a, y those of block b (empty for a = b); ``max_pairs``: the bound of a tile on the
+    driver, None in the executors (``estimate_tile``)."""
     p = config.precision
     tile = estimate_tile(
         x["column"].to_numpy(),
@@ -196,6 +200,7 @@ def _tile_task(facts: ColumnFacts, config: SketchConfig, x: pa.Table, y: pa.Tabl
         ValueSets.of_lists(y["hashes"]) if len(y) else None,
         facts,
         config,
+        max_pairs,
     )
     # one more row, of no pair, carries the number of pairs the tile examined
     return pa.table(
@@ -234,20 +239,16 @@ def _tiles_in_spark(blocks: DataFrame, tiles: _Tiles) -> DataFrame:
         x_side.groupBy("tile")
         .cogroup(y_side.groupBy("tile"))
         .applyInArrow(
-            functools.partial(_tile_task, tiles.facts, tiles.config), from_arrow_schema(_TILE_SCHEMA)
+            functools.partial(_tile_task, tiles.facts, tiles.config, None), from_arrow_schema(_TILE_SCHEMA)
         )
     )
-
-
-class _BeyondDriverError(Exception):
-    """The tiles run on the driver found more pairs than ``scan.driver_max_pairs``."""
 
 
 def _tiles_on_driver(placed: pa.Table, tiles: _Tiles, max_pairs: int) -> pa.Table:
     """``_tiles_in_spark`` in this process, tile by tile, for ``placed`` (column, block, registers,
     hashes): the tile (a, b) with a changed block takes block a's rows as x and, for b != a, block b's
-    as y. Raises ``_BeyondDriverError`` once the pairs found pass ``max_pairs``: what this process holds is at
-    most that many pairs and one tile's."""
+    as y. Raises ``PairBudgetError`` once the pairs found pass ``max_pairs``, inside the tile that
+    passes it: this process holds at most that many pairs and one block of estimates."""
     block, n_blocks = placed["block"].to_numpy(), tiles.n_blocks
     sides = placed.select(["column", "registers", "hashes"])
     empty = sides.schema.empty_table()
@@ -257,10 +258,8 @@ def _tiles_on_driver(placed: pa.Table, tiles: _Tiles, max_pairs: int) -> pa.Tabl
             if a >= tiles.n_changed_blocks and b >= tiles.n_changed_blocks:
                 continue
             x, y = sides.filter(pa.array(block == a)), sides.filter(pa.array(block == b)) if b != a else empty
-            found.append(_tile_task(tiles.facts, tiles.config, x, y))
+            found.append(_tile_task(tiles.facts, tiles.config, max_pairs - n_pairs, x, y))
             n_pairs += found[-1].num_rows - 1  # the tile's row of counts is no pair
-            if n_pairs > max_pairs:
-                raise _BeyondDriverError(f"{n_pairs} pairs found on the driver, beyond {max_pairs}")
     return pa.concat_tables(found) if found else _TILE_SCHEMA.empty_table()
 
 
@@ -401,7 +400,7 @@ def estimate_inclusions(
         if on_driver:
             try:
                 rows = _on_driver(catalog, known["registers"], tiles, counts, driver_max_pairs)
-            except _BeyondDriverError as beyond:
+            except PairBudgetError as beyond:
                 log.info("inclusion estimates: %s, computed again in the executors", beyond)
                 on_driver = False
                 sketches = column_sketches(catalog, config.precision).persist()
@@ -466,7 +465,7 @@ def _on_driver(
     catalog: Catalog, registers: pa.ChunkedArray, tiles: _Tiles, counts: PairCounts, max_pairs: int
 ) -> pa.Table:
     """The tiles in this process, over the sketches' ``registers`` and every value set read with
-    delta-rs (a small lake: no pair is left pending); ``_BeyondDriverError`` past ``max_pairs`` pairs."""
+    delta-rs (a small lake: no pair is left pending); ``PairBudgetError`` past ``max_pairs`` pairs."""
     ids, held = tiles.ids, tiles.held
     stored = catalog.read_small(ColumnValues.state_table(), None, ["table_name", "column_name", "hash"])
     by_column = (

@@ -75,6 +75,11 @@ class ColumnFacts:
         return int(len(self.table_of) ** 2 - (per_table**2).sum())
 
 
+class PairBudgetError(Exception):
+    """A tile run under a bound on the pairs it may keep (the driver's, ``scan.driver_max_pairs``) found
+    more."""
+
+
 @dataclass(frozen=True)
 class ValueSets:
     """The value sets a tile holds, side by side in the order of its columns: column i's sorted distinct
@@ -166,17 +171,20 @@ def estimate_tile(
     y_values: ValueSets | None,
     facts: ColumnFacts,
     config: SketchConfig,
+    max_pairs: int | None = None,
 ) -> TileEstimates:
     """The pairs (x, y), x of ``x_columns`` and y of ``y_columns`` (positions in ``facts``, with their
     register rows and value sets), that reach ``config.inclusion_floor`` or may reach it (module
-    docstring); ``y_columns`` None is a block's tile with itself."""
+    docstring); ``y_columns`` None is a block's tile with itself. With ``max_pairs``, raises
+    ``PairBudgetError`` as soon as the pairs kept pass it: the tile then holds at most that many pairs
+    and one block of those it estimates, however dense its columns."""
     diagonal = y_columns is None
     columns = x_columns if diagonal else np.concatenate([x_columns, y_columns])
     registers = x_registers if diagonal else np.concatenate([x_registers, y_registers])
     values = x_values if diagonal else ValueSets.concat(x_values, y_values)
     cardinality = facts.cardinality[columns]
     index = tile_index(columns, registers, len(x_columns) if not diagonal else None, facts, config)
-    examined = 0
+    examined, n_kept = 0, 0
     kept: list[tuple[np.ndarray, ...]] = []
     for pairs in index.blocks(_PAIRS_PER_BLOCK, len(x_columns)):
         estimates = estimate_from_dominated(
@@ -193,6 +201,9 @@ def estimate_tile(
         kept.append(
             (pairs.x[reaches], pairs.y[reaches], estimates.estimate[reaches], estimates.error_bound[reaches])
         )
+        n_kept += int(reaches.sum())
+        if max_pairs is not None and n_kept > max_pairs:
+            raise PairBudgetError(f"{n_kept} pairs kept, beyond {max_pairs}")
     x, y = (np.concatenate([np.zeros(0, np.int64), *(k[i] for k in kept)]) for i in (0, 1))
     estimate, bound = (np.concatenate([np.zeros(0), *(k[i] for k in kept)]) for i in (2, 3))
     dep_distinct = facts.n_distinct[columns[x]]

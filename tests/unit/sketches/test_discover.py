@@ -3,6 +3,7 @@ through the register index carry the same z as comparing the two rows."""
 
 import numpy as np
 import pyarrow as pa
+import pytest
 
 from lakemeta.config import SketchConfig
 from lakemeta.sketches.bml import EXACT_MARGINAL, estimate_inclusion
@@ -13,6 +14,7 @@ from lakemeta.sketches.tiles import (
     ESTIMATED,
     EXACT,
     PENDING,
+    PairBudgetError,
     ValueSets,
     assign_blocks,
     estimate_tile,
@@ -130,6 +132,9 @@ def test_tiles_of_any_size_give_every_pair_once_and_the_same_estimates() -> None
 
     everything = np.arange(60)
     whole = estimate_tile(everything, regs, sets(everything), None, None, None, facts, config)
+    # under a bound on the pairs it may keep (the driver's) the tile stops once it passes it
+    with pytest.raises(PairBudgetError):
+        estimate_tile(everything, regs, sets(everything), None, None, None, facts, config, max_pairs=3)
     filled = (regs > 0).sum(axis=1)
     block = assign_blocks(filled, P, tile_bytes=8 * (1 << P))
     n_blocks = block.max() + 1
