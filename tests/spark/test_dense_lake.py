@@ -2,7 +2,8 @@
 through the whole pipeline twice: once with every step placed in the executors (no driver bound), once
 with the default placement, which runs a lake this small on the driver. Both catalogs are equal, and the
 exact results equal brute force over the tables: every exact inclusion coefficient, the pairs reaching
-the floor, and Many's INDs; again after a batch that changes ten tables (the executors' incremental write
+the floor, and Many's INDs; the FK step's candidates, outcomes and overlaps, in the executors a Spark job
+per stage; again after a batch that changes ten tables (the executors' incremental write
 replaces only their pairs)."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import dataclasses
 from itertools import product
 from pathlib import Path
 
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
@@ -32,6 +34,8 @@ RESULTS = {
     "inclusion_dependencies": ["dep_table", "dep_column", "ref_table", "ref_column"],
     "unique_column_combinations": ["table_name", "columns"],
     "fk_candidates": ["fk_table", "fk_columns", "pk_table", "pk_columns"],
+    "table_overlaps": ["left_table", "right_table"],
+    "state/fk_scored": ["pk_table", "pk_columns", "fk_table", "fk_columns"],
     "relationship_changes": ["run_id", "relationship", "change", "dep_table", "dep_columns"],
 }
 
@@ -105,3 +109,9 @@ def test_a_dense_lake_gives_the_same_catalog_in_the_executors_and_on_the_driver(
         assert {tuple(r[c] for c in pair) for r in stored} == brute_force(lake, names, "relational")
         # dense: far more pairs reach the floor than there are columns
         assert len(executors.catalog.read_small("inclusion_estimates")) > 10 * len(_value_sets(lake, names))
+        # the FK step's candidates, some of them accepted, some ruled out (``_rows`` compared them all)
+        candidates = executors.catalog.read_small("fk_candidates")
+        assert 0 < pc.sum(candidates["accepted"]).as_py() < len(candidates)
+        assert candidates["rank"].to_pylist() != [] and sorted(candidates["rank"].to_pylist()) == list(
+            range(1, len(candidates) + 1)
+        )

@@ -63,10 +63,17 @@ def _check_fks(pipeline: Pipeline) -> int:
     """The stored FK candidates and outcomes against a run from scratch; the number of candidates."""
     catalog = pipeline.catalog
     stored = catalog.read_small(FK_RESULTS).drop_columns(["first_run"])
-    scratch = discover_fk_candidates(catalog, pipeline.lake, pipeline.config, incremental=False)
-    assert stored.equals(scratch.ranked.select(stored.column_names).cast(stored.schema))
     outcomes = catalog.read_small(SCORED_STATE)
-    assert outcomes.equals(scratch.outcomes.cast(outcomes.schema))
+    # on the driver, and in the executors
+    in_executors = dataclasses.replace(pipeline.config.scan, driver_state_bytes=0)
+    for scan, on_driver in ((pipeline.config.scan, True), (in_executors, False)):
+        config = dataclasses.replace(pipeline.config, scan=scan)
+        scratch = discover_fk_candidates(catalog, pipeline.lake, config, incremental=False)
+        assert scratch.on_driver == on_driver
+        ranked = scratch.table("ranked")
+        assert stored.equals(ranked.select(stored.column_names).cast(stored.schema)), on_driver
+        assert outcomes.equals(scratch.table("outcomes").cast(outcomes.schema)), on_driver
+        scratch.release()
     return len(stored)
 
 

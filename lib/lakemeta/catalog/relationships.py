@@ -20,7 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyspark.sql.functions as F
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
+from pyspark.sql.types import ArrayType
 
 from lakemeta.catalog.discovery_runs import committed_batches
 from lakemeta.catalog.store import Catalog, Txn, is_in_sql, of_tables
@@ -170,10 +171,9 @@ def _replace_in_executors(
     one of ``changed_tables`` on a side (every relationship when that is None); the stored rows they
     replace are compared with them by joins in the executors, the changes appended, then the rows written
     with their first runs, replacing the stored rows of those tables only (Delta's ``replaceWhere``).
-    Relationships of a result that holds every row (no ``accepted`` column). Returns the rows written."""
+    Of a result whose rows are candidates (``Tracked.accepted_only``), only the accepted rows are
+    relationships, and only they carry a first run. Returns the rows written."""
     tracked = TRACKED[name]
-    if tracked.accepted_only:
-        raise ValueError(f"{name}: only results whose every row is a relationship are compared in Spark")
     sides = [*tracked.dependent, *tracked.referenced]
     stored = catalog.read(name)
     predicate = None
@@ -181,16 +181,21 @@ def _replace_in_executors(
         tables = sorted(changed_tables)
         predicate = f"{is_in_sql(tracked.dependent[0], tables)} OR {is_in_sql(tracked.referenced[0], tables)}"
         stored = stored.where(predicate)
-    stored = stored.select(*sides, "first_run").persist()
+    holds = F.col("accepted") if tracked.accepted_only else F.lit(True)
+    stored = stored.where(F.coalesce(holds, F.lit(False))).select(*sides, "first_run").persist()
     rows = rows.persist()
     try:
-        appeared = rows.join(stored, sides, "left_anti").select(*sides, F.lit("appeared").alias("change"))
-        disappeared = stored.join(rows, sides, "left_anti").select(
+        relationships = rows.where(F.coalesce(holds, F.lit(False))).select(*sides)
+        appeared = relationships.join(stored, sides, "left_anti").select(
+            *sides, F.lit("appeared").alias("change")
+        )
+        disappeared = stored.join(relationships, sides, "left_anti").select(
             *sides, F.lit("disappeared").alias("change")
         )
         _record_changes_in_executors(catalog, tracked, name, run, settings, appeared.unionByName(disappeared))
+        first_run = F.coalesce(F.col("first_run"), F.lit(run).cast("long"))
         written = rows.join(stored, sides, "left").withColumn(
-            "first_run", F.coalesce(F.col("first_run"), F.lit(run).cast("long"))
+            "first_run", F.when(F.coalesce(holds, F.lit(False)), first_run)
         )
         return catalog.replace(name, written, predicate, reflects)
     finally:
@@ -233,9 +238,9 @@ def _record_changes_in_executors(
             F.lit(tracked.relationship).alias("relationship"),
             "change",
             F.col(dep_table).alias("dep_table"),
-            F.array(F.col(dep_column)).alias("dep_columns"),
+            _as_list(changes, dep_column).alias("dep_columns"),
             F.col(ref_table).alias("ref_table"),
-            F.array(F.col(ref_column)).alias("ref_columns"),
+            _as_list(changes, ref_column).alias("ref_columns"),
             F.concat(
                 F.transform(
                     F.coalesce("dep_batches", none), lambda b: F.concat(F.col(dep_table), F.lit(": "), b)
@@ -250,6 +255,13 @@ def _record_changes_in_executors(
         )
     )
     catalog.append_once(CHANGES, listed, txn)
+
+
+def _as_list(rows: DataFrame, column: str) -> Column:
+    """A side's column or columns as a list (an IND names one column, an FK a list)."""
+    if isinstance(rows.schema[column].dataType, ArrayType):
+        return F.col(column)
+    return F.array(F.col(column))
 
 
 def _record_changes(

@@ -22,6 +22,7 @@ import deltalake
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset
 import pyspark.sql.functions as F
 from deltalake.exceptions import TableNotFoundError
 from pyspark.sql import DataFrame, Row, SparkSession
@@ -408,26 +409,39 @@ class Catalog:
         report_written(name)
 
     def read_small(
-        self, name: str, tables: Sequence[str] | None = None, columns: Sequence[str] | None = None
+        self,
+        name: str,
+        tables: Sequence[str] | None = None,
+        columns: Sequence[str] | None = None,
+        where: pc.Expression | None = None,
     ) -> pa.Table:
         """A table small by construction, read on the driver without a Spark job (``read_small``); only the
-        rows of ``tables`` (by ``table_name``) unless that is None, only ``columns`` unless that is None. Of
-        a table bucketed by table, only the files of their buckets are read: the rows of a few tables, which
-        the caller bounds."""
+        rows of ``tables`` (by ``table_name``) unless that is None, only ``columns`` unless that is None,
+        only the rows ``where`` holds for unless that is None. Of a table bucketed by table, only the files
+        of their buckets are read: the rows of a few tables, which the caller bounds."""
         if tables is not None and not tables:
             empty = self.arrow_schema(name).empty_table()
             return empty if columns is None else empty.select(columns)
+        if tables is not None:
+            # The filter skips the row groups whose statistics exclude the tables (the files of a table
+            # not bucketed by table hold the rows of many tables, sorted by name as their writes leave them).
+            wanted = pc.field("table_name").isin(pa.array(sorted(set(tables)), pa.string()))
+            where = wanted if where is None else wanted & where
+        return self._dataset(name, tables).to_table(columns=columns, filter=where)
+
+    def count_rows(self, name: str, where: pc.Expression) -> int:
+        """How many rows of a table ``where`` holds for, counted on the driver batch by batch (the rows are
+        never held: a pair table of a dense lake has tens of millions)."""
+        return self._dataset(name, None).count_rows(filter=where)
+
+    def _dataset(self, name: str, tables: Sequence[str] | None) -> pyarrow.dataset.Dataset:
+        """The table as a pyarrow dataset; of a table bucketed by table, only the buckets of ``tables``
+        (all unless that is None)."""
         if name in self.bucketed_by_table and tables is not None:
             in_buckets = [(BUCKET_COLUMN, "in", buckets_of(tables))]
         else:
             in_buckets = None
-        dataset = self.location(name).delta_dataset(self.delta_table(name), in_buckets)
-        if tables is None:
-            return dataset.to_table(columns=columns)
-        # The filter skips the row groups whose statistics exclude the tables (the files of a table not
-        # bucketed by table hold the rows of many tables, sorted by name as their writes leave them).
-        wanted = pc.field("table_name").isin(pa.array(sorted(set(tables)), pa.string()))
-        return dataset.to_table(columns=columns, filter=wanted)
+        return self.location(name).delta_dataset(self.delta_table(name), in_buckets)
 
     def append_small(
         self, name: str, rows: pa.Table, txn: Txn, reflects: dict | None = None, compact: bool = True

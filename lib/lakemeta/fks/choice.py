@@ -51,6 +51,8 @@ reading an analyst may review (Zhang "proposes one or more answer sets").
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+
 import pyarrow as pa
 
 from lakemeta.config import FkConfig
@@ -82,13 +84,16 @@ CHOICE_COLUMNS = pa.schema(
 )
 
 
-def _ruled_out(
-    row: dict, overlapping: set[frozenset[str]], reverse: set[tuple], config: FkConfig
-) -> str | None:
+# Set on each candidate before the choice from what relates it to others (``choose``, or in the
+# executors ``fks.placement``): its two tables overlap; its reverse is a candidate too.
+PAIR_FLAGS = pa.schema([("tables_overlap", pa.bool_()), ("keys_both_ways", pa.bool_())])
+
+
+def _ruled_out(row: dict, config: FkConfig) -> str | None:
     """Why a candidate cannot be a foreign key whatever its alternatives, or None."""
-    if row["fk_table"] != row["pk_table"] and frozenset((row["fk_table"], row["pk_table"])) in overlapping:
+    if row["fk_table"] != row["pk_table"] and row["tables_overlap"]:
         return "tables overlap"
-    if (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"])) in reverse:
+    if row["keys_both_ways"]:
         return "keys included both ways"
     one_column = len(row["pk_columns"]) == 1  # a unique tuple of ids may well reference a composite key
     if (
@@ -129,22 +134,16 @@ def _same_evidence(row: dict, other: dict, config: FkConfig) -> bool:
     return _preference(row, config)[:-2] == _preference(other, config)[:-2]
 
 
-def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
-    """``scored`` (candidates and their signals) with the choice's columns (``CHOICE_COLUMNS``), ranked:
-    answer set 1 first, then set 2, then the rest, each by EMD_n."""
-    rows = scored.to_pylist()
-    overlapping = {
-        frozenset((left, right))
-        for left, right in zip(
-            overlaps["left_table"].to_pylist(), overlaps["right_table"].to_pylist(), strict=True
-        )
-    }
-    reverse = both_ways(rows)
+def choose_per_dependent(rows: list[dict], config: FkConfig) -> list[dict]:
+    """Each candidate (a row of ``SCORED`` with ``PAIR_FLAGS``) with its dependent's choice (module
+    docstring, 1-3): ``CHOICE_COLUMNS`` but ``schema_graph``, ``rank`` and ``accepted``, and ``ruled_out``.
+    A dependent's outcome depends on its own candidates alone, so the rows of any set of whole dependents
+    (one task's, in the executors) are chosen alone."""
     for row in rows:
         row["same_folder"] = folder(row["fk_table"]) == folder(row["pk_table"])
         row["name_similarity"] = name_similarity(row["fk_columns"], row["pk_table"], row["pk_columns"])
         row["name_match"] = names_match(row["fk_columns"], row["pk_columns"])
-        row["reason"] = _ruled_out(row, overlapping, reverse, config)
+        row["reason"] = _ruled_out(row, config)
         row["ruled_out"] = row["reason"] is not None
         row["answer_set"] = None
     by_dependent: dict[tuple, list[dict]] = {}
@@ -177,23 +176,50 @@ def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
             reason = "in another schema, and not a sample of a key other than a numbering 1..N"
         if best["answer_set"] == 2:
             best["reason"] = reason
-    # Schema graphs: the tables joined by candidates not ruled out, within one folder.
-    graphs = joined_groups(
-        [(r["fk_table"], r["pk_table"]) for r in rows if not r["ruled_out"] and r["same_folder"]]
-        + [(r["fk_table"], r["fk_table"]) for r in rows]
+    return rows
+
+
+def graph_edges(rows: Iterable[dict]) -> Iterator[tuple[str, str]]:
+    """The edges of the schema graphs: the tables joined by candidates not ruled out, within one folder;
+    every dependent's table is a node."""
+    for row in rows:
+        yield row["fk_table"], row["fk_table"]
+        if not row["ruled_out"] and row["same_folder"]:
+            yield row["fk_table"], row["pk_table"]
+
+
+def rank_order(row: dict) -> tuple:
+    """The ranking's order: answer set 1 first, then set 2, then the rest, each by EMD_n."""
+    return (
+        row["answer_set"] or 3,
+        row["emd"],
+        row["fk_table"],
+        row["fk_columns"],
+        row["pk_table"],
+        row["pk_columns"],
     )
+
+
+def choose(scored: pa.Table, overlaps: pa.Table, config: FkConfig) -> pa.Table:
+    """``scored`` (candidates and their signals) with the choice's columns (``CHOICE_COLUMNS``), ranked:
+    answer set 1 first, then set 2, then the rest, each by EMD_n."""
+    rows = scored.to_pylist()
+    overlapping = {
+        frozenset((left, right))
+        for left, right in zip(
+            overlaps["left_table"].to_pylist(), overlaps["right_table"].to_pylist(), strict=True
+        )
+    }
+    reverse = both_ways(rows)
+    for row in rows:
+        row["tables_overlap"] = frozenset((row["fk_table"], row["pk_table"])) in overlapping
+        identity = (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"]))
+        row["keys_both_ways"] = identity in reverse
+    choose_per_dependent(rows, config)
+    graphs = joined_groups(graph_edges(rows))
     for row in rows:
         row["schema_graph"] = graphs[row["fk_table"]]
-    rows.sort(
-        key=lambda r: (
-            r["answer_set"] or 3,
-            r["emd"],
-            r["fk_table"],
-            r["fk_columns"],
-            r["pk_table"],
-            r["pk_columns"],
-        )
-    )
+    rows.sort(key=rank_order)
     for rank, row in enumerate(rows, start=1):
         row["rank"] = rank
         row["accepted"] = row["answer_set"] == 1

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 
 from lakemeta.config import FkConfig
+from lakemeta.fks.candidates import SCORED
 from lakemeta.fks.choice import choose
-from lakemeta.fks.discover import SCORED
 from lakemeta.fks.overlaps import SCHEMA as OVERLAPS
 
 

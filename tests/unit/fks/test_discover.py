@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lakemeta.fks.discover import _ROWS, CandidateIndex, smallest_keys_only
+from lakemeta.fks.candidates import ROWS, CandidateIndex, smallest_keys_only
 from lakemeta.fks.keys import Key
 from lakemeta.fks.signals import ColumnTypes
 
@@ -22,7 +22,7 @@ def test_each_table_keeps_the_candidates_of_its_smallest_keys_that_have_any() ->
             row("orders", ["o_orderkey"]),
             row("orders", ["o_custkey", "o_orderdate"]),
         ],
-        schema=_ROWS,
+        schema=ROWS,
     )
     kept = smallest_keys_only(scored)
     assert [(r["pk_table"], len(r["pk_columns"])) for r in kept.to_pylist()] == [
@@ -31,7 +31,7 @@ def test_each_table_keeps_the_candidates_of_its_smallest_keys_that_have_any() ->
         ("partsupp", 3),
         ("orders", 1),
     ]
-    assert smallest_keys_only(_ROWS.empty_table()).num_rows == 0
+    assert smallest_keys_only(ROWS.empty_table()).num_rows == 0
 
 
 def test_a_key_is_referenced_when_other_tables_hold_its_candidates() -> None:

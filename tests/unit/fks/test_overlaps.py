@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakemeta.config import FkConfig
-from lakemeta.fks.discover import SCORED
+from lakemeta.fks.candidates import SCORED
 from lakemeta.fks.overlaps import find_overlaps, joined_groups, matched_columns
 from lakemeta.fks.signals import ColumnTypes
 

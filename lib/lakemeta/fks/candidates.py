@@ -1,0 +1,300 @@
+"""The FK candidates of keys (Zhang et al. Alg. B.1, ``discover``'s module docstring): proposed from the
+inclusion estimates (``CandidateIndex``), scored in the tasks that hold their values
+(``scored_candidates``: phase 2's tuple sketches, the exact inclusion, EMD_n and the signals), and kept
+for the smallest keys with the key signals (``smallest_keys_only``, ``with_key_signals``). Both
+placements of the step (``discover`` on the driver, ``in_executors``) run these functions, the executors
+over the groups that decide each.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from lakemeta.config import FkConfig, SketchConfig
+from lakemeta.fks.columns import ColumnCache
+from lakemeta.fks.keys import Key
+from lakemeta.fks.randomness import KeyGrid
+from lakemeta.fks.signals import ColumnTypes, common_divisor, integer_key, span, step
+from lakemeta.sketches.bml import estimate_inclusion
+from lakemeta.sketches.hll import counter_delta, registers
+from lakemeta.values.hashes import shared_count
+
+_STRINGS = pa.list_(pa.string())
+_CANDIDATE = pa.struct(
+    [
+        ("fk_table", pa.string()),
+        ("fk_path", pa.string()),
+        ("fk_version", pa.int64()),
+        ("fk_rows", pa.int64()),
+        ("fk_columns", _STRINGS),
+        ("estimate", pa.float64()),
+        ("error", pa.float64()),
+    ]
+)
+DESCRIPTOR_SCHEMA = from_arrow_schema(
+    pa.schema(
+        [
+            ("pk_table", pa.string()),
+            ("pk_path", pa.string()),
+            ("pk_version", pa.int64()),
+            ("pk_rows", pa.int64()),
+            ("pk_columns", _STRINGS),
+            ("pk_source", pa.string()),
+            ("candidates", pa.list_(_CANDIDATE)),
+        ]
+    )
+)
+ROWS = pa.schema(
+    [
+        ("fk_table", pa.string()),
+        ("fk_columns", pa.list_(pa.string())),
+        ("pk_table", pa.string()),
+        ("pk_columns", pa.list_(pa.string())),
+        ("pk_source", pa.string()),
+        ("inclusion_estimate", pa.float64()),
+        ("inclusion_error", pa.float64()),
+        ("emd", pa.float64()),
+        ("inclusion", pa.float64()),
+        ("coverage", pa.float64()),
+        ("fk_distinct", pa.int64()),
+        ("pk_distinct", pa.int64()),
+        ("span_start", pa.float64()),
+        ("span_end", pa.float64()),
+        ("pk_is_integer", pa.bool_()),
+        ("pk_is_range", pa.bool_()),
+        ("fk_step", pa.int64()),
+    ]
+)
+# What the tasks return for every candidate: its scored row, or a pruned one (passed false, no signals),
+# with the phase-1 estimate it was proposed with; kept as ``SCORED_STATE`` for the next run.
+OUTCOMES = pa.schema(
+    [*ROWS, ("proposed_estimate", pa.float64()), ("proposed_error", pa.float64()), ("passed", pa.bool_())]
+)
+OUTCOMES_SPARK = from_arrow_schema(OUTCOMES)  # the same schema for mapInArrow
+# The scored candidates with the signals added on the driver (``with_key_signals``): what ``choice`` reads.
+SCORED = ROWS.append(pa.field("fk_is_key", pa.bool_())).append(pa.field("pk_ordinal", pa.int32()))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A candidate F for a key P; the estimate is phase 1's for one column, None until phase 2 for more."""
+
+    table: str
+    columns: tuple[str, ...]
+    estimate: float | None
+    error: float | None
+
+
+class CandidateIndex:
+    """S(C) for every column C: the columns F of other tables whose phase-1 estimate sigma(F, C) may reach θ
+    (the estimate plus its error bound reaches it, so that a dirty FK, included at 0.95 in a large key,
+    is not lost to estimator noise: the exact check in the task decides), the other columns of C's own
+    table that can hold its values (self-references, Zhang's phase 2 allows the key's table), and from
+    them the candidates of a key (Alg. B.1, Zhang §4)."""
+
+    def __init__(self, estimates: pa.Table, types: ColumnTypes, threshold: float) -> None:
+        # an undetermined pair (no estimate: its bound is too wide) may reach θ
+        reach = pc.fill_null(pc.add(estimates["estimate"], estimates["error_bound"]), 1.0)
+        self._included_in: dict[tuple[str, str], list[dict]] = {}
+        for row in estimates.filter(pc.greater_equal(reach, threshold)).to_pylist():
+            self._included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
+        self._types = types
+
+    def _same_table(self, table: str, column: str) -> list[Candidate]:
+        """The columns of the key's own table that could reference it, those of the key's type family (a
+        manager's id is an id, not text that happens to hold digits): no BML estimate (BML relates columns
+        of different tables), the exact check decides."""
+        family = self._types.family.get((table, column))
+        if family is None:
+            return []
+        return [
+            Candidate(table, (other,), None, None)
+            for other in sorted(self._types.columns.get(table, []))
+            if other != column and self._types.family[(table, other)] == family
+        ]
+
+    def _several(self, key: Key) -> Iterator[Candidate]:
+        """Phase 2's candidates of a key of several columns, before their tuple sketches, one by one: every
+        F in S(C1) x ... x S(Cn) whose columns are distinct and in one table."""
+        sets = [self._included_in.get((key.table, column), []) for column in key.columns]
+        for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
+            per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
+            for columns in itertools.product(*per_column):
+                if len(set(columns)) == len(columns):
+                    yield Candidate(table, columns, None, None)
+
+    def referenced(self, key: Key) -> bool:
+        """Whether another table holds candidates of the key, stopping at the first (the key checks ask
+        this of every column combination of a wide table, where listing the products would cost millions
+        of tuples). Keys are looked for where other tables reference them; once found, their own table's
+        columns are candidates too (``candidates``), but these alone do not make a key worth checking:
+        nearly every column has a sibling of a compatible type."""
+        if len(key.columns) == 1:
+            return bool(self._included_in.get((key.table, key.columns[0])))
+        return next(self._several(key), None) is not None
+
+    def candidates(self, key: Key) -> list[Candidate]:
+        """Phase 1's candidates of a one-column key, self-references included; phase 2's, before their
+        tuple sketches, of a larger one: every F in S(C1) x ... x S(Cn) whose columns are distinct and in
+        one table."""
+        if len(key.columns) == 1:
+            return [
+                Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
+                for r in self._included_in.get((key.table, key.columns[0]), [])
+            ] + self._same_table(key.table, key.columns[0])
+        return list(self._several(key))
+
+
+def _sketch(tuple_hashes: np.ndarray, valid: np.ndarray, sketches: SketchConfig) -> np.ndarray:
+    """The HLL registers of a column tuple's values (BML §2.2); duplicates and row order do not matter."""
+    return registers(counter_delta(tuple_hashes[valid], p=sketches.precision))
+
+
+def tuple_inclusion(
+    dependent: np.ndarray, referenced: np.ndarray, sketches: SketchConfig
+) -> tuple[float, float]:
+    """BML's sigma(F, P) and its error bound from the HLL registers of two tuple sets (phase 2)."""
+    estimates = estimate_inclusion(
+        np.stack([dependent, referenced]),
+        np.array([0]),
+        np.array([1]),
+        confidence=sketches.confidence,
+        eps=sketches.tolerance,
+    )
+    return float(estimates.estimate[0]), float(estimates.error_bound[0])
+
+
+def scored_candidates(
+    config: FkConfig, sketches: SketchConfig, max_task_rows: int
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """Per key: phase 2's tuple-sketch estimate of each candidate of several columns (from every row's tuple
+    hash: HLL registers depend on the set of hashes only, so no distinct tuples are formed for candidates
+    it prunes), the exact inclusion check, then EMD_n on the distinct tuples."""
+
+    def scored(key: dict, snapshots: ColumnCache) -> Iterator[dict]:
+        """The outcome of each of one key's candidates: its row with its signals (``signals``) where it
+        passes phase 2 and the exact inclusion check, a pruned row (no signals) where not."""
+        pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
+        key_hashes = snapshots.distinct_hashes(*pk)
+        several = len(key["pk_columns"]) > 1
+        key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several and len(key_hashes) else None
+        grid: KeyGrid | None = None  # built at the key's first candidate that passes
+        for candidate in key["candidates"]:
+            fk = (candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
+            estimate, error = candidate["estimate"], candidate["error"]
+            pruned = {
+                "fk_table": candidate["fk_table"],
+                "fk_columns": candidate["fk_columns"],
+                "pk_table": key["pk_table"],
+                "pk_columns": key["pk_columns"],
+                "pk_source": key["pk_source"],
+                "proposed_estimate": estimate,
+                "proposed_error": error,
+                "passed": False,
+            }
+            if not len(key_hashes):
+                yield pruned  # a key without a value has no candidate
+                continue
+            if several:
+                fk_hashes, fk_valid = snapshots.tuple_hashes(*fk)
+                if not fk_valid.any():
+                    yield pruned
+                    continue
+                fk_sketch = _sketch(fk_hashes, fk_valid, sketches)
+                estimate, error = tuple_inclusion(fk_sketch, key_sketch, sketches)
+                if estimate + error < config.inclusion_threshold:
+                    yield pruned  # Zhang §4: pruned on its tuples' sketches
+                    continue
+            fk_distinct = snapshots.distinct_hashes(*fk)
+            shared = shared_count(fk_distinct, key_hashes)
+            if not len(fk_distinct) or shared < config.inclusion_threshold * len(fk_distinct):
+                yield pruned  # not included, though its estimates let it through
+                continue
+            if grid is None:
+                key_tuples = snapshots.distinct_tuples(*pk)
+                grid = KeyGrid(key_tuples, config.grid_quantiles(len(key_tuples)))
+                pk_is_integer, pk_is_range = (False, False) if several else integer_key(key_tuples[0])
+                key_divisor = common_divisor(key_tuples[0]) if pk_is_integer else None
+            fk_tuples = snapshots.distinct_tuples(*fk)
+            cells = grid.cells(fk_tuples)
+            start, end = (None, None) if several else span(cells, grid.shape[0])
+            yield {
+                **pruned,
+                "passed": True,
+                "inclusion_estimate": estimate,
+                "inclusion_error": error,
+                "emd": grid.emd_n_of_cells(cells),
+                "inclusion": shared / len(fk_distinct),
+                "coverage": shared / len(key_hashes),
+                "fk_distinct": len(fk_distinct),
+                "pk_distinct": len(key_hashes),
+                "span_start": start,
+                "span_end": end,
+                "pk_is_integer": pk_is_integer,
+                "pk_is_range": pk_is_range,
+                "fk_step": None if several else step(fk_tuples[0], key_divisor),
+            }
+
+    def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        snapshots = ColumnCache(max_task_rows)  # the columns this task reads, by table snapshot
+        for batch in descriptors:
+            keys = batch.to_pylist()
+            last_use: dict[tuple[str, int, str], int] = {}  # each column's last key in the batch
+            for i, key in enumerate(keys):
+                for path, version, rows, columns in _snapshot_columns(key):
+                    snapshots.need(path, version, columns, rows)
+                    last_use.update({(path, version, column): i for column in columns})
+            released_after: dict[int, list[tuple[str, int, str]]] = {}
+            for where, i in last_use.items():
+                released_after.setdefault(i, []).append(where)
+            rows = []
+            for i, key in enumerate(keys):
+                rows += scored(key, snapshots)
+                for path, version, column in released_after.get(i, []):
+                    snapshots.release(path, version, [column])
+            yield pa.RecordBatch.from_pylist(rows, schema=OUTCOMES)
+
+    return run
+
+
+def _snapshot_columns(key: dict) -> Iterator[tuple[str, int, int, list[str]]]:
+    """The snapshots (path, version, rows) and columns one key descriptor reads: the key's, then each
+    candidate's."""
+    yield key["pk_path"], key["pk_version"], key["pk_rows"], key["pk_columns"]
+    for candidate in key["candidates"]:
+        yield candidate["fk_path"], candidate["fk_version"], candidate["fk_rows"], candidate["fk_columns"]
+
+
+def smallest_keys_only(scored: pa.Table) -> pa.Table:
+    """The candidates of each referenced table's smallest keys among those with candidates left after the
+    exact inclusion check (``keys``: a table's primary key is among its smallest keys); declared keys keep
+    theirs whatever their size."""
+    sizes = pc.list_value_length(scored["pk_columns"]).to_numpy(zero_copy_only=False)
+    tables = scored["pk_table"].to_pylist()
+    declared = np.array([source == "declared" for source in scored["pk_source"].to_pylist()], dtype=bool)
+    smallest: dict[str, int] = {}
+    for table, size, is_declared in zip(tables, sizes, declared, strict=True):
+        if not is_declared:
+            smallest[table] = min(size, smallest.get(table, size))
+    of_smallest = [size == smallest.get(table) for table, size in zip(tables, sizes, strict=True)]
+    keep = declared | np.array(of_smallest, dtype=bool)
+    return scored.filter(pa.array(keep, pa.bool_()))
+
+
+def with_key_signals(scored: pa.Table, keys: list[Key], types: ColumnTypes) -> pa.Table:
+    """``scored`` with ``fk_is_key`` (the dependent is a key of its own table) and ``pk_ordinal`` (the
+    key's first column's position in its table; keys come first by convention) (``signals``)."""
+    known = {(key.table, key.columns) for key in keys}
+    rows = scored.select(["fk_table", "fk_columns", "pk_table", "pk_columns"]).to_pylist()
+    fk_is_key = [(r["fk_table"], tuple(r["fk_columns"])) in known for r in rows]
+    pk_ordinal = [min(types.ordinal.get((r["pk_table"], c), 0) for c in r["pk_columns"]) for r in rows]
+    return scored.append_column("fk_is_key", pa.array(fk_is_key, pa.bool_())).append_column(
+        "pk_ordinal", pa.array(pk_ordinal, pa.int32())
+    )

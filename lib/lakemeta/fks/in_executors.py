@@ -1,0 +1,321 @@
+"""The FK step (``discover``) over a lake whose candidates are too many for the driver: every pair set is
+a DataFrame the executors hold, and each stage runs the driver's functions over the groups that decide
+it, so both placements compute one result.
+
+A lake of small real tables holds hundreds of thousands of candidates at 600 tables and millions at
+2,000 (``bench/dense_lakes.py``). What the driver holds here is O(columns): the keys, the columns' types
+and places (``signals.ColumnTypes``), each table's snapshot, and the schema graphs' union-find over the
+tables. The stages, each a Spark job over groups whose outcome depends on the group alone:
+
+1. Proposing (``CandidateIndex``, Zhang's Alg. B.1): the estimates reaching θ into one table's columns
+   propose the candidates of that table's keys, self-references and composite keys' products included:
+   grouped by referenced table.
+2. Reusing: a candidate proposed as before, of two tables unchanged since, keeps its stored outcome (a
+   join with ``state/fk_scored``); the others are scored as on the driver (``candidates.scored_candidates``),
+   one descriptor per key.
+3. The smallest keys of each referenced table and the key signals (``smallest_keys_only``,
+   ``with_key_signals``): grouped by referenced table.
+4. Overlaps and the flags that relate a candidate to another (``overlaps.find_overlaps``,
+   ``signals.both_ways``): a copy and a candidate's reverse concern the candidates and inclusions of one
+   pair of tables, so they are found per unordered pair of tables.
+5. The choice (``choice.choose_per_dependent``): grouped by dependent table. Then the schema graphs,
+   whose union-find reads the distinct table edges as a stream, and the ranking (a sort in Spark).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyspark.sql.functions as F
+from pyspark.sql import DataFrame, Window
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from lakemeta.catalog import Catalog
+from lakemeta.config import Config
+from lakemeta.fks.candidates import ROWS, CandidateIndex, smallest_keys_only, with_key_signals
+from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent
+from lakemeta.fks.keys import Key
+from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
+from lakemeta.fks.overlaps import find_overlaps, joined_groups
+from lakemeta.fks.signals import ColumnTypes, both_ways
+from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
+
+log = logging.getLogger(__name__)
+
+_STRINGS = pa.list_(pa.string())
+PROPOSED = pa.schema(
+    [
+        ("pk_table", pa.string()),
+        ("pk_columns", _STRINGS),
+        ("pk_source", pa.string()),
+        ("fk_table", pa.string()),
+        ("fk_columns", _STRINGS),
+        ("proposed_estimate", pa.float64()),
+        ("proposed_error", pa.float64()),
+    ]
+)
+_IDENTITY = ["pk_table", "pk_columns", "pk_source", "fk_table", "fk_columns"]
+_ESTIMATE_COLUMNS = ["dep_table", "dep_column", "ref_table", "ref_column", "estimate", "error_bound"]
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The candidates remaining at each stage, for the log."""
+
+    proposed: int
+    computed: int
+    passed: int
+    kept: int
+
+
+def reach_sql(threshold: float) -> str:
+    """The estimates that may reach θ (``CandidateIndex``): the estimate plus its bound reaches it, or
+    there is no estimate (undetermined)."""
+    return f"coalesce(estimate + error_bound, 1.0) >= {float(threshold)!r}"
+
+
+def _proposals(keys: list[Key], types: ColumnTypes, threshold: float) -> Callable[[pa.Table], pa.Table]:
+    """The candidates of one referenced table's keys from the estimates into it (stage 1)."""
+    by_table: dict[str, list[Key]] = {}
+    for key in keys:
+        by_table.setdefault(key.table, []).append(key)
+
+    def propose(estimates: pa.Table) -> pa.Table:
+        table = estimates["ref_table"][0].as_py()
+        index = CandidateIndex(estimates.filter(estimates["dep_table"].is_valid()), types, threshold)
+        rows = [
+            {
+                "pk_table": key.table,
+                "pk_columns": list(key.columns),
+                "pk_source": key.source,
+                "fk_table": candidate.table,
+                "fk_columns": list(candidate.columns),
+                "proposed_estimate": candidate.estimate,
+                "proposed_error": candidate.error,
+            }
+            for key in by_table.get(table, [])
+            for candidate in index.candidates(key)
+        ]
+        return pa.Table.from_pylist(rows, schema=PROPOSED)
+
+    return propose
+
+
+def _kept_and_signalled(keys: list[Key], types: ColumnTypes) -> Callable[[pa.Table], pa.Table]:
+    """Stage 3 over one referenced table's scored candidates."""
+
+    def kept(scored: pa.Table) -> pa.Table:
+        return with_key_signals(smallest_keys_only(scored.select(ROWS.names).cast(ROWS)), keys, types)
+
+    return kept
+
+
+_OVERLAP = pa.struct(list(OVERLAP_SCHEMA))
+
+
+def _related(
+    types: ColumnTypes, config: Config, scored: pa.Schema
+) -> Callable[[pa.Table, pa.Table], pa.Table]:
+    """Stage 4 over one unordered pair of tables: its candidates (``scored``' schema) with their
+    ``PAIR_FLAGS``, and the pair's overlap on its first candidate (``overlap``, null elsewhere)."""
+    out = scored.append(pa.field("tables_overlap", pa.bool_())).append(pa.field("keys_both_ways", pa.bool_()))
+    out = out.append(pa.field("overlap", _OVERLAP))
+
+    def related(candidates: pa.Table, inclusions: pa.Table) -> pa.Table:
+        candidates = candidates.select(scored.names).cast(scored)
+        overlaps = find_overlaps(inclusions, types, candidates, config.fks).to_pylist()
+        rows = candidates.to_pylist()
+        reverse = both_ways(rows)
+        for place, row in enumerate(rows):
+            row["tables_overlap"] = bool(overlaps) and row["fk_table"] != row["pk_table"]
+            identity = (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"]))
+            row["keys_both_ways"] = identity in reverse
+            row["overlap"] = overlaps[0] if overlaps and place == 0 else None
+        return pa.Table.from_pylist(rows, schema=out)
+
+    return related
+
+
+def _chosen(config: Config, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
+    """Stage 5 over one dependent table's candidates."""
+
+    def chosen(candidates: pa.Table) -> pa.Table:
+        rows = choose_per_dependent(candidates.to_pylist(), config.fks)
+        return pa.Table.from_pylist(rows, schema=schema)
+
+    return chosen
+
+
+def _pair_of(left: str, right: str) -> list:
+    """An unordered pair of tables as two columns, the smaller name first."""
+    return [F.least(left, right).alias("pair_left"), F.greatest(left, right).alias("pair_right")]
+
+
+def discover_in_executors(
+    catalog: Catalog,
+    config: Config,
+    keys: list[Key],
+    types: ColumnTypes,
+    snapshots: pa.Table,
+    changed: set[str] | None,
+    score: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
+    outcome_schema: pa.Schema,
+    scored_schema: pa.Schema,
+) -> tuple[DataFrame, DataFrame, DataFrame, list[DataFrame], Stages]:
+    """The FK step's ranked candidates, overlaps and outcomes as DataFrames the executors hold (module
+    docstring), the frames persisted for them (released once they are written) and the counts per stage.
+    ``snapshots``: a row per table (table_name, path, version, rows); ``score``: the scoring tasks' body
+    over key descriptors (``candidates.DESCRIPTOR_SCHEMA``), returning outcomes of ``outcome_schema``;
+    ``scored_schema``: the kept candidates' schema with their key signals (``candidates.SCORED``)."""
+    spark = catalog.spark
+    fks = config.fks
+    threshold = fks.inclusion_threshold
+    persisted: list[DataFrame] = []
+
+    def persist(frame: DataFrame) -> DataFrame:
+        persisted.append(frame.persist())
+        return frame
+
+    key_tables = F.broadcast(
+        arrow_frame(spark, pa.table({"ref_table": pa.array(sorted({k.table for k in keys}), pa.string())}))
+    )
+    estimates = catalog.read("inclusion_estimates").where(reach_sql(threshold)).select(*_ESTIMATE_COLUMNS)
+    # every key's table has a group, with or without estimates into it (its self-references)
+    markers = key_tables.select(
+        F.lit(None).cast("string").alias("dep_table"),
+        F.lit(None).cast("string").alias("dep_column"),
+        "ref_table",
+        F.lit(None).cast("string").alias("ref_column"),
+        F.lit(None).cast("double").alias("estimate"),
+        F.lit(None).cast("double").alias("error_bound"),
+    )
+    describe_jobs(spark, f"FK candidates: proposing the candidates of {len(keys)} keys")
+    proposed = persist(
+        estimates.join(key_tables, "ref_table", "left_semi")
+        .unionByName(markers)
+        .groupBy("ref_table")
+        .applyInArrow(_proposals(keys, types, threshold), from_arrow_schema(PROPOSED))
+    )
+
+    def same_estimate(stored: DataFrame, name: str) -> object:
+        return stored[name].eqNullSafe(proposed[name])
+
+    if changed is None:
+        to_score, reused = proposed, None
+    else:
+        tables = sorted(changed)
+        stored = catalog.read("state/fk_scored")
+        if tables:
+            stored = stored.where(~F.col("pk_table").isin(tables) & ~F.col("fk_table").isin(tables))
+        same = [stored[c] == proposed[c] for c in _IDENTITY] + [
+            same_estimate(stored, "proposed_estimate"),
+            same_estimate(stored, "proposed_error"),
+        ]
+        reused = stored.join(proposed, same, "left_semi")
+        to_score = proposed.join(stored, same, "left_anti")
+
+    located = F.broadcast(arrow_frame(spark, snapshots))
+
+    def side(prefix: str) -> DataFrame:
+        return located.select(
+            F.col("table_name").alias(f"{prefix}_table"),
+            F.col("path").alias(f"{prefix}_path"),
+            F.col("version").alias(f"{prefix}_version"),
+            F.col("rows").alias(f"{prefix}_rows"),
+        )
+
+    candidate = F.struct(
+        "fk_table",
+        "fk_path",
+        "fk_version",
+        "fk_rows",
+        "fk_columns",
+        F.col("proposed_estimate").alias("estimate"),
+        F.col("proposed_error").alias("error"),
+    )
+    descriptors = (
+        to_score.join(side("fk"), "fk_table")
+        .join(side("pk"), "pk_table")
+        .groupBy("pk_table", "pk_path", "pk_version", "pk_rows", "pk_columns", "pk_source")
+        .agg(F.collect_list(candidate).alias("candidates"))
+    )
+    n_proposed, n_computed = proposed.count(), to_score.count()
+    describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates")
+    computed = descriptors.repartition(4 * default_parallelism(spark)).mapInArrow(
+        score, from_arrow_schema(outcome_schema)
+    )
+    outcomes = persist(computed if reused is None else reused.unionByName(computed))
+
+    describe_jobs(spark, "FK candidates: the smallest keys and their signals")
+    passed = outcomes.where("passed")
+    kept = persist(
+        passed.groupBy("pk_table").applyInArrow(
+            _kept_and_signalled(keys, types), from_arrow_schema(scored_schema)
+        )
+    )
+
+    describe_jobs(spark, "FK candidates: overlapping tables")
+    included = estimates.where(f"estimate >= {float(threshold)!r} AND dep_table != ref_table").select(
+        *_pair_of("dep_table", "ref_table"), "dep_table", "dep_column", "ref_table", "ref_column"
+    )
+    pairs = kept.select(*_pair_of("fk_table", "pk_table")).distinct()
+    included = included.join(pairs, ["pair_left", "pair_right"], "left_semi")
+    with_pair = kept.select("*", *_pair_of("fk_table", "pk_table"))
+    related_schema = (
+        scored_schema.append(pa.field("tables_overlap", pa.bool_()))
+        .append(pa.field("keys_both_ways", pa.bool_()))
+        .append(pa.field("overlap", _OVERLAP))
+    )
+    related = persist(
+        with_pair.groupBy("pair_left", "pair_right")
+        .cogroup(included.groupBy("pair_left", "pair_right"))
+        .applyInArrow(_related(types, config, scored_schema), from_arrow_schema(related_schema))
+    )
+    overlaps = related.where(F.col("overlap").isNotNull()).select("overlap.*")
+
+    describe_jobs(spark, "FK candidates: the choice per dependent")
+    chosen_schema = pa.schema(
+        [
+            *scored_schema,
+            *PAIR_FLAGS,
+            *[f for f in CHOICE_COLUMNS if f.name not in ("schema_graph", "rank", "accepted")],
+            pa.field("ruled_out", pa.bool_()),
+        ]
+    )
+    chosen = persist(
+        related.drop("overlap")
+        .groupBy("fk_table")
+        .applyInArrow(_chosen(config, chosen_schema), from_arrow_schema(chosen_schema))
+    )
+    # the schema graphs (``choice.graph_edges``' edges): the union-find holds a parent per table, the
+    # distinct edges pass by as a stream
+    edges = chosen.select(
+        "fk_table",
+        F.when(~F.col("ruled_out") & F.col("same_folder"), F.col("pk_table"))
+        .otherwise(F.col("fk_table"))
+        .alias("joined"),
+    ).distinct()
+    graphs = joined_groups((row.fk_table, row.joined) for row in edges.toLocalIterator())
+    graph_of = F.broadcast(
+        arrow_frame(
+            spark,
+            pa.table(
+                {
+                    "fk_table": pa.array(list(graphs), pa.string()),
+                    "schema_graph": pa.array(list(graphs.values()), pa.string()),
+                }
+            ),
+        )
+    )
+    # ``choice.rank_order`` in Spark: answer set 1, 2, then the rest, each by EMD_n, then the identity
+    order = [F.coalesce("answer_set", F.lit(3)), "emd", "fk_table", "fk_columns", "pk_table", "pk_columns"]
+    ranked = (
+        chosen.join(graph_of, "fk_table")
+        .withColumn("rank", F.row_number().over(Window.orderBy(*order)).cast("int"))
+        .withColumn("accepted", F.coalesce(F.col("answer_set") == 1, F.lit(False)))
+    )
+    stages = Stages(n_proposed, n_computed, passed.count(), kept.count())
+    return ranked, overlaps, outcomes, persisted, stages
