@@ -223,6 +223,7 @@ def discover_fk_candidates(
             keys,
             types,
             located,
+            n_reaching,
             changed,
             scored_candidates(fks, sketches, scan.max_task_rows),
             OUTCOMES,

@@ -25,12 +25,13 @@ tables. The stages, each a Spark job over groups whose outcome depends on the gr
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyspark.sql.functions as F
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
@@ -78,13 +79,12 @@ def reach_sql(threshold: float) -> str:
 
 
 def _proposals(keys: list[Key], types: ColumnTypes, threshold: float) -> Callable[[pa.Table], pa.Table]:
-    """The candidates of one referenced table's keys from the estimates into it (stage 1)."""
+    """The candidates of some referenced tables' keys from the estimates into them (stage 1)."""
     by_table: dict[str, list[Key]] = {}
     for key in keys:
         by_table.setdefault(key.table, []).append(key)
 
     def propose(estimates: pa.Table) -> pa.Table:
-        table = estimates["ref_table"][0].as_py()
         index = CandidateIndex(estimates.filter(estimates["dep_table"].is_valid()), types, threshold)
         rows = [
             {
@@ -96,6 +96,7 @@ def _proposals(keys: list[Key], types: ColumnTypes, threshold: float) -> Callabl
                 "proposed_estimate": candidate.estimate,
                 "proposed_error": candidate.error,
             }
+            for table in sorted(set(estimates["ref_table"].to_pylist()))
             for key in by_table.get(table, [])
             for candidate in index.candidates(key)
         ]
@@ -105,7 +106,7 @@ def _proposals(keys: list[Key], types: ColumnTypes, threshold: float) -> Callabl
 
 
 def _kept_and_signalled(keys: list[Key], types: ColumnTypes) -> Callable[[pa.Table], pa.Table]:
-    """Stage 3 over one referenced table's scored candidates."""
+    """Stage 3 over some referenced tables' scored candidates."""
 
     def kept(scored: pa.Table) -> pa.Table:
         return with_key_signals(smallest_keys_only(scored.select(ROWS.names).cast(ROWS)), keys, types)
@@ -119,34 +120,50 @@ _OVERLAP = pa.struct(list(OVERLAP_SCHEMA))
 def _related(
     types: ColumnTypes, config: Config, scored: pa.Schema
 ) -> Callable[[pa.Table, pa.Table], pa.Table]:
-    """Stage 4 over one unordered pair of tables: its candidates (``scored``' schema) with their
-    ``PAIR_FLAGS``, and the pair's overlap on its first candidate (``overlap``, null elsewhere)."""
+    """Stage 4 over some unordered pairs of tables: their candidates (``scored``' schema) with their
+    ``PAIR_FLAGS``, and each overlapping pair's overlap on its first candidate (``overlap``, null
+    elsewhere)."""
     out = scored.append(pa.field("tables_overlap", pa.bool_())).append(pa.field("keys_both_ways", pa.bool_()))
     out = out.append(pa.field("overlap", _OVERLAP))
 
     def related(candidates: pa.Table, inclusions: pa.Table) -> pa.Table:
         candidates = candidates.select(scored.names).cast(scored)
-        overlaps = find_overlaps(inclusions, types, candidates, config.fks).to_pylist()
+        overlaps = {
+            frozenset((row["left_table"], row["right_table"])): row
+            for row in find_overlaps(inclusions, types, candidates, config.fks).to_pylist()
+        }
         rows = candidates.to_pylist()
         reverse = both_ways(rows)
-        for place, row in enumerate(rows):
-            row["tables_overlap"] = bool(overlaps) and row["fk_table"] != row["pk_table"]
+        for row in rows:
+            pair = frozenset((row["fk_table"], row["pk_table"]))
+            row["tables_overlap"] = pair in overlaps and row["fk_table"] != row["pk_table"]
             identity = (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"]))
             row["keys_both_ways"] = identity in reverse
-            row["overlap"] = overlaps[0] if overlaps and place == 0 else None
+            row["overlap"] = overlaps.pop(pair, None)  # on the pair's first candidate
         return pa.Table.from_pylist(rows, schema=out)
 
     return related
 
 
 def _chosen(config: Config, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]:
-    """Stage 5 over one dependent table's candidates."""
+    """Stage 5 over some dependent tables' candidates."""
 
     def chosen(candidates: pa.Table) -> pa.Table:
         rows = choose_per_dependent(candidates.to_pylist(), config.fks)
         return pa.Table.from_pylist(rows, schema=schema)
 
     return chosen
+
+
+_GROUP_ROWS = 50_000
+"""The rows a stage's group holds on average at most: a group is one Arrow table, then Python rows of a
+few KB each, in one Python worker."""
+
+
+def _bucket(groups: int, *columns: str) -> Column:
+    """Rows spread over ``groups`` groups by the hash of ``columns``: a group is a task's call of the
+    stage's function (one call per table or pair of tables would pay a call's fixed cost per group)."""
+    return F.pmod(F.xxhash64(*columns), F.lit(groups)).alias("bucket")
 
 
 def _pair_of(left: str, right: str) -> list:
@@ -160,6 +177,7 @@ def discover_in_executors(
     keys: list[Key],
     types: ColumnTypes,
     snapshots: pa.Table,
+    n_reaching: int,
     changed: set[str] | None,
     score: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
     outcome_schema: pa.Schema,
@@ -167,13 +185,18 @@ def discover_in_executors(
 ) -> tuple[DataFrame, DataFrame, DataFrame, list[DataFrame], Stages]:
     """The FK step's ranked candidates, overlaps and outcomes as DataFrames the executors hold (module
     docstring), the frames persisted for them (released once they are written) and the counts per stage.
-    ``snapshots``: a row per table (table_name, path, version, rows); ``score``: the scoring tasks' body
+    ``snapshots``: a row per table (table_name, path, version, rows); ``n_reaching``: the estimates that
+    may reach θ; ``score``: the scoring tasks' body
     over key descriptors (``candidates.DESCRIPTOR_SCHEMA``), returning outcomes of ``outcome_schema``;
     ``scored_schema``: the kept candidates' schema with their key signals (``candidates.SCORED``)."""
     spark = catalog.spark
     fks = config.fks
     threshold = fks.inclusion_threshold
     persisted: list[DataFrame] = []
+    tasks = 4 * default_parallelism(spark)
+
+    def groups(rows: int) -> int:
+        return max(tasks, math.ceil(rows / _GROUP_ROWS))
 
     def persist(frame: DataFrame) -> DataFrame:
         persisted.append(frame.persist())
@@ -196,7 +219,7 @@ def discover_in_executors(
     proposed = persist(
         estimates.join(key_tables, "ref_table", "left_semi")
         .unionByName(markers)
-        .groupBy("ref_table")
+        .groupBy(_bucket(groups(n_reaching), "ref_table"))
         .applyInArrow(_proposals(keys, types, threshold), from_arrow_schema(PROPOSED))
     )
 
@@ -244,15 +267,16 @@ def discover_in_executors(
     )
     n_proposed, n_computed = proposed.count(), to_score.count()
     describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates")
-    computed = descriptors.repartition(4 * default_parallelism(spark)).mapInArrow(
+    computed = descriptors.repartition(groups(n_computed)).mapInArrow(
         score, from_arrow_schema(outcome_schema)
     )
     outcomes = persist(computed if reused is None else reused.unionByName(computed))
 
     describe_jobs(spark, "FK candidates: the smallest keys and their signals")
     passed = outcomes.where("passed")
+    n_passed = passed.count()
     kept = persist(
-        passed.groupBy("pk_table").applyInArrow(
+        passed.groupBy(_bucket(groups(n_passed), "pk_table")).applyInArrow(
             _kept_and_signalled(keys, types), from_arrow_schema(scored_schema)
         )
     )
@@ -263,15 +287,17 @@ def discover_in_executors(
     )
     pairs = kept.select(*_pair_of("fk_table", "pk_table")).distinct()
     included = included.join(pairs, ["pair_left", "pair_right"], "left_semi")
+    n_kept = kept.count()
     with_pair = kept.select("*", *_pair_of("fk_table", "pk_table"))
+    by_pair = _bucket(groups(n_kept), "pair_left", "pair_right")
     related_schema = (
         scored_schema.append(pa.field("tables_overlap", pa.bool_()))
         .append(pa.field("keys_both_ways", pa.bool_()))
         .append(pa.field("overlap", _OVERLAP))
     )
     related = persist(
-        with_pair.groupBy("pair_left", "pair_right")
-        .cogroup(included.groupBy("pair_left", "pair_right"))
+        with_pair.groupBy(by_pair)
+        .cogroup(included.groupBy(by_pair))
         .applyInArrow(_related(types, config, scored_schema), from_arrow_schema(related_schema))
     )
     overlaps = related.where(F.col("overlap").isNotNull()).select("overlap.*")
@@ -287,7 +313,7 @@ def discover_in_executors(
     )
     chosen = persist(
         related.drop("overlap")
-        .groupBy("fk_table")
+        .groupBy(_bucket(groups(n_kept), "fk_table"))
         .applyInArrow(_chosen(config, chosen_schema), from_arrow_schema(chosen_schema))
     )
     # the schema graphs (``choice.graph_edges``' edges): the union-find holds a parent per table, the
@@ -317,5 +343,5 @@ def discover_in_executors(
         .withColumn("rank", F.row_number().over(Window.orderBy(*order)).cast("int"))
         .withColumn("accepted", F.coalesce(F.col("answer_set") == 1, F.lit(False)))
     )
-    stages = Stages(n_proposed, n_computed, passed.count(), kept.count())
+    stages = Stages(n_proposed, n_computed, n_passed, n_kept)
     return ranked, overlaps, outcomes, persisted, stages
