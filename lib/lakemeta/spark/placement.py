@@ -112,6 +112,6 @@ def collect_balanced(
         return pa.Table.from_batches([batch.cast(arrow_schema) for batch in batches], arrow_schema)
     tasks = balanced_tasks(spark, weighted_rows, max_task_weight)
     # as many rows as the input rows' outcomes, which the caller already holds: the FK step's key checks
-    # (a row per key asked) and its candidates' outcomes (a row per candidate, which a dense lake makes
-    # millions of: that step does not yet keep its pairs in the executors, docs/architecture.md)
+    # (a row per key asked) and, on its driver path, its candidates' outcomes (a row per candidate, whose
+    # estimates are within scan.driver_max_pairs; past it the step runs in the executors)
     return map_tasks(spark, tasks, schema, body, output_schema).toArrow().cast(arrow_schema)
