@@ -222,8 +222,7 @@ def scored_candidates(
                 grid = KeyGrid(key_tuples, config.grid_quantiles(len(key_tuples)))
                 pk_is_integer, pk_is_range = (False, False) if several else integer_key(key_tuples[0])
                 key_divisor = common_divisor(key_tuples[0]) if pk_is_integer else None
-            fk_tuples = snapshots.distinct_tuples(*fk)
-            cells = grid.cells(fk_tuples)
+            cells = grid.cells_of_keys(snapshots.domain_keys(*fk))
             start, end = (None, None) if several else span(cells, grid.shape[0])
             yield {
                 **pruned,
@@ -239,7 +238,9 @@ def scored_candidates(
                 "span_end": end,
                 "pk_is_integer": pk_is_integer,
                 "pk_is_range": pk_is_range,
-                "fk_step": None if several else step(fk_tuples[0], key_divisor),
+                "fk_step": None
+                if several
+                else step(snapshots.common_divisor(*fk[:2], fk[2][0]), key_divisor),
             }
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -21,7 +21,9 @@ import numpy as np
 import pyarrow as pa
 
 from lakemeta.arrays import sorted_unique
+from lakemeta.fks.domain_order import DomainKeys, domain_keys
 from lakemeta.fks.randomness import distinct_rows
+from lakemeta.fks.signals import common_divisor
 from lakemeta.hashing import canonical, combine_hashes, hash_strings
 from lakemeta.lake.snapshots import file_groups, read_columns
 
@@ -49,6 +51,8 @@ class ColumnCache:
         self._hashes: dict[tuple[str, int, str], tuple[np.ndarray, np.ndarray]] = {}
         self._distinct_hashes: dict[tuple[str, int, tuple[str, ...]], np.ndarray] = {}
         self._distinct_tuples: dict[tuple[str, int, tuple[str, ...]], list[pa.Array]] = {}
+        self._domain_keys: dict[tuple[str, int, tuple[str, ...]], list[DomainKeys]] = {}
+        self._divisors: dict[tuple[str, int, tuple[str, ...]], int | None] = {}
 
     def need(self, path: str, version: int, columns: Iterable[str], rows: int) -> None:
         """Columns of a snapshot of ``rows`` rows that will be read."""
@@ -63,7 +67,7 @@ class ColumnCache:
         for column in gone:
             values.pop(column, None)
             self._hashes.pop((path, version, column), None)
-        for derived in (self._distinct_hashes, self._distinct_tuples):
+        for derived in (self._distinct_hashes, self._distinct_tuples, self._domain_keys, self._divisors):
             for where in [w for w in derived if w[:2] == (path, version) and gone.intersection(w[2])]:
                 del derived[where]
 
@@ -162,3 +166,18 @@ class ColumnCache:
             rows = distinct_rows(*self.tuple_hashes(path, version, columns))
             self._distinct_tuples[where] = [canonical(v) for v in self.values(path, version, columns)(rows)]
         return self._distinct_tuples[where]
+
+    def domain_keys(self, path: str, version: int, columns: list[str]) -> list[DomainKeys]:
+        """The distinct tuples' places in each column's domain order (``domain_order.domain_keys``), kept
+        for every key the tuples are a candidate of."""
+        where = (path, version, tuple(columns))
+        if where not in self._domain_keys:
+            self._domain_keys[where] = [domain_keys(v) for v in self.distinct_tuples(path, version, columns)]
+        return self._domain_keys[where]
+
+    def common_divisor(self, path: str, version: int, column: str) -> int | None:
+        """``signals.common_divisor`` of a column's distinct values."""
+        where = (path, version, (column,))
+        if where not in self._divisors:
+            self._divisors[where] = common_divisor(self.distinct_tuples(path, version, [column])[0])
+        return self._divisors[where]

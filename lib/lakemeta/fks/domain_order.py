@@ -32,3 +32,34 @@ def order_ranks(values: pa.Array) -> tuple[pa.Array, np.ndarray]:
     ordered = distinct.take(pc.sort_indices(keyed, [("number", "ascending"), ("text", "ascending")]))
     ranks = pc.fill_null(pc.index_in(values.cast(pa.string()), value_set=ordered), -1)
     return ordered, ranks.to_numpy().astype(np.int64)
+
+
+DomainKeys = tuple[np.ndarray, np.ndarray]
+"""Values' places in the domain order as two sort keys: their leading numbers (float64), then their texts
+(an object array of strings, compared by code point as Arrow compares UTF-8 bytes)."""
+
+
+def domain_keys(values: pa.Array) -> DomainKeys:
+    """The ``DomainKeys`` of some values (no nulls)."""
+    strings = values.cast(pa.string())
+    texts = np.asarray(strings.to_numpy(zero_copy_only=False), dtype=object)
+    return numeric_prefix(strings).to_numpy(zero_copy_only=False), texts
+
+
+def count_below(bounds: DomainKeys, values: DomainKeys) -> np.ndarray:
+    """For each value, how many of ``bounds`` (distinct, ascending in domain order) lie below it: its rank
+    among them, as ``order_ranks`` over both would give, without sorting the values. Bounds of one leading
+    number are ordered by their texts, where a value of that number is placed by its text."""
+    bound_numbers, bound_texts = bounds
+    numbers, texts = values
+    below = np.searchsorted(bound_numbers, numbers, side="left")
+    tied_end = np.searchsorted(bound_numbers, numbers, side="right")
+    one = np.flatnonzero(tied_end - below == 1)  # one bound of the value's number: compare with it
+    below[one] += bound_texts[below[one]] < texts[one]
+    several = np.flatnonzero(tied_end - below > 1)
+    starts = below[several]  # the first bound of each such value's number, before any is placed
+    for start in np.unique(starts):  # a few numbers shared by several bounds (text keys: 0)
+        at = several[starts == start]
+        stop = tied_end[at[0]]
+        below[at] = start + np.searchsorted(bound_texts[start:stop], texts[at], side="left")
+    return below

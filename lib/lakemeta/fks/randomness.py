@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakemeta.arrays import run_starts, sorted_unique
-from lakemeta.fks.domain_order import order_ranks
+from lakemeta.fks.domain_order import DomainKeys, count_below, domain_keys, order_ranks
 from lakemeta.hashing import canonical, hash_tuples
 
 _MAX_SIMPLEX_ITERATIONS = 10_000_000
@@ -80,25 +80,29 @@ class KeyGrid:
     def __init__(self, key: list[pa.Array], n_quantiles: int) -> None:
         if not key or not len(key[0]):
             raise ValueError("EMD needs values on both sides")
-        self.bounds: list[pa.Array] = []  # per dimension, the quantile values in domain order
+        self.bounds: list[DomainKeys] = []  # per dimension, the quantile values' domain keys, ascending
         cells = []
         for values in key:
             ordered, ranks = order_ranks(values.cast(pa.string()))
             bounds = quantile_bounds(ranks, n_quantiles)
-            self.bounds.append(ordered.take(pa.array(bounds)))
+            self.bounds.append(domain_keys(ordered.take(pa.array(bounds))))
             cells.append(np.searchsorted(bounds, ranks, side="left"))
-        self.shape = [len(bounds) for bounds in self.bounds]
+        self.shape = [len(bounds) for bounds, _ in self.bounds]
         self.key_cells = np.ravel_multi_index(cells, self.shape)
 
     def cells(self, candidate: list[pa.Array]) -> np.ndarray:
         """The flat grid cell of each candidate tuple; values beyond the last quantile in the last cell."""
+        return self.cells_of_keys([domain_keys(values) for values in candidate])
+
+    def cells_of_keys(self, candidate: list[DomainKeys]) -> np.ndarray:
+        """``cells`` of the candidate tuples' ``domain_order.domain_keys``, per dimension (a task keeps a
+        column's keys for all the keys it is a candidate of)."""
         if len(candidate) != len(self.bounds):
             raise ValueError("a key and its candidate need the same, non-zero number of columns")
-        per_dimension = []
-        for bounds, values in zip(self.bounds, candidate, strict=True):
-            _, ranks = order_ranks(pa.concat_arrays([bounds, values.cast(pa.string())]))
-            cells = np.searchsorted(ranks[: len(bounds)], ranks[len(bounds) :], side="left")
-            per_dimension.append(np.minimum(cells, len(bounds) - 1))
+        per_dimension = [
+            np.minimum(count_below(bounds, values), len(bounds[0]) - 1)
+            for bounds, values in zip(self.bounds, candidate, strict=True)
+        ]
         return np.ravel_multi_index(per_dimension, self.shape)
 
     def emd_n(self, candidate: list[pa.Array]) -> float:

@@ -86,12 +86,12 @@ def common_divisor(values: pa.Array) -> int | None:
     return None if numbers is None else int(np.gcd.reduce(np.abs(numbers)))
 
 
-def step(dependent: pa.Array, key_divisor: int | None) -> int | None:
-    """``fk_step``: the common divisor of the dependent's integers beyond the key's own (a key numbered in
-    tens has references in tens), None when either is not all integers. Amounts, estimates and sizes are
-    round numbers (TPC-DS's cd_purchase_estimate: multiples of 500 inside customer ids 1..10,000); k
-    random ids of a key share a divisor above 1 with probability about 2^-k."""
-    divisor = common_divisor(dependent)
+def step(divisor: int | None, key_divisor: int | None) -> int | None:
+    """``fk_step``: the common divisor of the dependent's integers (``divisor``, ``common_divisor``'s)
+    beyond the key's own (a key numbered in tens has references in tens), None when either is not all
+    integers. Amounts, estimates and sizes are round numbers (TPC-DS's cd_purchase_estimate: multiples of
+    500 inside customer ids 1..10,000); k random ids of a key share a divisor above 1 with probability
+    about 2^-k."""
     if divisor is None or not key_divisor:
         return None
     return divisor // math.gcd(divisor, key_divisor)

@@ -43,10 +43,15 @@ def test_the_step_is_the_dependents_common_divisor_beyond_the_keys() -> None:
     assert common_divisor(strings([0, -6, 9])) == 3
     assert common_divisor(strings(["a", 2])) is None
     assert common_divisor(strings([])) is None
-    assert step(strings(range(500, 10001, 500)), common_divisor(strings(range(1, 10001)))) == 500
-    assert step(strings([20, 70, 130]), common_divisor(strings(range(10, 1001, 10)))) == 1  # numbered in tens
-    assert step(strings([20, 40, 60]), common_divisor(strings(range(10, 1001, 10)))) == 2
-    assert step(strings(["x1"]), 1) is None and step(strings([4, 8]), None) is None
+    assert (
+        step(common_divisor(strings(range(500, 10001, 500))), common_divisor(strings(range(1, 10001)))) == 500
+    )
+    assert (
+        step(common_divisor(strings([20, 70, 130])), common_divisor(strings(range(10, 1001, 10)))) == 1
+    )  # numbered in tens
+    assert step(common_divisor(strings([20, 40, 60])), common_divisor(strings(range(10, 1001, 10)))) == 2
+    assert step(common_divisor(strings(["x1"])), 1) is None
+    assert step(common_divisor(strings([4, 8])), None) is None
 
 
 def test_span_is_the_first_and_last_cell_over_the_cells() -> None:
