@@ -46,6 +46,7 @@ from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
 
 log = logging.getLogger(__name__)
 
+
 _STRINGS = pa.list_(pa.string())
 PROPOSED = pa.schema(
     [
@@ -266,6 +267,7 @@ def discover_in_executors(
         .agg(F.collect_list(candidate).alias("candidates"))
     )
     n_proposed, n_computed = proposed.count(), to_score.count()
+    log.info("FK candidates in the executors: %d proposed, %d to score", n_proposed, n_computed)
     describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates")
     computed = descriptors.repartition(groups(n_computed)).mapInArrow(
         score, from_arrow_schema(outcome_schema)
@@ -275,6 +277,7 @@ def discover_in_executors(
     describe_jobs(spark, "FK candidates: the smallest keys and their signals")
     passed = outcomes.where("passed")
     n_passed = passed.count()
+    log.info("FK candidates in the executors: %d included", n_passed)
     kept = persist(
         passed.groupBy(_bucket(groups(n_passed), "pk_table")).applyInArrow(
             _kept_and_signalled(keys, types), from_arrow_schema(scored_schema)
@@ -288,6 +291,7 @@ def discover_in_executors(
     pairs = kept.select(*_pair_of("fk_table", "pk_table")).distinct()
     included = included.join(pairs, ["pair_left", "pair_right"], "left_semi")
     n_kept = kept.count()
+    log.info("FK candidates in the executors: %d of the smallest keys", n_kept)
     with_pair = kept.select("*", *_pair_of("fk_table", "pk_table"))
     by_pair = _bucket(groups(n_kept), "pair_left", "pair_right")
     related_schema = (
@@ -325,6 +329,7 @@ def discover_in_executors(
         .alias("joined"),
     ).distinct()
     graphs = joined_groups((row.fk_table, row.joined) for row in edges.toLocalIterator())
+    log.info("FK candidates in the executors: chosen, %d schema graphs", len(set(graphs.values())))
     graph_of = F.broadcast(
         arrow_frame(
             spark,
