@@ -21,7 +21,8 @@ step the row counts of the catalog's result tables, from the Parquet footers (th
 whole). Then 10 tables change (``change_dense_tables``: 5 get rows appended, 5 lose rows) and the steps run
 again.
 
-The baseline (``--placement-baseline``), in the same run after the first run's ``inclusion_dependencies``:
+The baseline (``--placement-baseline``), in the same run after the batch (last: a process keeps the memory
+a baseline grew to, which would count in the peaks of the steps after it):
 the inclusion estimates and Many from scratch (nothing written), once placed as configured and once with
 every pair on the driver, as the steps ran before their pairs moved to the executors (no driver bound on
 bytes or pairs); seconds, peaks, the driver's growth over the step and the ratios, baseline over
@@ -42,6 +43,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import os
 import platform
 import shutil
@@ -255,7 +257,6 @@ class StepRunner:
         self.catalog = Path()
         self.records: dict[str, dict] = {}  # by the sampler's label of the step
         self.run_name = ""
-        self.placement_baseline = False  # measure the steps' placement against the driver's, once
 
     def on_exceeded(self, measurement: Measurement | None) -> None:
         """From the sampler's thread: the open step as measured so far, and the results file written."""
@@ -326,9 +327,6 @@ class StepRunner:
                         lambda ran: {"ran": ran},
                         counts=True,
                     )
-                    if each.name == "inclusion_dependencies" and self.placement_baseline:
-                        self.placement_baseline = False
-                        into["placement_baseline"] = self.against_driver(pipeline)
         into["total_s"] = round(sum(record["seconds"] for record in steps.values()), 1)
 
     def against_driver(self, pipeline: Pipeline) -> dict:
@@ -446,6 +444,9 @@ def main() -> None:
         "stopped": None,
     }
     results = Results(label, entry)
+    # the FK step's candidates at each stage, and the other steps' counts, as the steps log them
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("lakemeta.fks").setLevel(logging.INFO)
     runner = StepRunner(MemorySampler(limit_gb=args.memory_limit_gb), results)
     runner.sampler.on_exceeded = runner.on_exceeded
     runner.sampler.start()
@@ -460,7 +461,6 @@ def main() -> None:
                 Pipeline(spark, config_for(warm / "lake", warm / "catalog")), "warm_up", entry["warm_up"]
             )
             runner.records.clear()
-        runner.placement_baseline = args.placement_baseline
         working_copy(lake, run_lake)
         shutil.rmtree(catalog, ignore_errors=True)
         pipeline = Pipeline(spark, config_for(run_lake, catalog))
@@ -474,6 +474,8 @@ def main() -> None:
         }
         print(f"changed {len(changed)} tables: {', '.join(changed)}", flush=True)
         runner.run(pipeline, "ten_table_batch", entry["ten_table_batch"])
+        if args.placement_baseline:
+            entry["placement_baseline"] = runner.against_driver(pipeline)
     except (MemoryLimitExceededError, KeyboardInterrupt) as error:
         if not runner.sampler.exceeded:
             raise

@@ -26,6 +26,8 @@ from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import counter_delta, registers
 from lakemeta.values.hashes import shared_count
 
+SCORED_STATE = "state/fk_scored"
+"""Every proposed candidate's outcome, kept for the next run (``discover``)."""
 _STRINGS = pa.list_(pa.string())
 _CANDIDATE = pa.struct(
     [

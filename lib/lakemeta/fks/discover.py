@@ -58,6 +58,7 @@ from lakemeta.fks.candidates import (
     OUTCOMES_SPARK,
     ROWS,
     SCORED,
+    SCORED_STATE,
     Candidate,
     CandidateIndex,
     scored_candidates,
@@ -79,7 +80,6 @@ log = logging.getLogger(__name__)
 
 RESULTS = "fk_candidates"
 OVERLAPS = "table_overlaps"
-SCORED_STATE = "state/fk_scored"
 Outcome = tuple[str, tuple[str, ...], str, str, tuple[str, ...], float | None, float | None]
 
 

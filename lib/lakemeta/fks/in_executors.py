@@ -36,7 +36,13 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.config import Config
-from lakemeta.fks.candidates import ROWS, CandidateIndex, smallest_keys_only, with_key_signals
+from lakemeta.fks.candidates import (
+    ROWS,
+    SCORED_STATE,
+    CandidateIndex,
+    smallest_keys_only,
+    with_key_signals,
+)
 from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent
 from lakemeta.fks.keys import Key
 from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
@@ -187,9 +193,9 @@ def discover_in_executors(
     """The FK step's ranked candidates, overlaps and outcomes as DataFrames the executors hold (module
     docstring), the frames persisted for them (released once they are written) and the counts per stage.
     ``snapshots``: a row per table (table_name, path, version, rows); ``n_reaching``: the estimates that
-    may reach θ; ``score``: the scoring tasks' body
-    over key descriptors (``candidates.DESCRIPTOR_SCHEMA``), returning outcomes of ``outcome_schema``;
-    ``scored_schema``: the kept candidates' schema with their key signals (``candidates.SCORED``)."""
+    may reach θ; ``score``: the scoring tasks' body over key descriptors (``candidates.DESCRIPTOR_SCHEMA``),
+    returning outcomes of ``outcome_schema``; ``scored_schema``: the kept candidates' schema with their key
+    signals (``candidates.SCORED``)."""
     spark = catalog.spark
     fks = config.fks
     threshold = fks.inclusion_threshold
@@ -224,14 +230,14 @@ def discover_in_executors(
         .applyInArrow(_proposals(keys, types, threshold), from_arrow_schema(PROPOSED))
     )
 
-    def same_estimate(stored: DataFrame, name: str) -> object:
+    def same_estimate(stored: DataFrame, name: str) -> Column:
         return stored[name].eqNullSafe(proposed[name])
 
     if changed is None:
         to_score, reused = proposed, None
     else:
         tables = sorted(changed)
-        stored = catalog.read("state/fk_scored")
+        stored = catalog.read(SCORED_STATE)
         if tables:
             stored = stored.where(~F.col("pk_table").isin(tables) & ~F.col("fk_table").isin(tables))
         same = [stored[c] == proposed[c] for c in _IDENTITY] + [
