@@ -1,14 +1,16 @@
 """A dense lake (small statistics datasets whose ids, years, counts and codes overlap across most columns)
-through the whole pipeline twice: once with every step placed in the executors (no driver bound), once
-with the default placement, which runs a lake this small on the driver. Both catalogs are equal, and the
-exact results equal brute force over the tables: every exact inclusion coefficient, the pairs reaching
-the floor, and Many's INDs; the FK step's candidates, outcomes and overlaps, in the executors a Spark job
-per stage; again after a batch that changes ten tables (the executors' incremental write
-replaces only their pairs)."""
+through the whole pipeline three times: with every step placed in the executors (no driver bytes), with
+the default placement, which runs a lake this small on the driver, and with the driver's pairs bounded,
+where the steps decide by their counts (Many's batch too, by the INDs it would keep). The catalogs are
+equal, and the exact results equal brute force over the tables: every exact inclusion coefficient, the
+pairs reaching the floor, and Many's INDs; the FK step's candidates, outcomes and overlaps, in the
+executors a Spark job per stage; again after a batch that changes ten tables (the executors' incremental
+write replaces only their pairs)."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from itertools import product
 from pathlib import Path
 
@@ -84,8 +86,9 @@ def _check_estimates_against_brute_force(pipeline: Pipeline, lake: Path, names: 
 
 
 def test_a_dense_lake_gives_the_same_catalog_in_the_executors_and_on_the_driver(
-    spark, tmp_path: Path
+    spark, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.INFO, logger="lakemeta.inds")
     lake = tmp_path / "lake"
     names = write_dense_lake(lake, N_TABLES, seed=7)
     # tiles of a few columns each: many tiles, the changed columns' blocks apart
@@ -94,14 +97,26 @@ def test_a_dense_lake_gives_the_same_catalog_in_the_executors_and_on_the_driver(
         lake=lake, catalog=tmp_path / "executors", sketches=sketches, scan=ScanConfig(driver_state_bytes=0)
     )
     on_driver = dataclasses.replace(in_executors, catalog=tmp_path / "driver", scan=ScanConfig())
-    pipelines = [Pipeline(spark, in_executors), Pipeline(spark, on_driver)]
+    # the driver's bytes allowed and its pairs bounded: the pair steps (and Many's batch, whose stored
+    # INDs the driver path would hold) go to the executors by their counts, the rest stays on the driver
+    bounded = dataclasses.replace(
+        in_executors, catalog=tmp_path / "bounded", scan=ScanConfig(driver_max_pairs=1_000)
+    )
+    pipelines = [Pipeline(spark, in_executors), Pipeline(spark, on_driver), Pipeline(spark, bounded)]
     for round_ in ("first run", "ten tables changed"):
         if round_ != "first run":
             assert len(change_dense_tables(lake, 10, seed=3)) == 10
         for pipeline in pipelines:
             assert pipeline.run() is not None, round_
         for name in RESULTS:
-            assert _rows(pipelines[0], name) == _rows(pipelines[1], name), (round_, name)
+            expected = _rows(pipelines[1], name)
+            assert _rows(pipelines[0], name) == expected and _rows(pipelines[2], name) == expected, (
+                round_,
+                name,
+            )
+        many = [r.getMessage() for r in caplog.records if "inclusion dependencies (Many" in r.getMessage()]
+        assert "in the executors" in many[-1] and "on the driver" in many[-2], round_  # bounded, driver
+        caplog.clear()
         executors = pipelines[0]
         _check_estimates_against_brute_force(executors, lake, names)
         stored = executors.catalog.read_small("inclusion_dependencies").to_pylist()

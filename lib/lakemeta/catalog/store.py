@@ -429,9 +429,10 @@ class Catalog:
             where = wanted if where is None else wanted & where
         return self._dataset(name, tables).to_table(columns=columns, filter=where)
 
-    def count_rows(self, name: str, where: pc.Expression) -> int:
-        """How many rows of a table ``where`` holds for, counted on the driver batch by batch (the rows are
-        never held: a pair table of a dense lake has tens of millions)."""
+    def count_rows(self, name: str, where: pc.Expression | None = None) -> int:
+        """How many rows of a table ``where`` holds for (all unless that is None), counted on the driver
+        batch by batch, or from the files' statistics (the rows are never held: a pair table of a dense
+        lake has tens of millions)."""
         return self._dataset(name, None).count_rows(filter=where)
 
     def _dataset(self, name: str, tables: Sequence[str] | None) -> pyarrow.dataset.Dataset:

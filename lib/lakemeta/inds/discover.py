@@ -295,12 +295,21 @@ def _found(
     and what the executors keep for them (to release once the INDs are written). Where the step runs is
     decided here, once, by the candidates' number: a few changed columns are tested on the driver
     (``proposer.propose_changed``: one pass over the signatures, where transposing them into the matrix
-    costs more); otherwise the matrix proposes in tasks, and the candidates come to the driver only when
-    the step may run there (``driver_state_bytes`` above 0) and they are at most ``driver_max_pairs``
-    (the tasks' tally, known before anything is collected); else they stay in the executors."""
-    if changed is not None and not changed.any():
-        return _FOUND.empty_table(), (0, 0, 0), []  # nothing changed: every pair's answer is kept
-    if driver_state_bytes > 0 and changed is not None and changed.sum() <= DRIVER_PROPOSALS:
+    costs more), while their pairs with every column are at most ``driver_max_pairs``; otherwise the
+    matrix proposes in tasks, and the candidates come to the driver only when the step may run there
+    (``driver_state_bytes`` above 0) and they are at most ``driver_max_pairs`` (the tasks' tally, known
+    before anything is collected); else they stay in the executors."""
+    if changed is not None and not changed.any():  # nothing changed: every pair's answer is kept
+        empty = _FOUND.empty_table()
+        return (empty if driver_state_bytes > 0 else arrow_frame(catalog.spark, empty)), (0, 0, 0), []
+    # the changed columns' pairs with every column, each way: what the driver would hold at most
+    changed_pairs = 0 if changed is None else 2 * int(changed.sum()) * len(inputs.column_names)
+    if (
+        driver_state_bytes > 0
+        and changed is not None
+        and changed.sum() <= DRIVER_PROPOSALS
+        and changed_pairs <= driver_max_pairs
+    ):
         n_columns = len(inputs.column_names)
         filtered_cols, filtered_refs = column_filters(inputs.stats, config.filters, n_columns)
         signatures = inputs.base_signatures(config.params)
@@ -494,7 +503,8 @@ def discover_inclusion_dependencies(
     ``driver_state_bytes`` above 0, in this process (the validation's reads of value sets there bounded by
     ``driver_state_bytes``); otherwise the INDs are validated and written by the executors, and the driver
     holds one row per column (``ManyRun.result`` a DataFrame): a lake of small real tables has millions
-    of INDs."""
+    of INDs. A batch whose stored INDs are more than ``driver_max_pairs`` runs in the executors too: the
+    driver's path holds the stored INDs it keeps."""
     stage_seconds = {}
     started = time.perf_counter()
     columns = lake_columns(catalog)
@@ -505,6 +515,10 @@ def discover_inclusion_dependencies(
         else None
     )
     kept, changed_tables = (None, None) if reused is None else reused
+    if changed_tables is not None and catalog.count_rows(RESULTS) > driver_max_pairs:
+        # the driver's path would hold the stored INDs it keeps beside the new ones: a dense lake's
+        # millions stay in the executors, which replace only the changed tables' INDs
+        driver_state_bytes = 0
     inputs = _inputs(catalog, config, columns, kept, changed_tables or set())
     changed = None if changed_tables is None else of_tables(table_names, changed_tables)
     stage_seconds["signatures"] = time.perf_counter() - started
