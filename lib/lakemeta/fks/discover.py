@@ -50,7 +50,7 @@ from lakemeta.agreesets.discover import tracked_tables
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.relationships import replace_relationships
-from lakemeta.catalog.store import arrow_schema
+from lakemeta.catalog.store import arrow_schema, is_in_sql
 from lakemeta.config import Config, settings_of
 from lakemeta.fks.candidates import (
     DESCRIPTOR_SCHEMA,
@@ -66,7 +66,7 @@ from lakemeta.fks.candidates import (
     with_key_signals,
 )
 from lakemeta.fks.choice import choose
-from lakemeta.fks.in_executors import Stages, discover_in_executors
+from lakemeta.fks.in_executors import Stages, discover_in_executors, reach_sql
 from lakemeta.fks.keys import KEY_CHECKS, Key, find_keys
 from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.signals import ColumnTypes
@@ -185,16 +185,27 @@ def discover_fk_candidates(
     settings = settings_of(fks=fks, sketches=sketches)  # what an outcome depends on
     changed = changed_since(catalog, [SCORED_STATE], settings) if incremental else None
     types = ColumnTypes(catalog.read_small("columns"))
-    reaching = _reaching(fks.inclusion_threshold)
-    n_reaching = catalog.count_rows("inclusion_estimates", reaching)
+    # The placement: the table's rows from its files' statistics, and only where they pass the bound,
+    # those that may reach θ counted by Spark (a scan of tens of millions of estimates on the driver
+    # would grow it by gigabytes, though it keeps none).
+    n_reaching = catalog.count_rows("inclusion_estimates")
+    if scan.driver_state_bytes > 0 and n_reaching > scan.driver_max_pairs:
+        n_reaching = catalog.read("inclusion_estimates").where(reach_sql(fks.inclusion_threshold)).count()
     on_driver = scan.driver_state_bytes > 0 and n_reaching <= scan.driver_max_pairs
-    # On the driver, every estimate that may reach θ; in the executors, those into the tables without
-    # agree-sets alone (whose keys are checked where they would have candidates: a few large tables).
-    tracked = None if on_driver else tracked_tables(catalog, driver_state_bytes=scan.driver_state_bytes)
-    estimates = catalog.read_small(
-        "inclusion_estimates",
-        where=reaching if on_driver else reaching & ~pc.field("ref_table").isin(sorted(tracked)),
-    )
+    if on_driver:
+        estimates = catalog.read_small("inclusion_estimates", where=_reaching(fks.inclusion_threshold))
+    else:
+        # those into the tables without agree-sets alone (whose keys are checked where they would have
+        # candidates: a few large tables, their columns' candidate sets)
+        tracked = tracked_tables(catalog, driver_state_bytes=scan.driver_state_bytes)
+        checked = sorted(set(types.columns) - tracked)
+        estimates = (
+            catalog.read("inclusion_estimates")
+            .where(f"{reach_sql(fks.inclusion_threshold)} AND {is_in_sql('ref_table', checked)}")
+            .toArrow()
+            if checked
+            else catalog.arrow_schema("inclusion_estimates").empty_table()
+        )
     index = CandidateIndex(estimates, types, fks.inclusion_threshold)
     kept_checks = catalog.read_small(KEY_CHECKS) if incremental else None
     keys, key_checks = find_keys(
