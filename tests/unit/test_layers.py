@@ -78,7 +78,7 @@ SPARK_ADAPTERS = {
         "agreesets": set(),
         "joinsearch": set(),
         "inds": {"columns"},
-        "fks": {"keys"},
+        "fks": {"keys", "in_executors"},
     }.items()
 }
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.config import FkConfig, SketchConfig
 from lakemeta.fks.columns import ColumnCache
@@ -40,19 +39,18 @@ _CANDIDATE = pa.struct(
         ("error", pa.float64()),
     ]
 )
-DESCRIPTOR_SCHEMA = from_arrow_schema(
-    pa.schema(
-        [
-            ("pk_table", pa.string()),
-            ("pk_path", pa.string()),
-            ("pk_version", pa.int64()),
-            ("pk_rows", pa.int64()),
-            ("pk_columns", _STRINGS),
-            ("pk_source", pa.string()),
-            ("candidates", pa.list_(_CANDIDATE)),
-        ]
-    )
+DESCRIPTOR = pa.schema(
+    [
+        ("pk_table", pa.string()),
+        ("pk_path", pa.string()),
+        ("pk_version", pa.int64()),
+        ("pk_rows", pa.int64()),
+        ("pk_columns", _STRINGS),
+        ("pk_source", pa.string()),
+        ("candidates", pa.list_(_CANDIDATE)),
+    ]
 )
+"""A key and its candidates, as the scoring tasks read them (``scored_candidates``)."""
 ROWS = pa.schema(
     [
         ("fk_table", pa.string()),
@@ -79,8 +77,7 @@ ROWS = pa.schema(
 OUTCOMES = pa.schema(
     [*ROWS, ("proposed_estimate", pa.float64()), ("proposed_error", pa.float64()), ("passed", pa.bool_())]
 )
-OUTCOMES_SPARK = from_arrow_schema(OUTCOMES)  # the same schema for mapInArrow
-# The scored candidates with the signals added on the driver (``with_key_signals``): what ``choice`` reads.
+# The scored candidates with the key signals added (``with_key_signals``): what ``choice`` reads.
 SCORED = ROWS.append(pa.field("fk_is_key", pa.bool_())).append(pa.field("pk_ordinal", pa.int32()))
 
 

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.agreesets.discover import tracked_tables
 from lakemeta.catalog import Catalog
@@ -53,9 +54,8 @@ from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import arrow_schema, is_in_sql
 from lakemeta.config import Config, settings_of
 from lakemeta.fks.candidates import (
-    DESCRIPTOR_SCHEMA,
+    DESCRIPTOR,
     OUTCOMES,
-    OUTCOMES_SPARK,
     ROWS,
     SCORED,
     SCORED_STATE,
@@ -290,9 +290,9 @@ def discover_fk_candidates(
         collect_balanced(
             spark,
             rows,
-            DESCRIPTOR_SCHEMA,
+            from_arrow_schema(DESCRIPTOR),
             scored_candidates(fks, sketches, scan.max_task_rows),
-            OUTCOMES_SPARK,
+            from_arrow_schema(OUTCOMES),
             on_driver=reads_tables_on_driver(committed_bytes(catalog, read), scan.driver_state_bytes),
         ).cast(OUTCOMES)
         if rows

@@ -124,14 +124,18 @@ def _kept_and_signalled(keys: list[Key], types: ColumnTypes) -> Callable[[pa.Tab
 _OVERLAP = pa.struct(list(OVERLAP_SCHEMA))
 
 
+def _related_schema(scored: pa.Schema) -> pa.Schema:
+    """Stage 4's rows: the candidates (``scored``' schema) with their ``PAIR_FLAGS`` and ``overlap``."""
+    return pa.schema([*scored, *PAIR_FLAGS, pa.field("overlap", _OVERLAP)])
+
+
 def _related(
     types: ColumnTypes, config: Config, scored: pa.Schema
 ) -> Callable[[pa.Table, pa.Table], pa.Table]:
     """Stage 4 over some unordered pairs of tables: their candidates (``scored``' schema) with their
     ``PAIR_FLAGS``, and each overlapping pair's overlap on its first candidate (``overlap``, null
     elsewhere)."""
-    out = scored.append(pa.field("tables_overlap", pa.bool_())).append(pa.field("keys_both_ways", pa.bool_()))
-    out = out.append(pa.field("overlap", _OVERLAP))
+    out = _related_schema(scored)
 
     def related(candidates: pa.Table, inclusions: pa.Table) -> pa.Table:
         candidates = candidates.select(scored.names).cast(scored)
@@ -193,7 +197,7 @@ def discover_in_executors(
     """The FK step's ranked candidates, overlaps and outcomes as DataFrames the executors hold (module
     docstring), the frames persisted for them (released once they are written) and the counts per stage.
     ``snapshots``: a row per table (table_name, path, version, rows); ``n_reaching``: the estimates that
-    may reach θ; ``score``: the scoring tasks' body over key descriptors (``candidates.DESCRIPTOR_SCHEMA``),
+    may reach θ; ``score``: the scoring tasks' body over key descriptors (``candidates.DESCRIPTOR``),
     returning outcomes of ``outcome_schema``; ``scored_schema``: the kept candidates' schema with their key
     signals (``candidates.SCORED``)."""
     spark = catalog.spark
@@ -300,15 +304,12 @@ def discover_in_executors(
     log.info("FK candidates in the executors: %d of the smallest keys", n_kept)
     with_pair = kept.select("*", *_pair_of("fk_table", "pk_table"))
     by_pair = _bucket(groups(n_kept), "pair_left", "pair_right")
-    related_schema = (
-        scored_schema.append(pa.field("tables_overlap", pa.bool_()))
-        .append(pa.field("keys_both_ways", pa.bool_()))
-        .append(pa.field("overlap", _OVERLAP))
-    )
     related = persist(
         with_pair.groupBy(by_pair)
         .cogroup(included.groupBy(by_pair))
-        .applyInArrow(_related(types, config, scored_schema), from_arrow_schema(related_schema))
+        .applyInArrow(
+            _related(types, config, scored_schema), from_arrow_schema(_related_schema(scored_schema))
+        )
     )
     overlaps = related.where(F.col("overlap").isNotNull()).select("overlap.*")
 

@@ -21,14 +21,14 @@ From the values, in the Spark task that holds them (``discover``), for one-colum
 * ``fk_step``: the common divisor of the dependent's integers beyond the key's (``step``): round amounts
   inside an id range are measures, not references.
 
-From the keys and the tables' schemas, on the driver:
+From the keys and the tables' schemas, after the scoring (``candidates.with_key_signals``):
 
 * ``fk_is_key``: the dependent is a key of its own table (one-to-one: a copy, a shared numbering or code
   list, rarely a reference);
 * ``pk_ordinal``: the position of the key's first column in its table (keys come first by convention:
   ``t_time_sk`` before ``t_time``, two columns of TPC-DS's time_dim holding the same numbers).
 
-From the names and places, on the driver:
+From the names and places, in the choice (``choice.choose_per_dependent``):
 
 * ``same_folder``: both tables sit in one folder of the lake, which is how lakes keep a schema together;
 * ``name_similarity``: the share of the key column's name tokens that the dependent column's name
