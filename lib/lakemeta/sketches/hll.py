@@ -187,6 +187,28 @@ def registers(counters: HllCounters, m: int | None = None) -> np.ndarray:
     return regs if m is None else fold_registers(regs, p, m)
 
 
+@njit(cache=True, nogil=True)
+def _register_maxima(hashes: np.ndarray, p: int) -> np.ndarray:
+    tail_bits = HASH_BITS - p
+    regs = np.zeros(1 << p, dtype=np.uint8)
+    for i in range(hashes.shape[0]):
+        h = hashes[i]
+        bucket = np.int64(h >> np.uint64(tail_bits)) if p > 0 else np.int64(0)
+        tail = h << np.uint64(p)
+        rho = np.uint8(leading_zeros(tail) + 1) if tail != 0 else np.uint8(tail_bits + 1)
+        if rho > regs[bucket]:
+            regs[bucket] = rho
+    return regs
+
+
+def registers_of(hashes: np.ndarray, p: int = DEFAULT_PRECISION) -> np.ndarray:
+    """The HLL registers of a set of hashes (Eq. 2), without the counters: what a sketch that is never
+    updated by deletions needs (phase 2's tuple sketches, ``fks.candidates``), in one pass over the
+    hashes and 2^p bytes. Equal to ``registers(counter_delta(hashes, p=p))``."""
+    _check_precision(p)
+    return _register_maxima(np.ascontiguousarray(hashes, dtype=np.uint64), p)
+
+
 def fold_registers(regs: np.ndarray, p: int, m: int) -> np.ndarray:
     """Registers at precision m <= p from registers at p, equal to the registers built directly at m.
 

@@ -15,6 +15,7 @@ from lakemeta.sketches.hll import (
     fold_registers,
     registers,
     registers_from_bytes,
+    registers_of,
     registers_to_bytes,
     relative_standard_error,
 )
@@ -64,6 +65,18 @@ def test_counter_delta_matches_brute_force_with_duplicates_and_signs() -> None:
             expected[brute_bucket_rho(h, p)] += s
         expected = {k: v for k, v in expected.items() if v}
         assert as_dict(counter_delta(hashes, signs, p)) == expected
+
+
+@pytest.mark.parametrize("n", [0, 1, 300, 5000])
+def test_registers_of_a_set_equal_the_registers_of_its_counters_and_brute_force(n: int) -> None:
+    rng = np.random.default_rng(n)
+    hashes = np.concatenate([rng.integers(0, 2**64, n, dtype=np.uint64), EDGE_HASHES])
+    hashes = np.concatenate([hashes, hashes[: n // 3]])  # duplicates
+    for p in (0, 4, 14):
+        direct = registers_of(hashes, p)
+        assert direct.dtype == np.uint8
+        assert np.array_equal(direct, registers(counter_delta(hashes, p=p)))
+        assert direct.tolist() == brute_registers(hashes.tolist(), p)
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 300, 20000])
