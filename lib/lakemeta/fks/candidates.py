@@ -20,9 +20,9 @@ from lakemeta.config import FkConfig, SketchConfig
 from lakemeta.fks.columns import ColumnCache
 from lakemeta.fks.keys import Key
 from lakemeta.fks.randomness import KeyGrid
-from lakemeta.fks.signals import ColumnTypes, common_divisor, integer_key, span, step
+from lakemeta.fks.signals import ColumnTypes, common_divisor, folder, integer_key, span, step
 from lakemeta.sketches.bml import estimate_inclusion
-from lakemeta.sketches.hll import counter_delta, registers
+from lakemeta.sketches.hll import registers_of
 from lakemeta.values.hashes import shared_count
 
 SCORED_STATE = "state/fk_scored"
@@ -91,6 +91,30 @@ class Candidate:
     error: float | None
 
 
+@dataclass(frozen=True)
+class ForeignNumberings:
+    """The cut before scoring at any density: a one-column key that numbers its table's rows
+    (``numberings``) has no candidates in other folders, which ``choice`` could never accept (its rule 3:
+    a key in another schema must be more than a numbering 1..N), unless the dependent is a key itself and
+    its table may be a copy of the key's (``CandidateIndex.may_overlap``): ``overlaps`` finds copies from
+    such candidates. So the overlaps and every kept candidate's own signals are those of the full list;
+    what changes is that such a key no longer outranks a candidate of another folder's key that is more
+    than a numbering (``choice``, 2). ``numbered``: the numbering keys (table, column); ``keys``: every key
+    (table, columns); ``overlap_share``: ``fks.overlap_share``."""
+
+    numbered: frozenset[tuple[str, str]]
+    keys: frozenset[tuple[str, tuple[str, ...]]]
+    overlap_share: float
+
+    def keeps(self, candidate: Candidate, key: Key, index: CandidateIndex) -> bool:
+        """Whether a candidate of the numbering key ``key`` is kept."""
+        if folder(candidate.table) == folder(key.table):
+            return True
+        return (candidate.table, candidate.columns) in self.keys and index.may_overlap(
+            candidate.table, key.table, self.overlap_share
+        )
+
+
 class CandidateIndex:
     """S(C) for every column C: the columns F of other tables whose phase-1 estimate sigma(F, C) may reach θ
     (the estimate plus its error bound reaches it, so that a dirty FK, included at 0.95 in a large key,
@@ -102,8 +126,13 @@ class CandidateIndex:
         # an undetermined pair (no estimate: its bound is too wide) may reach θ
         reach = pc.fill_null(pc.add(estimates["estimate"], estimates["error_bound"]), 1.0)
         self._included_in: dict[tuple[str, str], list[dict]] = {}
+        # of each pair of tables, the dependent's columns taken as included (``overlaps``' inclusions)
+        self._included_columns: dict[tuple[str, str], set[str]] = {}
         for row in estimates.filter(pc.greater_equal(reach, threshold)).to_pylist():
             self._included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
+            if row["estimate"] is not None and row["estimate"] >= threshold:
+                pair = (row["dep_table"], row["ref_table"])
+                self._included_columns.setdefault(pair, set()).add(row["dep_column"])
         self._types = types
 
     def _same_table(self, table: str, column: str) -> list[Candidate]:
@@ -139,35 +168,61 @@ class CandidateIndex:
             return bool(self._included_in.get((key.table, key.columns[0])))
         return next(self._several(key), None) is not None
 
-    def candidates(self, key: Key) -> list[Candidate]:
+    def may_overlap(self, table: str, other: str, share: float) -> bool:
+        """Whether ``overlaps`` could find ``table`` contained in ``other``: of its columns, at least two
+        and ``share`` of them included in ``other``'s, one of them holding strings (a necessary condition:
+        the containment counts a matching of these columns)."""
+        included = self._included_columns.get((table, other), set())
+        n_columns = len(self._types.columns.get(table, []))
+        return (
+            len(included) >= 2
+            and len(included) >= share * n_columns
+            and any(self._types.family.get((table, column)) == "string" for column in included)
+        )
+
+    def candidates(self, key: Key, cut: ForeignNumberings | None = None) -> list[Candidate]:
         """Phase 1's candidates of a one-column key, self-references included; phase 2's, before their
         tuple sketches, of a larger one: every F in S(C1) x ... x S(Cn) whose columns are distinct and in
-        one table."""
-        if len(key.columns) == 1:
-            return [
-                Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
-                for r in self._included_in.get((key.table, key.columns[0]), [])
-            ] + self._same_table(key.table, key.columns[0])
-        return list(self._several(key))
+        one table. ``cut``: those it leaves out are not listed."""
+        if len(key.columns) > 1:
+            return list(self._several(key))
+        found = [
+            Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
+            for r in self._included_in.get((key.table, key.columns[0]), [])
+        ]
+        if cut is not None and (key.table, key.columns[0]) in cut.numbered:
+            found = [candidate for candidate in found if cut.keeps(candidate, key, self)]
+        return found + self._same_table(key.table, key.columns[0])
 
 
-def _sketch(tuple_hashes: np.ndarray, valid: np.ndarray, sketches: SketchConfig) -> np.ndarray:
-    """The HLL registers of a column tuple's values (BML §2.2); duplicates and row order do not matter."""
-    return registers(counter_delta(tuple_hashes[valid], p=sketches.precision))
+_SKETCHES_AT_ONCE = 512
+"""Phase 2's tuple sketches estimated in one call (2^p bytes each: 8 MB at p = 14)."""
 
 
-def tuple_inclusion(
-    dependent: np.ndarray, referenced: np.ndarray, sketches: SketchConfig
-) -> tuple[float, float]:
-    """BML's sigma(F, P) and its error bound from the HLL registers of two tuple sets (phase 2)."""
-    estimates = estimate_inclusion(
-        np.stack([dependent, referenced]),
-        np.array([0]),
-        np.array([1]),
-        confidence=sketches.confidence,
-        eps=sketches.tolerance,
-    )
-    return float(estimates.estimate[0]), float(estimates.error_bound[0])
+def tuple_inclusions(
+    key_hashes: np.ndarray, candidate_hashes: list[np.ndarray], sketches: SketchConfig
+) -> tuple[np.ndarray, np.ndarray]:
+    """Phase 2 (Zhang §4 with BML): sigma(F, P) and its error bound for each candidate tuple set F of a key
+    P, from the HLL registers of their tuple hashes (``hll.registers_of``: registers depend on the set of
+    hashes only, so duplicates and row order do not matter), the candidates' estimates by batches."""
+    p = sketches.precision
+    key_sketch = registers_of(key_hashes, p)
+    estimates, errors = [], []
+    for first in range(0, len(candidate_hashes), _SKETCHES_AT_ONCE):
+        batch = candidate_hashes[first : first + _SKETCHES_AT_ONCE]
+        regs = np.stack([key_sketch, *(registers_of(hashes, p) for hashes in batch)])
+        found = estimate_inclusion(
+            regs,
+            np.arange(1, len(batch) + 1),
+            np.zeros(len(batch), np.int64),
+            confidence=sketches.confidence,
+            eps=sketches.tolerance,
+        )
+        estimates.append(found.estimate)
+        errors.append(found.error_bound)
+    if not estimates:
+        return np.zeros(0), np.zeros(0)
+    return np.concatenate(estimates), np.concatenate(errors)
 
 
 def scored_candidates(
@@ -183,9 +238,20 @@ def scored_candidates(
         pk = (key["pk_path"], key["pk_version"], key["pk_columns"])
         key_hashes = snapshots.distinct_hashes(*pk)
         several = len(key["pk_columns"]) > 1
-        key_sketch = _sketch(*snapshots.tuple_hashes(*pk), sketches) if several and len(key_hashes) else None
+        tuple_estimates: dict[int, tuple[float, float]] = {}  # phase 2's, by candidate
+        if several and len(key_hashes):
+            held = {}  # the candidates with a tuple of values, and their tuples' hashes
+            for i, candidate in enumerate(key["candidates"]):
+                hashes, valid = snapshots.tuple_hashes(
+                    candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"]
+                )
+                if valid.any():
+                    held[i] = hashes[valid]
+            key_tuples, key_valid = snapshots.tuple_hashes(*pk)
+            estimated = tuple_inclusions(key_tuples[key_valid], list(held.values()), sketches)
+            tuple_estimates = dict(zip(held, zip(*(e.tolist() for e in estimated), strict=True), strict=True))
         grid: KeyGrid | None = None  # built at the key's first candidate that passes
-        for candidate in key["candidates"]:
+        for i, candidate in enumerate(key["candidates"]):
             fk = (candidate["fk_path"], candidate["fk_version"], candidate["fk_columns"])
             estimate, error = candidate["estimate"], candidate["error"]
             pruned = {
@@ -202,12 +268,10 @@ def scored_candidates(
                 yield pruned  # a key without a value has no candidate
                 continue
             if several:
-                fk_hashes, fk_valid = snapshots.tuple_hashes(*fk)
-                if not fk_valid.any():
-                    yield pruned
+                if i not in tuple_estimates:
+                    yield pruned  # no tuple without a null
                     continue
-                fk_sketch = _sketch(fk_hashes, fk_valid, sketches)
-                estimate, error = tuple_inclusion(fk_sketch, key_sketch, sketches)
+                estimate, error = tuple_estimates[i]
                 if estimate + error < config.inclusion_threshold:
                     yield pruned  # Zhang §4: pruned on its tuples' sketches
                     continue

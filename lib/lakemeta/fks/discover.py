@@ -8,6 +8,10 @@ with BML pruning, ranked by Quantile-EMD).
    single-column candidate (F, P) is a pair whose estimate plus its error bound reaches θ (a dirty FK must
    not be lost to estimator noise; the exact check below decides); S(C) is the set of such columns for
    each column C of a multi-column key.
+   Before anything is read, a one-column key that numbers its rows 1..N (``numberings``) proposes no
+   candidate from another folder, which the choice could never accept, unless the dependent is a key whose
+   table may be a copy of the key's (``candidates.ForeignNumberings``): in a lake of small tables these
+   are most of the candidates.
 3. Phase 2: for a key P = (C1..Cn), every F = (C'1..C'n) in S(C1) x ... x S(Cn) whose columns are distinct and
    in one table (Zhang §4). A second pass reads only the columns involved, builds the tuple sketches of F
    and P (HLL of ``hash_tuples``) and prunes BML's sigma(F, P) plus its error bound at θ again. The
@@ -40,10 +44,12 @@ them, so the result equals a run from scratch. The exact key checks of tables wi
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -61,6 +67,7 @@ from lakemeta.fks.candidates import (
     SCORED_STATE,
     Candidate,
     CandidateIndex,
+    ForeignNumberings,
     scored_candidates,
     smallest_keys_only,
     with_key_signals,
@@ -68,13 +75,15 @@ from lakemeta.fks.candidates import (
 from lakemeta.fks.choice import choose
 from lakemeta.fks.in_executors import Stages, discover_in_executors, reach_sql
 from lakemeta.fks.keys import KEY_CHECKS, Key, find_keys
+from lakemeta.fks.numberings import NUMBERED, VALUE_COLUMNS, numbered_columns
 from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.signals import ColumnTypes
 from lakemeta.lake.batches import committed_bytes
 from lakemeta.lake.tables import table_path
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.jobs import arrow_frame, describe_jobs
 from lakemeta.spark.placement import collect_balanced, reads_tables_on_driver
 from lakemeta.storage import Location
+from lakemeta.values.state import ColumnValues
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +178,38 @@ def _reaching(threshold: float) -> pc.Expression:
     return estimate.is_null() | error.is_null() | (estimate + error >= threshold)
 
 
+def _numbered_keys(catalog: Catalog, keys: list[Key], driver_bytes: int) -> frozenset[tuple[str, str]]:
+    """The one-column keys that number their rows (``numberings``), from the value sets of their tables:
+    read on the driver where their files hold at most ``driver_bytes`` (``scan.driver_state_bytes``),
+    else grouped by column in the executors; the answer is a row per key at most."""
+    asked = pa.table(
+        {
+            "table_name": pa.array([key.table for key in keys if len(key.columns) == 1], pa.string()),
+            "column_name": pa.array([key.columns[0] for key in keys if len(key.columns) == 1], pa.string()),
+        }
+    )
+    tables = sorted(set(asked["table_name"].to_pylist()))
+    if not tables:
+        return frozenset()
+    if catalog.reads_on_driver(ColumnValues.state_table(), tables, driver_bytes):
+        values = catalog.read_small(ColumnValues.state_table(), tables, VALUE_COLUMNS)
+        numbered = numbered_columns(values.join(asked, ["table_name", "column_name"], join_type="inner"))
+    else:
+        spark = catalog.spark
+        describe_jobs(spark, f"FK candidates: which of {asked.num_rows} keys number their rows")
+        values = catalog.read(ColumnValues.state_table(), tables).join(
+            F.broadcast(arrow_frame(spark, asked)), ["table_name", "column_name"], "left_semi"
+        )
+        groups = max(1, math.ceil(asked.num_rows / 1_000))  # a thousand columns' value sets a group
+        numbered = (
+            values.select(*VALUE_COLUMNS)
+            .groupBy(F.pmod(F.xxhash64("table_name", "column_name"), F.lit(groups)))
+            .applyInArrow(numbered_columns, from_arrow_schema(NUMBERED))
+            .toArrow()
+        )
+    return frozenset(zip(*(numbered[name].to_pylist() for name in NUMBERED.names), strict=True))
+
+
 def discover_fk_candidates(
     catalog: Catalog, lake: Location, config: Config, incremental: bool = True
 ) -> FkRun:
@@ -218,6 +259,12 @@ def discover_fk_candidates(
         kept_checks,
         scan.driver_state_bytes,
     )
+    cut = ForeignNumberings(
+        _numbered_keys(catalog, keys, scan.driver_state_bytes),
+        frozenset((key.table, key.columns) for key in keys),
+        fks.overlap_share,
+    )
+    log.info("FK candidates: %d keys number their rows 1..N or 0..N-1", len(cut.numbered))
     snapshots = catalog.read_small("tables").select(["table_name", "last_version", "n_rows"])
     located = pa.table(
         {
@@ -236,6 +283,7 @@ def discover_fk_candidates(
             located,
             n_reaching,
             changed,
+            cut,
             scored_candidates(fks, sketches, scan.max_task_rows),
             OUTCOMES,
             SCORED,
@@ -252,7 +300,7 @@ def discover_fk_candidates(
             False,
             persisted,
         )
-    proposed = {key: found for key in keys if (found := index.candidates(key))}
+    proposed = {key: found for key in keys if (found := index.candidates(key, cut))}
     stored = _kept_outcomes(catalog, changed)
     reused, to_score = [], {}
     for key, candidates in proposed.items():

@@ -8,8 +8,9 @@ and places (``signals.ColumnTypes``), each table's snapshot, and the schema grap
 tables. The stages, each a Spark job over groups whose outcome depends on the group alone:
 
 1. Proposing (``CandidateIndex``, Zhang's Alg. B.1): the estimates reaching θ into one table's columns
-   propose the candidates of that table's keys, self-references and composite keys' products included:
-   grouped by referenced table.
+   propose the candidates of that table's keys, self-references and composite keys' products included,
+   a numbering key's of other folders left out (``candidates.ForeignNumberings``): grouped by referenced
+   table.
 2. Reusing: a candidate proposed as before, of two tables unchanged since, keeps its stored outcome (a
    join with ``state/fk_scored``); the others are scored as on the driver (``candidates.scored_candidates``),
    one descriptor per key.
@@ -40,6 +41,7 @@ from lakemeta.fks.candidates import (
     ROWS,
     SCORED_STATE,
     CandidateIndex,
+    ForeignNumberings,
     smallest_keys_only,
     with_key_signals,
 )
@@ -85,7 +87,9 @@ def reach_sql(threshold: float) -> str:
     return f"coalesce(estimate + error_bound, 1.0) >= {float(threshold)!r}"
 
 
-def _proposals(keys: list[Key], types: ColumnTypes, threshold: float) -> Callable[[pa.Table], pa.Table]:
+def _proposals(
+    keys: list[Key], types: ColumnTypes, threshold: float, cut: ForeignNumberings
+) -> Callable[[pa.Table], pa.Table]:
     """The candidates of some referenced tables' keys from the estimates into them (stage 1)."""
     by_table: dict[str, list[Key]] = {}
     for key in keys:
@@ -105,7 +109,7 @@ def _proposals(keys: list[Key], types: ColumnTypes, threshold: float) -> Callabl
             }
             for table in sorted(set(estimates["ref_table"].to_pylist()))
             for key in by_table.get(table, [])
-            for candidate in index.candidates(key)
+            for candidate in index.candidates(key, cut)
         ]
         return pa.Table.from_pylist(rows, schema=PROPOSED)
 
@@ -190,6 +194,7 @@ def discover_in_executors(
     snapshots: pa.Table,
     n_reaching: int,
     changed: set[str] | None,
+    cut: ForeignNumberings,
     score: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]],
     outcome_schema: pa.Schema,
     scored_schema: pa.Schema,
@@ -197,9 +202,9 @@ def discover_in_executors(
     """The FK step's ranked candidates, overlaps and outcomes as DataFrames the executors hold (module
     docstring), the frames persisted for them (released once they are written) and the counts per stage.
     ``snapshots``: a row per table (table_name, path, version, rows); ``n_reaching``: the estimates that
-    may reach θ; ``score``: the scoring tasks' body over key descriptors (``candidates.DESCRIPTOR``),
-    returning outcomes of ``outcome_schema``; ``scored_schema``: the kept candidates' schema with their key
-    signals (``candidates.SCORED``)."""
+    may reach θ; ``cut``: the candidates left out before scoring; ``score``: the scoring tasks' body
+    over key descriptors (``candidates.DESCRIPTOR``), returning outcomes of ``outcome_schema``;
+    ``scored_schema``: the kept candidates' schema with their key signals (``candidates.SCORED``)."""
     spark = catalog.spark
     fks = config.fks
     threshold = fks.inclusion_threshold
@@ -231,7 +236,7 @@ def discover_in_executors(
         estimates.join(key_tables, "ref_table", "left_semi")
         .unionByName(markers)
         .groupBy(_bucket(groups(n_reaching), "ref_table"))
-        .applyInArrow(_proposals(keys, types, threshold), from_arrow_schema(PROPOSED))
+        .applyInArrow(_proposals(keys, types, threshold, cut), from_arrow_schema(PROPOSED))
     )
 
     def same_estimate(stored: DataFrame, name: str) -> Column:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from lakemeta.fks.candidates import ROWS, CandidateIndex, smallest_keys_only
+from lakemeta.fks.candidates import ROWS, CandidateIndex, ForeignNumberings, smallest_keys_only
 from lakemeta.fks.keys import Key
 from lakemeta.fks.signals import ColumnTypes
 
@@ -78,3 +78,58 @@ def test_a_key_is_referenced_when_other_tables_hold_its_candidates() -> None:
         ("f", ("a",)),
         ("k", ("y",)),
     ]
+
+
+def test_a_numbering_key_keeps_candidates_of_its_folder_and_of_possible_copies_only() -> None:
+    """``ForeignNumberings``: a key numbering its rows loses the candidates of other folders, which the
+    choice could never accept, but not those that may show a copy (``overlaps`` reads them)."""
+    tables = {
+        "x/people": [("id", "int"), ("name", "string"), ("age", "int")],
+        "x/visits": [("person", "int"), ("day", "int")],
+        "y/people": [("id", "int"), ("name", "string"), ("age", "int")],  # a copy of x/people
+        "y/counts": [("id", "int"), ("n", "int")],  # a key numbering its rows, nothing else shared
+        "y/tags": [("tag", "string"), ("person", "int")],
+    }
+    columns = pa.Table.from_pylist(
+        [
+            {"table_name": table, "column_name": c, "ordinal": i, "data_type": t}
+            for table, listed in tables.items()
+            for i, (c, t) in enumerate(listed)
+        ]
+    )
+    included = [
+        ("x/visits", "person", "id"),
+        ("y/people", "id", "id"),
+        ("y/people", "name", "name"),
+        ("y/people", "age", "age"),
+        ("y/counts", "id", "id"),
+        ("y/counts", "n", "id"),
+        ("y/tags", "person", "id"),
+        ("y/tags", "tag", "name"),  # one string column, but not two of its columns: no copy
+    ]
+    estimates = pa.Table.from_pylist(
+        [
+            {
+                "dep_table": t,
+                "dep_column": c,
+                "ref_table": "x/people",
+                "ref_column": r,
+                "estimate": 1.0,
+                "error_bound": 0.0,
+            }
+            for t, c, r in included
+        ]
+    )
+    index = CandidateIndex(estimates, ColumnTypes(columns), 0.9)
+    keys = [Key("x/people", ("id",)), Key("y/people", ("id",)), Key("y/counts", ("id",))]
+    cut = ForeignNumberings(
+        frozenset({("x/people", "id")}), frozenset((k.table, k.columns) for k in keys), 0.5
+    )
+    every = {(c.table, c.columns) for c in index.candidates(keys[0])}
+    kept = {(c.table, c.columns) for c in index.candidates(keys[0], cut)}
+    assert every - kept == {("y/counts", ("id",)), ("y/counts", ("n",)), ("y/tags", ("person",))}
+    # its own folder's and its own table's candidates stay, and so does the copy's key
+    assert kept == {("x/visits", ("person",)), ("y/people", ("id",)), ("x/people", ("age",))}
+    # a key that is no numbering keeps them all
+    other = ForeignNumberings(frozenset(), cut.keys, 0.5)
+    assert {(c.table, c.columns) for c in index.candidates(keys[0], other)} == every
