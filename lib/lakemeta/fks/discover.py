@@ -74,7 +74,7 @@ from lakemeta.fks.candidates import (
 )
 from lakemeta.fks.choice import choose
 from lakemeta.fks.in_executors import Stages, discover_in_executors, reach_sql
-from lakemeta.fks.keys import KEY_CHECKS, Key, find_keys
+from lakemeta.fks.keys import KEY_CHECKS, Key, find_keys, rekeyed
 from lakemeta.fks.numberings import NUMBERED, VALUE_COLUMNS, numbered_columns
 from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.signals import ColumnTypes
@@ -237,7 +237,7 @@ def discover_fk_candidates(
         estimates = catalog.read_small("inclusion_estimates", where=_reaching(fks.inclusion_threshold))
     else:
         # those into the tables without agree-sets alone (whose keys are checked where they would have
-        # candidates: a few large tables, their columns' candidate sets)
+        # candidates): at most those few large tables' columns times the lake's columns
         tracked = tracked_tables(catalog, driver_state_bytes=scan.driver_state_bytes)
         checked = sorted(set(types.columns) - tracked)
         estimates = (
@@ -259,6 +259,8 @@ def discover_fk_candidates(
         kept_checks,
         scan.driver_state_bytes,
     )
+    if changed is not None:  # a candidate of a key no longer checked, or newly, is one of a changed table
+        changed = changed | rekeyed(kept_checks, key_checks)
     cut = ForeignNumberings(
         _numbered_keys(catalog, keys, scan.driver_state_bytes),
         frozenset((key.table, key.columns) for key in keys),
@@ -274,7 +276,12 @@ def discover_fk_candidates(
             "rows": pc.fill_null(snapshots["n_rows"], 0),
         }
     )
-    if not on_driver:
+    if on_driver:
+        ranked, overlaps, outcomes, stages = _discover_on_driver(
+            catalog, config, keys, types, located, estimates, index, changed, cut
+        )
+        persisted: list[DataFrame] = []
+    else:
         ranked, overlaps, outcomes, persisted, stages = discover_in_executors(
             catalog,
             config,
@@ -288,18 +295,36 @@ def discover_fk_candidates(
             OUTCOMES,
             SCORED,
         )
-        return FkRun(
-            ranked,
-            overlaps,
-            outcomes,
-            key_checks,
-            changed,
-            len(keys),
-            sum(len(key.columns) > 1 for key in keys),
-            stages,
-            False,
-            persisted,
-        )
+    return FkRun(
+        ranked,
+        overlaps,
+        outcomes,
+        key_checks,
+        changed,
+        len(keys),
+        sum(len(key.columns) > 1 for key in keys),
+        stages,
+        on_driver,
+        persisted,
+    )
+
+
+def _discover_on_driver(
+    catalog: Catalog,
+    config: Config,
+    keys: list[Key],
+    types: ColumnTypes,
+    located: pa.Table,
+    estimates: pa.Table,
+    index: CandidateIndex,
+    changed: set[str] | None,
+    cut: ForeignNumberings,
+) -> tuple[pa.Table, pa.Table, pa.Table, Stages]:
+    """The step placed on the driver (``discover_fk_candidates``): the ranked candidates, the overlaps,
+    every proposed candidate's outcome and the counts per stage, as Arrow tables; the candidates are
+    scored by Spark tasks unless the tables they read are small. ``estimates``: those that may reach θ
+    (at most ``scan.driver_max_pairs``), ``index`` over them."""
+    fks, sketches, scan = config.fks, config.sketches, config.scan
     proposed = {key: found for key in keys if (found := index.candidates(key, cut))}
     stored = _kept_outcomes(catalog, changed)
     reused, to_score = [], {}
@@ -353,17 +378,7 @@ def discover_fk_candidates(
     overlaps = find_overlaps(included, types, kept, fks)
     ranked = choose(kept, overlaps, fks)
     stages = Stages(sum(len(c) for c in proposed.values()), n_computed, len(scored), len(kept))
-    return FkRun(
-        ranked,
-        overlaps,
-        outcomes,
-        key_checks,
-        changed,
-        len(keys),
-        sum(len(key.columns) > 1 for key in keys),
-        stages,
-        True,
-    )
+    return ranked, overlaps, outcomes, stages
 
 
 def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> int:
@@ -377,7 +392,6 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     catalog.replace_small(KEY_CHECKS, run.key_checks)
     written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]
     if run.on_driver:
-        catalog.replace_small(SCORED_STATE, run.outcomes, reflects=reflects)
         catalog.replace_small(
             OVERLAPS, run.overlaps.select(arrow_schema(OVERLAPS).names).cast(arrow_schema(OVERLAPS))
         )
@@ -385,11 +399,17 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
         n_ranked, n_overlaps = len(run.ranked), len(run.overlaps)
         n_accepted = int(pc.sum(run.ranked["accepted"]).as_py() or 0)
     else:
-        catalog.replace(SCORED_STATE, run.outcomes, reflects=reflects)
         n_overlaps = catalog.replace(OVERLAPS, run.overlaps)
         ranked = run.ranked.select(*written)
     n_written = replace_relationships(catalog, RESULTS, ranked, config.discovery_settings(), committed)
-    if not run.on_driver:
+    # The outcomes last: in the executors every result above is computed from the stored outcomes, and
+    # Spark drops the cached frames that read a table once it is overwritten, so each would be computed
+    # again, scoring included. A run killed before this write leaves the outcomes of the run before: the
+    # next run scores more, and finds the same.
+    if run.on_driver:
+        catalog.replace_small(SCORED_STATE, run.outcomes, reflects=reflects)
+    else:
+        catalog.replace(SCORED_STATE, run.outcomes, reflects=reflects)
         n_ranked = n_written
         n_accepted = catalog.count_rows(RESULTS, pc.field("accepted"))
         run.release()

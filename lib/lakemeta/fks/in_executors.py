@@ -11,9 +11,9 @@ tables. The stages, each a Spark job over groups whose outcome depends on the gr
    propose the candidates of that table's keys, self-references and composite keys' products included,
    a numbering key's of other folders left out (``candidates.ForeignNumberings``): grouped by referenced
    table.
-2. Reusing: a candidate proposed as before, of two tables unchanged since, keeps its stored outcome (a
-   join with ``state/fk_scored``); the others are scored as on the driver (``candidates.scored_candidates``),
-   one descriptor per key.
+2. Reusing: a batch proposes only the candidates with a changed table on a side; those of two tables
+   unchanged since are proposed as before and keep their stored outcomes (``state/fk_scored``). The
+   proposed are scored as on the driver (``candidates.scored_candidates``), one descriptor per key.
 3. The smallest keys of each referenced table and the key signals (``smallest_keys_only``,
    ``with_key_signals``): grouped by referenced table.
 4. Overlaps and the flags that relate a candidate to another (``overlaps.find_overlaps``,
@@ -67,7 +67,6 @@ PROPOSED = pa.schema(
         ("proposed_error", pa.float64()),
     ]
 )
-_IDENTITY = ["pk_table", "pk_columns", "pk_source", "fk_table", "fk_columns"]
 _ESTIMATE_COLUMNS = ["dep_table", "dep_column", "ref_table", "ref_column", "estimate", "error_bound"]
 
 
@@ -88,9 +87,10 @@ def reach_sql(threshold: float) -> str:
 
 
 def _proposals(
-    keys: list[Key], types: ColumnTypes, threshold: float, cut: ForeignNumberings
+    keys: list[Key], types: ColumnTypes, threshold: float, cut: ForeignNumberings, changed: set[str] | None
 ) -> Callable[[pa.Table], pa.Table]:
-    """The candidates of some referenced tables' keys from the estimates into them (stage 1)."""
+    """The candidates of some referenced tables' keys from the estimates into them (stage 1); of a batch
+    (``changed`` not None), those with one of its tables on a side."""
     by_table: dict[str, list[Key]] = {}
     for key in keys:
         by_table.setdefault(key.table, []).append(key)
@@ -110,6 +110,7 @@ def _proposals(
             for table in sorted(set(estimates["ref_table"].to_pylist()))
             for key in by_table.get(table, [])
             for candidate in index.candidates(key, cut)
+            if changed is None or key.table in changed or candidate.table in changed
         ]
         return pa.Table.from_pylist(rows, schema=PROPOSED)
 
@@ -218,12 +219,22 @@ def discover_in_executors(
         persisted.append(frame.persist())
         return frame
 
-    key_tables = F.broadcast(
-        arrow_frame(spark, pa.table({"ref_table": pa.array(sorted({k.table for k in keys}), pa.string())}))
-    )
     estimates = catalog.read("inclusion_estimates").where(reach_sql(threshold)).select(*_ESTIMATE_COLUMNS)
-    # every key's table has a group, with or without estimates into it (its self-references)
-    markers = key_tables.select(
+    # A batch proposes only the candidates with a changed table on a side, from the estimates of those
+    # tables' columns: a candidate of two unchanged tables is proposed as before (its key, its phase-1
+    # estimate and the cut depend on its two tables alone), and its stored outcome is kept.
+    every_key_table = sorted({k.table for k in keys})
+    proposing, marked = estimates, every_key_table
+    if changed is not None:
+        tables = sorted(changed)
+        proposing = estimates.where(F.col("dep_table").isin(tables) | F.col("ref_table").isin(tables))
+        marked = sorted(changed.intersection(every_key_table))
+
+    def named(tables: list[str]) -> DataFrame:
+        return F.broadcast(arrow_frame(spark, pa.table({"ref_table": pa.array(tables, pa.string())})))
+
+    # every (changed) key's table has a group, with or without estimates into it (its self-references)
+    markers = named(marked).select(
         F.lit(None).cast("string").alias("dep_table"),
         F.lit(None).cast("string").alias("dep_column"),
         "ref_table",
@@ -232,29 +243,17 @@ def discover_in_executors(
         F.lit(None).cast("double").alias("error_bound"),
     )
     describe_jobs(spark, f"FK candidates: proposing the candidates of {len(keys)} keys")
-    proposed = persist(
-        estimates.join(key_tables, "ref_table", "left_semi")
+    to_score = persist(
+        proposing.join(named(every_key_table), "ref_table", "left_semi")
         .unionByName(markers)
         .groupBy(_bucket(groups(n_reaching), "ref_table"))
-        .applyInArrow(_proposals(keys, types, threshold, cut), from_arrow_schema(PROPOSED))
+        .applyInArrow(_proposals(keys, types, threshold, cut, changed), from_arrow_schema(PROPOSED))
     )
-
-    def same_estimate(stored: DataFrame, name: str) -> Column:
-        return stored[name].eqNullSafe(proposed[name])
-
-    if changed is None:
-        to_score, reused = proposed, None
-    else:
-        tables = sorted(changed)
-        stored = catalog.read(SCORED_STATE)
+    reused = None
+    if changed is not None:
+        reused = catalog.read(SCORED_STATE)
         if tables:
-            stored = stored.where(~F.col("pk_table").isin(tables) & ~F.col("fk_table").isin(tables))
-        same = [stored[c] == proposed[c] for c in _IDENTITY] + [
-            same_estimate(stored, "proposed_estimate"),
-            same_estimate(stored, "proposed_error"),
-        ]
-        reused = stored.join(proposed, same, "left_semi")
-        to_score = proposed.join(stored, same, "left_anti")
+            reused = reused.where(~F.col("pk_table").isin(tables) & ~F.col("fk_table").isin(tables))
 
     located = F.broadcast(arrow_frame(spark, snapshots))
 
@@ -281,7 +280,8 @@ def discover_in_executors(
         .groupBy("pk_table", "pk_path", "pk_version", "pk_rows", "pk_columns", "pk_source")
         .agg(F.collect_list(candidate).alias("candidates"))
     )
-    n_proposed, n_computed = proposed.count(), to_score.count()
+    n_computed = to_score.count()
+    n_proposed = n_computed + (0 if reused is None else reused.count())
     log.info("FK candidates in the executors: %d proposed, %d to score", n_proposed, n_computed)
     describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates")
     computed = descriptors.repartition(groups(n_computed)).mapInArrow(

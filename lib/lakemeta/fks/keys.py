@@ -274,6 +274,21 @@ def _checked_keys(
     return keys, pa.Table.from_pylist(checks, schema=_KEY_CHECKS)
 
 
+def rekeyed(before: pa.Table, after: pa.Table) -> set[str]:
+    """The tables whose checked keys differ between two runs' key checks (``KEY_CHECKS``' rows): a check
+    is asked where other tables would reference a column combination, so a table's checked keys may
+    change in a batch that leaves the table itself unchanged."""
+
+    def keys_of(checks: pa.Table) -> dict[str, list]:
+        return {
+            row["table_name"]: sorted(row["keys"])
+            for row in checks.select(["table_name", "keys"]).to_pylist()
+        }
+
+    old, new = keys_of(before), keys_of(after)
+    return {table for table in old.keys() | new.keys() if old.get(table, []) != new.get(table, [])}
+
+
 def find_keys(
     catalog: Catalog,
     lake: Location,
