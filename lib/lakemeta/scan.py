@@ -347,8 +347,18 @@ class BatchScan:
         raise RuntimeError(f"run {self.plan.run_id}: no scan has staged the rows of {component.name}")
 
     def staged_bytes(self, component: ScannedComponent) -> int:
-        """The bytes of the component's staged partial rows."""
-        return self._staged(component).size()
+        """The bytes the component's staged partial rows take in memory: their Parquet row groups'
+        uncompressed size, from the files' footers (the files themselves are compressed several times
+        over, and a merge on the driver holds the rows and their groupings at once)."""
+        staged = self._staged(component)
+        if not staged.exists():
+            return 0
+        files = pads.dataset(staged.fs_path, filesystem=staged.filesystem, format="parquet")
+        return sum(
+            fragment.metadata.row_group(i).total_byte_size
+            for fragment in files.get_fragments()
+            for i in range(fragment.metadata.num_row_groups)
+        )
 
     def partials(self, component: ScannedComponent) -> DataFrame:
         """The component's staged partial rows, less those of tables the run could not read."""
