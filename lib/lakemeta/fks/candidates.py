@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -91,6 +91,21 @@ class Candidate:
     error: float | None
 
 
+_SEPARATOR = "\x1f"  # between a table's and a column's name, in one string naming a column
+
+
+def _column_names(tables: pa.Array | pa.ChunkedArray, columns: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One string per (table, column), to look columns up in Arrow."""
+    return pc.binary_join_element_wise(tables, columns, _SEPARATOR)
+
+
+def _folders(tables: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``signals.folder`` of each table."""
+    return pc.if_else(
+        pc.match_substring(tables, "/"), pc.replace_substring_regex(tables, r"/[^/]*$", ""), pa.scalar("")
+    )
+
+
 @dataclass(frozen=True)
 class ForeignNumberings:
     """The cut before scoring at any density: a one-column key that numbers its table's rows
@@ -105,14 +120,26 @@ class ForeignNumberings:
     numbered: frozenset[tuple[str, str]]
     keys: frozenset[tuple[str, tuple[str, ...]]]
     overlap_share: float
+    _one_column_keys: pa.Array = field(init=False, repr=False, compare=False)
 
-    def keeps(self, candidate: Candidate, key: Key, index: CandidateIndex) -> bool:
-        """Whether a candidate of the numbering key ``key`` is kept."""
-        if folder(candidate.table) == folder(key.table):
-            return True
-        return (candidate.table, candidate.columns) in self.keys and index.may_overlap(
-            candidate.table, key.table, self.overlap_share
-        )
+    def __post_init__(self) -> None:
+        names = [_SEPARATOR.join((table, columns[0])) for table, columns in self.keys if len(columns) == 1]
+        object.__setattr__(self, "_one_column_keys", pa.array(sorted(names), pa.string()))
+
+    def kept(self, candidates: pa.Table, key: Key, index: CandidateIndex) -> pa.Array:
+        """Which of a numbering key's one-column candidates (``CandidateIndex``' rows into its column) are
+        kept: those of its folder, and those whose dependent is a key of a table that may be its table's
+        copy."""
+        same_folder = pc.equal(candidates["dep_folder"], folder(key.table))
+        dependents = _column_names(candidates["dep_table"], candidates["dep_column"])
+        is_key = pc.is_in(dependents, self._one_column_keys)
+        foreign_keys = pc.and_(pc.invert(same_folder), is_key)
+        copies = {
+            table: index.may_overlap(table, key.table, self.overlap_share)
+            for table in pc.unique(candidates["dep_table"].filter(foreign_keys)).to_pylist()
+        }
+        copy_tables = pa.array([table for table, may in copies.items() if may], pa.string())
+        return pc.or_(same_folder, pc.and_(foreign_keys, pc.is_in(candidates["dep_table"], copy_tables)))
 
 
 class CandidateIndex:
@@ -120,20 +147,43 @@ class CandidateIndex:
     (the estimate plus its error bound reaches it, so that a dirty FK, included at 0.95 in a large key,
     is not lost to estimator noise: the exact check in the task decides), the other columns of C's own
     table that can hold its values (self-references, Zhang's phase 2 allows the key's table), and from
-    them the candidates of a key (Alg. B.1, Zhang §4)."""
+    them the candidates of a key (Alg. B.1, Zhang §4). The estimates stay one Arrow table sorted by
+    referenced column; only the rows of the keys' columns asked for become Python objects."""
 
     def __init__(self, estimates: pa.Table, types: ColumnTypes, threshold: float) -> None:
         # an undetermined pair (no estimate: its bound is too wide) may reach θ
         reach = pc.fill_null(pc.add(estimates["estimate"], estimates["error_bound"]), 1.0)
-        self._included_in: dict[tuple[str, str], list[dict]] = {}
-        # of each pair of tables, the dependent's columns taken as included (``overlaps``' inclusions)
-        self._included_columns: dict[tuple[str, str], set[str]] = {}
-        for row in estimates.filter(pc.greater_equal(reach, threshold)).to_pylist():
-            self._included_in.setdefault((row["ref_table"], row["ref_column"]), []).append(row)
-            if row["estimate"] is not None and row["estimate"] >= threshold:
-                pair = (row["dep_table"], row["ref_table"])
-                self._included_columns.setdefault(pair, set()).add(row["dep_column"])
+        rows = estimates.filter(pc.greater_equal(reach, threshold)).select(
+            ["dep_table", "dep_column", "ref_table", "ref_column", "estimate", "error_bound"]
+        )
+        rows = rows.sort_by([("ref_table", "ascending"), ("ref_column", "ascending")]).combine_chunks()
+        self._rows = rows.append_column("dep_folder", _folders(rows["dep_table"]))
+        referenced = _column_names(rows["ref_table"], rows["ref_column"])
+        starts = np.zeros(0, np.int64)
+        if rows.num_rows:  # each referenced column's first row
+            changes = pc.not_equal(referenced.slice(1), referenced.slice(0, rows.num_rows - 1))
+            starts = np.flatnonzero(np.concatenate([[True], changes.to_numpy(zero_copy_only=False)]))
+        ends = np.append(starts[1:], rows.num_rows)[: len(starts)]
+        at = zip(*(rows[name].take(starts).to_pylist() for name in ("ref_table", "ref_column")), strict=True)
+        self._span = dict(zip(at, zip(starts.tolist(), ends.tolist(), strict=True), strict=True))
+        self._dependents: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._pairs: dict[tuple[str, str], tuple[int, bool]] | None = None
+        self._threshold = threshold
         self._types = types
+
+    def _into(self, table: str, column: str) -> pa.Table:
+        """The rows of the estimates into one column that may reach θ."""
+        start, end = self._span.get((table, column), (0, 0))
+        return self._rows.slice(start, end - start)
+
+    def _dependent_columns(self, table: str, column: str) -> list[tuple[str, str]]:
+        """S(C) of a column C: the (table, column) of each row into it."""
+        if (table, column) not in self._dependents:
+            into = self._into(table, column)
+            self._dependents[(table, column)] = list(
+                zip(into["dep_table"].to_pylist(), into["dep_column"].to_pylist(), strict=True)
+            )
+        return self._dependents[(table, column)]
 
     def _same_table(self, table: str, column: str) -> list[Candidate]:
         """The columns of the key's own table that could reference it, those of the key's type family (a
@@ -151,9 +201,9 @@ class CandidateIndex:
     def _several(self, key: Key) -> Iterator[Candidate]:
         """Phase 2's candidates of a key of several columns, before their tuple sketches, one by one: every
         F in S(C1) x ... x S(Cn) whose columns are distinct and in one table."""
-        sets = [self._included_in.get((key.table, column), []) for column in key.columns]
-        for table in sorted(set.intersection(*({r["dep_table"] for r in s} for s in sets))):
-            per_column = [[r["dep_column"] for r in s if r["dep_table"] == table] for s in sets]
+        sets = [self._dependent_columns(key.table, column) for column in key.columns]
+        for table in sorted(set.intersection(*({t for t, _ in s} for s in sets))):
+            per_column = [[c for t, c in s if t == table] for s in sets]
             for columns in itertools.product(*per_column):
                 if len(set(columns)) == len(columns):
                     yield Candidate(table, columns, None, None)
@@ -165,20 +215,30 @@ class CandidateIndex:
         columns are candidates too (``candidates``), but these alone do not make a key worth checking:
         nearly every column has a sibling of a compatible type."""
         if len(key.columns) == 1:
-            return bool(self._included_in.get((key.table, key.columns[0])))
+            return (key.table, key.columns[0]) in self._span
         return next(self._several(key), None) is not None
 
     def may_overlap(self, table: str, other: str, share: float) -> bool:
         """Whether ``overlaps`` could find ``table`` contained in ``other``: of its columns, at least two
         and ``share`` of them included in ``other``'s, one of them holding strings (a necessary condition:
         the containment counts a matching of these columns)."""
-        included = self._included_columns.get((table, other), set())
+        if self._pairs is None:  # of each pair of tables, its included columns and whether one holds strings
+            included = self._rows.filter(pc.greater_equal(self._rows["estimate"], self._threshold))
+            family = self._types.family
+            strings = pa.array([_SEPARATOR.join(c) for c in family if family[c] == "string"], pa.string())
+            included = included.append_column(
+                "strings", pc.is_in(_column_names(included["dep_table"], included["dep_column"]), strings)
+            )
+            pairs = included.group_by(["dep_table", "ref_table"]).aggregate(
+                [("dep_column", "count_distinct"), ("strings", "any")]
+            )
+            self._pairs = {
+                (row["dep_table"], row["ref_table"]): (row["dep_column_count_distinct"], row["strings_any"])
+                for row in pairs.to_pylist()
+            }
+        n_included, holds_strings = self._pairs.get((table, other), (0, False))
         n_columns = len(self._types.columns.get(table, []))
-        return (
-            len(included) >= 2
-            and len(included) >= share * n_columns
-            and any(self._types.family.get((table, column)) == "string" for column in included)
-        )
+        return n_included >= 2 and n_included >= share * n_columns and holds_strings
 
     def candidates(self, key: Key, cut: ForeignNumberings | None = None) -> list[Candidate]:
         """Phase 1's candidates of a one-column key, self-references included; phase 2's, before their
@@ -186,12 +246,16 @@ class CandidateIndex:
         one table. ``cut``: those it leaves out are not listed."""
         if len(key.columns) > 1:
             return list(self._several(key))
+        into = self._into(key.table, key.columns[0])
+        if cut is not None and (key.table, key.columns[0]) in cut.numbered and into.num_rows:
+            into = into.filter(cut.kept(into, key, self))
         found = [
-            Candidate(r["dep_table"], (r["dep_column"],), r["estimate"], r["error_bound"])
-            for r in self._included_in.get((key.table, key.columns[0]), [])
+            Candidate(table, (column,), estimate, error)
+            for table, column, estimate, error in zip(
+                *(into[name].to_pylist() for name in ("dep_table", "dep_column", "estimate", "error_bound")),
+                strict=True,
+            )
         ]
-        if cut is not None and (key.table, key.columns[0]) in cut.numbered:
-            found = [candidate for candidate in found if cut.keeps(candidate, key, self)]
         return found + self._same_table(key.table, key.columns[0])
 
 

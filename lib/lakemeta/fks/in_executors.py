@@ -284,7 +284,10 @@ def discover_in_executors(
     n_proposed = n_computed + (0 if reused is None else reused.count())
     log.info("FK candidates in the executors: %d proposed, %d to score", n_proposed, n_computed)
     describe_jobs(spark, f"FK candidates: EMD of {n_computed} candidates")
-    computed = descriptors.repartition(groups(n_computed)).mapInArrow(
+    # keys by ranges of their tables' names: a task's keys are of a few folders, as are most of their
+    # candidates (``ForeignNumberings``), so a task reads a table once where a hash would spread its keys,
+    # and the reads of each table, over every task
+    computed = descriptors.repartitionByRange(groups(n_computed), "pk_table").mapInArrow(
         score, from_arrow_schema(outcome_schema)
     )
     outcomes = persist(computed if reused is None else reused.unionByName(computed))
