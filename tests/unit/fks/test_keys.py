@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from lakemeta.fks.columns import values_at
-from lakemeta.fks.keys import is_unique
+from lakemeta.fks.keys import is_unique, rekeyed
 from lakemeta.hashing import hash_strings
 
 
@@ -49,3 +49,14 @@ def test_rows_whose_hashes_collide_are_told_apart_by_their_values(n_rows: int) -
     assert is_unique(values_at([pa.array(values)]), pairs)
     values[-1] = values[-2]
     assert not is_unique(values_at([pa.array(values)]), pairs)
+
+
+def test_the_tables_whose_checked_keys_changed_between_two_runs() -> None:
+    def checks(keys: dict[str, list[list[str]]]) -> pa.Table:
+        return pa.Table.from_pylist([{"table_name": t, "version": 3, "keys": k} for t, k in keys.items()])
+
+    before = checks({"a": [["x"], ["y", "z"]], "b": [["k"]], "c": [["c1"]], "d": []})
+    after = checks({"a": [["y", "z"], ["x"]], "b": [["k"], ["j"]], "d": [], "e": [["e1"]]})
+    # a: the same keys in another order; b: one more; c: no check asked any more; e: newly checked
+    assert rekeyed(before, after) == {"b", "c", "e"}
+    assert rekeyed(after, after) == set()
