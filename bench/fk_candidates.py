@@ -44,6 +44,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
+from lakemeta.catalog.discovery_runs import newest_committed_run
 from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
 from lakemeta.demo.webtables import write_web_tables
@@ -133,7 +134,9 @@ def state_and_fks(
     state_s = time.perf_counter() - started
     started = time.perf_counter()
     config = dataclasses.replace(pipeline.config, fks=NAMES_IGNORED)
-    accepted_count = fk_candidates_step(pipeline.catalog, lake, config)
+    accepted_count = fk_candidates_step(
+        pipeline.catalog, pipeline.lake, config, newest_committed_run(pipeline.catalog)
+    )
     fk_s = time.perf_counter() - started
     rows = pipeline.catalog.read_small("fk_candidates").sort_by("rank").to_pylist()
     figures = {
