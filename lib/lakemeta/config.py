@@ -291,10 +291,16 @@ class Config:
 
 
 def settings_of(**sections: object) -> str:
-    """Configuration sections (dataclasses, by name) as canonical JSON: how a result records the settings
-    it was computed with, so that equal settings compare equal as text."""
+    """Configuration sections (dataclasses, or plain values such as a rule's version, by name) as canonical
+    JSON: how a result records the settings it was computed with, so that equal settings compare equal as
+    text."""
     return json.dumps(
-        {name: dataclasses.asdict(section) for name, section in sections.items()}, sort_keys=True, default=str
+        {
+            name: dataclasses.asdict(section) if dataclasses.is_dataclass(section) else section
+            for name, section in sections.items()
+        },
+        sort_keys=True,
+        default=str,
     )
 
 

@@ -32,12 +32,14 @@ with BML pruning, ranked by Quantile-EMD).
 
 Phase 1 relates columns of different tables (``inclusion_estimates``); a one-column key's own table's
 other columns are candidates too (self-references, an employee's manager), checked exactly.
-What a batch changes: a candidate's outcome (phase 2, the exact inclusion, EMD_n and the signals) depends
-on its key's table and its dependent's table alone. Each run keeps every proposed candidate's outcome in
-``state/fk_scored``; the next, with the same settings, scores only the candidates with a table changed
-since (or not proposed before, or proposed with another phase-1 estimate) and keeps the others'. Keys,
-the smallest-key rule, the overlaps and the choice, which relate candidates across tables, run over all of
-them, so the result equals a run from scratch. The exact key checks of tables without agree-sets
+What a batch changes: whether a candidate is proposed (its key, its phase-1 estimate, the cut) and its
+outcome (phase 2, the exact inclusion, EMD_n and the signals) depend on its key's table and its
+dependent's table alone, but for the checked keys of tables without agree-sets, which depend on what
+other tables would reference (``keys.rekeyed`` counts such a table as changed). Each run keeps every
+proposed candidate's outcome in ``state/fk_scored``; the next, with the same settings and proposal rules
+(``PROPOSAL_RULES``), proposes and scores only the candidates with a table changed since and keeps the
+others'. Keys, the smallest-key rule, the overlaps and the choice, which relate candidates across tables,
+run over all of them, so the result equals a run from scratch. The exact key checks of tables without agree-sets
 (``keys``) still read those tables every run.
 """
 
@@ -65,7 +67,6 @@ from lakemeta.fks.candidates import (
     ROWS,
     SCORED,
     SCORED_STATE,
-    Candidate,
     CandidateIndex,
     ForeignNumberings,
     scored_candidates,
@@ -89,41 +90,26 @@ log = logging.getLogger(__name__)
 
 RESULTS = "fk_candidates"
 OVERLAPS = "table_overlaps"
-Outcome = tuple[str, tuple[str, ...], str, str, tuple[str, ...], float | None, float | None]
+PROPOSAL_RULES = 2
+"""The version of the rules that propose candidates (``candidates.CandidateIndex``, its cut
+``ForeignNumberings``): a batch keeps the stored outcomes of unchanged tables' candidates only where they
+were proposed by the same rules (a catalog of other rules scores everything once again)."""
 
 
-def _outcome(key: Key, candidate: Candidate) -> Outcome:
-    return (
-        key.table,
-        key.columns,
-        key.source,
-        candidate.table,
-        candidate.columns,
-        candidate.estimate,
-        candidate.error,
-    )
+def outcome_settings(config: Config) -> str:
+    """What a stored outcome depends on beside its two tables (``SCORED_STATE``' commits record it)."""
+    return settings_of(fks=config.fks, sketches=config.sketches, proposal_rules=PROPOSAL_RULES)
 
 
-def _kept_outcomes(catalog: Catalog, changed: set[str] | None) -> dict[Outcome, dict]:
-    """The stored outcomes of candidates whose key's table and dependent's table did not change, by key,
-    candidate and the phase-1 estimate they were proposed with (empty when everything is computed)."""
+def _kept_outcomes(catalog: Catalog, changed: set[str] | None) -> pa.Table:
+    """The stored outcomes of candidates whose key's table and dependent's table did not change (none when
+    everything is computed)."""
     if changed is None:
-        return {}
-    kept = {}
-    for row in catalog.read_small(SCORED_STATE).to_pylist():
-        if row["pk_table"] in changed or row["fk_table"] in changed:
-            continue
-        outcome = (
-            row["pk_table"],
-            tuple(row["pk_columns"]),
-            row["pk_source"],
-            row["fk_table"],
-            tuple(row["fk_columns"]),
-            row["proposed_estimate"],
-            row["proposed_error"],
-        )
-        kept[outcome] = row
-    return kept
+        return OUTCOMES.empty_table()
+    stored = catalog.read_small(SCORED_STATE)
+    touched = pa.array(sorted(changed), pa.string())
+    touching = pc.or_(pc.is_in(stored["pk_table"], touched), pc.is_in(stored["fk_table"], touched))
+    return stored.filter(pc.invert(touching)).select(OUTCOMES.names).cast(OUTCOMES)
 
 
 def _in_order(outcomes: pa.Table) -> pa.Table:
@@ -223,7 +209,7 @@ def discover_fk_candidates(
     bound its candidates' pairs of columns, are at most ``scan.driver_max_pairs`` (and
     ``scan.driver_state_bytes`` is not 0), else in the executors (``in_executors``)."""
     fks, sketches, scan = config.fks, config.sketches, config.scan
-    settings = settings_of(fks=fks, sketches=sketches)  # what an outcome depends on
+    settings = outcome_settings(config)
     changed = changed_since(catalog, [SCORED_STATE], settings) if incremental else None
     types = ColumnTypes(catalog.read_small("columns"))
     # The placement: the table's rows from its files' statistics, and only where they pass the bound,
@@ -325,16 +311,21 @@ def _discover_on_driver(
     scored by Spark tasks unless the tables they read are small. ``estimates``: those that may reach θ
     (at most ``scan.driver_max_pairs``), ``index`` over them."""
     fks, sketches, scan = config.fks, config.sketches, config.scan
-    proposed = {key: found for key in keys if (found := index.candidates(key, cut))}
-    stored = _kept_outcomes(catalog, changed)
-    reused, to_score = [], {}
-    for key, candidates in proposed.items():
-        for candidate in candidates:
-            outcome = stored.get(_outcome(key, candidate))
-            if outcome is None:
-                to_score.setdefault(key, []).append(candidate)
-            else:
-                reused.append(outcome)
+    # As in the executors: a batch proposes only the candidates with a changed table on a side, and keeps
+    # the stored outcomes of the others, proposed as before (their key, estimate and cut depend on their
+    # two tables alone)
+    to_score = {
+        key: found
+        for key in keys
+        if (
+            found := [
+                c
+                for c in index.candidates(key, cut)
+                if changed is None or key.table in changed or c.table in changed
+            ]
+        )
+    }
+    reused = _kept_outcomes(catalog, changed)
     where = {row["table_name"]: row for row in located.to_pylist()}
 
     def at(table: str) -> tuple[str, int, int]:
@@ -371,13 +362,13 @@ def _discover_on_driver(
         if rows
         else OUTCOMES.empty_table()
     )
-    outcomes = _in_order(pa.concat_tables([pa.Table.from_pylist(reused, schema=OUTCOMES), computed]))
+    outcomes = _in_order(pa.concat_tables([reused, computed]))
     scored = outcomes.filter(outcomes["passed"]).select(ROWS.names).cast(ROWS)
     kept = with_key_signals(smallest_keys_only(scored), keys, types)
     included = estimates.filter(pc.greater_equal(estimates["estimate"], fks.inclusion_threshold))
     overlaps = find_overlaps(included, types, kept, fks)
     ranked = choose(kept, overlaps, fks)
-    stages = Stages(sum(len(c) for c in proposed.values()), n_computed, len(scored), len(kept))
+    stages = Stages(len(reused) + n_computed, n_computed, len(scored), len(kept))
     return ranked, overlaps, outcomes, stages
 
 
@@ -387,7 +378,7 @@ def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | 
     (``SCORED_STATE``, its commit recording the run and settings it reflects), ``table_overlaps``, and
     ``fk_candidates`` replaced (each accepted FK's first run kept and the changes recorded:
     ``lakemeta.catalog.relationships``); returns the accepted count."""
-    reflects = {"run": committed, "settings": settings_of(fks=config.fks, sketches=config.sketches)}
+    reflects = {"run": committed, "settings": outcome_settings(config)}
     run = discover_fk_candidates(catalog, lake, config)
     catalog.replace_small(KEY_CHECKS, run.key_checks)
     written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]
