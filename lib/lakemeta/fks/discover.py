@@ -39,8 +39,8 @@ other tables would reference (``keys.rekeyed`` counts such a table as changed). 
 proposed candidate's outcome in ``state/fk_scored``; the next, with the same settings and proposal rules
 (``PROPOSAL_RULES``), proposes and scores only the candidates with a table changed since and keeps the
 others'. Keys, the smallest-key rule, the overlaps and the choice, which relate candidates across tables,
-run over all of them, so the result equals a run from scratch. The exact key checks of tables without agree-sets
-(``keys``) still read those tables every run.
+run over all of them, so the result equals a run from scratch. The exact key checks of tables without
+agree-sets (``keys``) still read those tables every run.
 """
 
 from __future__ import annotations
