@@ -191,7 +191,7 @@ def _numbered_keys(catalog: Catalog, keys: list[Key], driver_bytes: int) -> froz
             values.select(*VALUE_COLUMNS)
             .groupBy(F.pmod(F.xxhash64("table_name", "column_name"), F.lit(groups)))
             .applyInArrow(numbered_columns, from_arrow_schema(NUMBERED))
-            .toArrow()
+            .toArrow()  # a row per numbering key at most: O(columns)
         )
     return frozenset(zip(*(numbered[name].to_pylist() for name in NUMBERED.names), strict=True))
 
@@ -200,9 +200,9 @@ def discover_fk_candidates(
     catalog: Catalog, lake: Location, config: Config, incremental: bool = True
 ) -> FkRun:
     """Find, prune, score and rank the FK candidates. ``incremental``: a candidate whose key's table and
-    dependent's table did not change since the last run (with these settings) keeps its outcome, proposed
-    with the same phase-1 estimate; the others are scored in the executors. The choice (``choice``) and
-    the overlaps, which relate candidates across tables, run over all of them. A table above
+    dependent's table did not change since the last run (with these settings and proposal rules) keeps
+    its stored outcome and is not proposed again; the others are proposed and scored. The choice
+    (``choice``) and the overlaps, which relate candidates across tables, run over all of them. A table above
     ``scan.max_task_rows`` rows is read by groups of its files (``columns.ColumnCache``).
 
     One placement decision: the step runs on the driver where the estimates that may reach θ, which
