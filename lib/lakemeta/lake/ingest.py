@@ -310,13 +310,20 @@ def _undecodable_columns(schema: StructType, encoding: str) -> Column:
     return F.concat_ws(", ", *flagged)
 
 
-def _with_valid_names(frame: DataFrame) -> DataFrame:
+def valid_column_names(names: list[str]) -> list[str]:
+    """Column names Delta takes without column mapping: refused characters become ``_`` (module
+    docstring), and a name that then repeats an earlier one gets more ``_``."""
     renamed: list[str] = []
-    for name in frame.columns:
+    for name in names:
         candidate = _INVALID_NAME_CHARS.sub("_", name) or "_"
         while candidate in renamed:
             candidate += "_"
         renamed.append(candidate)
+    return renamed
+
+
+def _with_valid_names(frame: DataFrame) -> DataFrame:
+    renamed = valid_column_names(frame.columns)
     return frame.toDF(*renamed) if renamed != frame.columns else frame
 
 
