@@ -28,7 +28,7 @@ SETTINGS = {
     "fk_inclusion_threshold": "fks.inclusion_threshold",
     "require_name_match": "fks.require_name_match",
     "fk_name_signal": "fks.name_signal",
-    "fk_sample_emd": "fks.sample_emd",
+    "fk_min_score": "fks.min_score",
     "fk_prefix_share": "fks.prefix_share",
     "fk_overlap_share": "fks.overlap_share",
 }
@@ -99,13 +99,13 @@ SETTINGS = {
             title="Column names as an FK signal",
             description="Prefer keys whose names the dependent's name matches (never required).",
         ),
-        "fk_sample_emd": configured_param(
-            "fks.sample_emd",
+        "fk_min_score": configured_param(
+            "fks.min_score",
             type="number",
             minimum=0,
             maximum=1,
-            title="EMD of a sample",
-            description="A dependent up to this EMD_n is a random sample of its key and accepted as its FK.",
+            title="FK score to accept",
+            description="A dependent's best key is accepted as its FK from this learned score on.",
         ),
         "fk_prefix_share": configured_param(
             "fks.prefix_share",

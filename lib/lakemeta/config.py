@@ -172,12 +172,14 @@ class FkConfig:
     max_key_columns: int = 4
     # §5.4: keep in the answer set only candidates whose column names match the key's.
     require_name_match: bool = False
-    # The choice among candidates (lakemeta.fks.choice): whether name similarity is a signal; the EMD_n up
-    # to which a dependent counts as a random sample of its key; the share of a range key (1..N) below
-    # which a dependent counting from its first value is an accident; the share of a table's columns
-    # included one-to-one in another's that makes the two an overlap (lakemeta.fks.overlaps).
+    # The choice among candidates (lakemeta.fks.choice): whether names are a signal (the learned model
+    # with names, lakemeta/fks/fk_model.json, or the one without); the score from which a dependent's best
+    # candidate is accepted (None: the threshold the training chose); the share of an integer key below
+    # which a dependent counting from its first value is a counter (a feature of the score); the share of
+    # a table's columns included one-to-one in another's that makes the two an overlap
+    # (lakemeta.fks.overlaps).
     name_signal: bool = True
-    sample_emd: float = 0.05
+    min_score: float | None = None
     prefix_share: float = 0.5
     overlap_share: float = 0.5
     # Keys declared by hand, added to those found: {table: [[column, ...], ...]}.
@@ -188,7 +190,9 @@ class FkConfig:
             raise ValueError(f"fks.inclusion_threshold must be in (0, 1], got {self.inclusion_threshold}")
         if self.single_column_quantiles < 1 or self.multi_column_quantiles < 1:
             raise ValueError("fks quantiles must be positive")
-        for name in ("sample_emd", "prefix_share", "overlap_share"):
+        if self.min_score is not None and not 0 <= self.min_score <= 1:
+            raise ValueError(f"fks.min_score must be in [0, 1], got {self.min_score}")
+        for name in ("prefix_share", "overlap_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"fks.{name} must be in [0, 1], got {getattr(self, name)}")
 

@@ -223,14 +223,14 @@ def test_discovery_dag_wiring_and_params(dagbag, tmp_path: Path):
         {"fk_inclusion_threshold": 0},
         {"ind_filters": "all"},
         {"require_name_match": "yes"},
-        {"fk_sample_emd": -0.1},
+        {"fk_min_score": -0.1},
     ):
         with pytest.raises(ParamValidationError):
             triggered(dag.params, bad)
     # The params a run is triggered with reach every discovery step as typed configuration settings; the
     # ones left empty leave the configuration file's values (or the built-in ones) in force.
     config_file = tmp_path / "lakemeta.yaml"
-    config_file.write_text("sketches:\n  inclusion_floor: 0.7\nfks:\n  sample_emd: 0.1\n")
+    config_file.write_text("sketches:\n  inclusion_floor: 0.7\nfks:\n  min_score: 0.1\n")
     chosen = triggered(
         dag.params, {"ind_filters": "web", "require_name_match": True, "fk_name_signal": False}
     )
@@ -247,10 +247,10 @@ def test_discovery_dag_wiring_and_params(dagbag, tmp_path: Path):
             True,
         )
         assert (config.agree_sets.max_fd_error, config.fks.inclusion_threshold) == (0.01, 0.9)
-        assert (config.fks.name_signal, config.fks.sample_emd) == (False, 0.1)
-    given = triggered(dag.params, {"inclusion_floor": 0.6, "fk_sample_emd": 0.02})
+        assert (config.fks.name_signal, config.fks.min_score) == (False, 0.1)
+    given = triggered(dag.params, {"inclusion_floor": 0.6, "fk_min_score": 0.02})
     config = configuration_of(dag.get_task("inclusion_estimates"), given, config_file)
-    assert (config.sketches.inclusion_floor, config.fks.sample_emd) == (0.6, 0.02)
+    assert (config.sketches.inclusion_floor, config.fks.min_score) == (0.6, 0.02)
 
 
 def configuration_of(task, params: dict, config_file: Path):

@@ -107,11 +107,18 @@ CATALOG_SCHEMAS: dict[str, StructType] = {
         ("name_match", BooleanType()),
         FK_KEY_SOURCE,
         *FK_SIGNALS,
-        # Signals of the candidate among the others, and what the choice made of them (lakemeta.fks.choice).
+        # Signals of the candidate among the others, and what the choice made of them (lakemeta.fks.choice):
+        # the learned score (lakemeta.fks.model) and the features that moved it most (evidence).
         ("fk_is_key", BooleanType()),
         ("pk_ordinal", IntegerType()),
+        ("tables_overlap", BooleanType()),
+        ("keys_both_ways", BooleanType()),
         ("same_folder", BooleanType()),
         ("name_similarity", DoubleType()),
+        ("name_equal", BooleanType()),
+        ("names_key_table", BooleanType()),
+        ("score", DoubleType()),
+        ("evidence", StringType()),
         ("schema_graph", StringType()),
         ("choice", IntegerType()),
         ("answer_set", IntegerType()),

@@ -356,8 +356,17 @@ def discover_in_executors(
             ),
         )
     )
-    # ``choice.rank_order`` in Spark: answer set 1, 2, then the rest, each by EMD_n, then the identity
-    order = [F.coalesce("answer_set", F.lit(3)), "emd", "fk_table", "fk_columns", "pk_table", "pk_columns"]
+    # ``choice.rank_order`` in Spark: answer set 1, 2, then the rest, each by score and EMD_n, then the
+    # identity
+    order = [
+        F.coalesce("answer_set", F.lit(3)),
+        F.desc("score"),
+        "emd",
+        "fk_table",
+        "fk_columns",
+        "pk_table",
+        "pk_columns",
+    ]
     ranked = (
         chosen.join(graph_of, "fk_table")
         .withColumn("rank", F.row_number().over(Window.orderBy(*order)).cast("int"))

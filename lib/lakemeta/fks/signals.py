@@ -28,37 +28,29 @@ From the keys and the tables' schemas, after the scoring (``candidates.with_key_
 * ``pk_ordinal``: the position of the key's first column in its table (keys come first by convention:
   ``t_time_sk`` before ``t_time``, two columns of TPC-DS's time_dim holding the same numbers).
 
-From the names and places, in the choice (``choice.choose_per_dependent``):
+From the places, in the choice (``choice.choose_per_dependent``):
 
-* ``same_folder``: both tables sit in one folder of the lake, which is how lakes keep a schema together;
-* ``name_similarity``: the share of the key column's name tokens that the dependent column's name
-  tokens match, table prefixes deleted (§5.4's convention) and tokens matching when one contains the
-  other (``addr`` and ``address``, ``cdemo`` and ``demo``). Generic tokens (``id``, ``key``, ``sk``) say
-  nothing of what is referenced and are left out; a key column named by them alone is represented by
-  its table's name tokens. Names are a signal, never required (``choice``).
+* ``same_folder``: both tables sit in one folder of the lake, which is how lakes keep a schema together.
+
+The names' features are ``names``'; the choice weighs all of them with the learned score (``model``).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.fks.ranking import bare_name
 from lakemeta.sketches.discover import type_family
 
 _INTEGER = r"^-?[0-9]+$"
-_TOKEN = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-_GENERIC = frozenset({"id", "key", "sk", "pk", "no", "nr", "num", "code"})
 SAMPLE_COVERAGE = 0.05
 """The share of a key that another table's key must cover to be a numbering, copy or sample of it."""
 _FIRST_TENTH = 0.1
 _DENSE = 0.95  # every key value in a span but 5%, and a span ending before the last 5%
-_MIN_CONTAINED = 3  # a token matches one containing it only from this length on ("sk" is in "desk")
 
 
 def _integers(values: pa.Array) -> np.ndarray | None:
@@ -100,31 +92,6 @@ def step(divisor: int | None, key_divisor: int | None) -> int | None:
 def span(cells: np.ndarray, n_cells: int) -> tuple[float, float]:
     """(first cell, last cell + 1) / cells of a candidate's values on a one-column key's grid."""
     return float(cells.min()) / n_cells, float(cells.max() + 1) / n_cells
-
-
-def tokens(name: str) -> list[str]:
-    """A name's lower-case tokens: split at non-alphanumerics, case changes and digits."""
-    return [token.lower() for token in _TOKEN.findall(name)]
-
-
-def _matches(token: str, other: str) -> bool:
-    if token == other:
-        return True
-    shorter, longer = sorted((token, other), key=len)
-    return len(shorter) >= _MIN_CONTAINED and shorter in longer
-
-
-def name_similarity(fk_columns: list[str], pk_table: str, pk_columns: list[str]) -> float:
-    """The mean over the key's columns of the share of their tokens matched by the FK column's tokens."""
-    shares = []
-    table_tokens = tokens(pk_table.rsplit("/", 1)[-1])
-    for fk_column, pk_column in zip(fk_columns, pk_columns, strict=True):
-        wanted = [token for token in tokens(bare_name(pk_column)) if token not in _GENERIC] or table_tokens
-        present = tokens(bare_name(fk_column))
-        shares.append(
-            sum(any(_matches(w, p) for p in present) for w in wanted) / len(wanted) if wanted else 0.0
-        )
-    return float(np.mean(shares)) if shares else 0.0
 
 
 def folder(table: str) -> str:

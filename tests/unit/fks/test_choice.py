@@ -1,117 +1,190 @@
-"""The choice among foreign-key candidates (``choice``) on hand-made signals."""
+"""The choice among foreign-key candidates (``choice``): its mechanics under a given score, and the packaged
+model's choices on hand-made signals of cases real databases hold."""
 
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from lakemeta.config import FkConfig
 from lakemeta.fks.candidates import SCORED
 from lakemeta.fks.choice import choose
+from lakemeta.fks.model import LogisticModel
 from lakemeta.fks.overlaps import SCHEMA as OVERLAPS
 
 
-def candidate(fk: str, pk: str, emd: float, **signals: object) -> dict:
-    fk_table, fk_column = fk.split(".")
-    pk_table, pk_column = pk.split(".")
+def candidate(fk: str, pk: str, emd: float = 0.02, **signals: object) -> dict:
+    fk_table, fk_column = fk.rsplit(".", 1)
+    pk_table, pk_column = pk.rsplit(".", 1)
     return {
-        "fk_table": fk_table, "fk_columns": [fk_column], "pk_table": pk_table, "pk_columns": [pk_column],
-        "pk_source": "agree_sets", "emd": emd, "inclusion": 1.0, "coverage": 0.5,
-        "fk_distinct": 100, "pk_distinct": 1000, "span_start": 0.0, "span_end": 1.0,
-        "pk_is_integer": True, "pk_is_range": True, "fk_step": 1,
-        "fk_is_key": False, "pk_ordinal": 0,
+        "fk_table": fk_table, "fk_columns": fk_column.split("+"), "pk_table": pk_table,
+        "pk_columns": pk_column.split("+"), "pk_source": "agree_sets", "emd": emd, "inclusion": 1.0,
+        "coverage": 0.5, "fk_distinct": 100, "pk_distinct": 1000, "span_start": 0.0, "span_end": 1.0,
+        "pk_is_integer": True, "pk_is_range": True, "fk_step": 1, "fk_is_key": False, "pk_ordinal": 0,
         **signals,
     }  # fmt: skip
 
 
-def accepted(rows: list[dict], config: FkConfig, overlaps: list[dict] = ()) -> dict[str, str]:
-    chosen = choose(
-        pa.Table.from_pylist(rows, schema=SCORED), pa.Table.from_pylist(overlaps, schema=OVERLAPS), config
+DEFAULTS = FkConfig()
+
+
+def chosen(
+    rows: list[dict], config: FkConfig = DEFAULTS, scoring: LogisticModel | None = None, overlaps=()
+) -> list[dict]:
+    table = choose(
+        pa.Table.from_pylist(rows, schema=SCORED),
+        pa.Table.from_pylist(list(overlaps), schema=OVERLAPS),
+        config,
+        scoring,
     )
-    result = chosen.to_pylist()
+    result = table.to_pylist()
     assert [r["rank"] for r in result] == list(range(1, len(result) + 1))
+    return result
+
+
+def accepted(result: list[dict]) -> dict[str, str]:
     return {
-        f"{r['fk_table']}.{r['fk_columns'][0]}": f"{r['pk_table']}.{r['pk_columns'][0]}"
+        f"{r['fk_table']}.{'+'.join(r['fk_columns'])}": f"{r['pk_table']}.{'+'.join(r['pk_columns'])}"
         for r in result
         if r["accepted"]
     }
 
 
-NAMES_IGNORED = FkConfig(name_signal=False)
+# a score of the coverage alone: P = 1 / (1 + exp(-10 (coverage - 0.5))), accepted from 0.5 on
+BY_COVERAGE = LogisticModel(("coverage",), (10.0,), (0.5,), 0.0, 0.5)
 
 
-def test_each_dependent_takes_one_key_its_own_schema_first() -> None:
+def test_each_dependent_takes_its_best_scored_key_when_the_score_reaches_the_threshold() -> None:
     rows = [
-        # the same ids 1..N in two schemas: a sample of both; its own folder's key wins
-        candidate("a/orders.cust", "a/customers.id", 0.01),
-        candidate("a/orders.cust", "b/accounts.id", 0.0),
-        # a dependent of schema c with a key only elsewhere: taken only as a sample of more than a numbering
-        candidate("c/events.user", "a/customers.id", 0.02, pk_is_range=False),
-        candidate("c/events.line", "a/customers.id", 0.0),
-        candidate("c/logs.code", "a/customers.id", 0.3, span_start=0.3, span_end=0.7),
+        candidate("a/orders.cust", "a/customers.id", coverage=0.9),
+        candidate("a/orders.cust", "a/accounts.id", coverage=0.8),
+        candidate("a/orders.line", "a/customers.id", coverage=0.3),
+        candidate("c/events.user", "a/customers.id", coverage=0.7),
     ]
-    assert accepted(rows, NAMES_IGNORED) == {
-        "a/orders.cust": "a/customers.id",
-        "c/events.user": "a/customers.id",
-    }
-    chosen = choose(pa.Table.from_pylist(rows, schema=SCORED), OVERLAPS.empty_table(), NAMES_IGNORED)
-    graphs = {(r["fk_table"], r["schema_graph"]) for r in chosen.to_pylist()}
-    # schema graphs join tables of one folder only: c's tables reference a's, each is its own graph
-    assert graphs == {("a/orders", "a/customers"), ("c/events", "c/events"), ("c/logs", "c/logs")}
-
-
-def test_accidents_are_ruled_out_and_the_only_key_left_is_accepted() -> None:
-    rows = [
-        # a line number counting from 1 inside two id ranges: ruled out in both
-        candidate("s/lineitem.line", "s/orders.id", 0.45, span_end=0.01),
-        candidate("s/lineitem.line", "s/parts.id", 0.4, span_start=0.001, span_end=0.04),
-        # ... and inside a sparse one (TPC-H's order keys): still an accident
-        candidate("s/lineitem.line", "s/invoices.no", 0.45, span_end=0.01, pk_is_range=False),
-        # a few years of a calendar: no sample, but the schema's only key holding them
-        candidate("s/sales.sold_date", "s/dates.date_sk", 0.3, span_start=0.48, span_end=0.51),
-        # a year inside two id ranges, neither a sample: answer set 2 only
-        candidate("s/dates.year", "s/orders.id", 0.3, span_start=0.19, span_end=0.21),
-        candidate("s/dates.year", "s/parts.id", 0.35, span_start=0.38, span_end=0.42),
-        # a self-reference
-        candidate("s/employees.manager", "s/employees.id", 0.01),
-        # one value is no evidence: the only key holding it, yet not accepted
-        candidate("s/flags.one", "s/parts.id", 0.3, fk_distinct=1, span_start=0.5, span_end=0.51),
-        # more week numbers than ids, 95% of them among the ids: a longer numbering
-        candidate("s/weeks.week", "s/orders.id", 0.02, fk_distinct=1040, inclusion=0.96, coverage=1.0),
-        # amounts in round hundreds spread over the ids: a measure; ten of them are enough to tell
-        candidate("s/quotes.amount", "s/orders.id", 0.01, fk_step=100, fk_distinct=10),
-        candidate("s/quotes.bids", "s/orders.id", 0.01, fk_step=2, fk_distinct=9),
-    ]
-    assert accepted(rows, NAMES_IGNORED) == {
-        "s/sales.sold_date": "s/dates.date_sk",
-        "s/employees.manager": "s/employees.id",
-        "s/quotes.bids": "s/orders.id",
-    }
-    chosen = {
-        (r["fk_table"], r["pk_table"]): r
-        for r in choose(
-            pa.Table.from_pylist(rows, schema=SCORED), OVERLAPS.empty_table(), NAMES_IGNORED
-        ).to_pylist()
-    }
+    result = chosen(rows, scoring=BY_COVERAGE)
+    assert accepted(result) == {"a/orders.cust": "a/customers.id", "c/events.user": "a/customers.id"}
+    by_pair = {(r["fk_columns"][0], r["pk_table"]): r for r in result}
+    assert by_pair[("cust", "a/accounts")]["reason"] == "outranked by a/customers"
     assert (
-        chosen[("s/dates", "s/orders")]["answer_set"] == 2 and chosen[("s/dates", "s/parts")]["choice"] == 2
+        by_pair[("cust", "a/accounts")]["choice"] == 2
+        and by_pair[("cust", "a/accounts")]["answer_set"] is None
     )
-    assert chosen[("s/lineitem", "s/orders")]["reason"] == "counts from the key's first values"
-    reasons = {r["fk_columns"][0]: r["reason"] for r in chosen.values() if r["pk_table"] == "s/orders"}
-    assert reasons["week"] == "more distinct values than the key" and reasons["amount"] == "multiples of 100"
-    # with names as a signal, a wholly matching name takes the year's... nothing: no key is named year
-    assert accepted(rows, FkConfig()) == accepted(rows, NAMES_IGNORED)
+    line = by_pair[("line", "a/customers")]
+    assert line["answer_set"] == 2 and line["reason"] == f"score {line['score']:.3f} below 0.500"
+    assert [r["answer_set"] for r in result] == [1, 1, 2, None]  # ranked by answer set, then score
+    assert result[0]["score"] > result[1]["score"]
+    # schema graphs join the tables of one folder only
+    graphs = {(r["fk_table"], r["schema_graph"]) for r in result}
+    assert graphs == {("a/orders", "a/accounts"), ("c/events", "c/events")}
+    # the evidence names the features that moved the score
+    assert result[0]["evidence"] == "coverage +4.00"
+    # a configured score from which to accept
+    assert accepted(chosen(rows, FkConfig(min_score=0.99), BY_COVERAGE)) == {}
 
 
-def test_overlapping_tables_reference_no_one_and_names_order_equal_data() -> None:
+def test_facts_rule_a_candidate_out_and_ties_are_not_accepted() -> None:
+    rows = [
+        # more week numbers than ids: at least the surplus would dangle
+        candidate("s/weeks.week", "s/orders.id", fk_distinct=1040, inclusion=0.96, coverage=1.0),
+        # two keys told apart by nothing the score sees
+        candidate("s/lines.item", "s/parts.id", coverage=0.9),
+        candidate("s/lines.item", "s/stock.id", coverage=0.9, emd=0.02),
+    ]
+    result = {(r["fk_columns"][0], r["pk_table"]): r for r in chosen(rows, scoring=BY_COVERAGE)}
+    assert result[("week", "s/orders")]["reason"] == "more distinct values than the key"
+    assert not result[("week", "s/orders")]["accepted"]
+    tied = result[("item", "s/parts")]
+    assert tied["answer_set"] == 2 and tied["reason"] == "as likely s/stock"
+    # §5.4's check, when required, rules out names that differ
+    required = chosen(rows[1:], FkConfig(require_name_match=True), BY_COVERAGE)
+    assert {r["reason"] for r in required} == {"names differ"}
+
+
+NAMED = [
+    # CamelCase: the order's customer among three keys numbered 1..N
+    candidate("crm/Orders.CustomerId", "crm/Customers.Id", coverage=0.8),
+    candidate("crm/Orders.CustomerId", "crm/Employees.EmployeeId", coverage=0.9),
+    candidate("crm/Orders.CustomerId", "crm/Shippers.ShipperId", coverage=1.0, pk_distinct=120),
+    # snake_case in German: the same name on both sides
+    candidate("shop/bestellungen.kunden_id", "shop/kunden.kunden_id", coverage=0.7),
+    candidate("shop/bestellungen.kunden_id", "shop/adressen.adresse_id", coverage=0.9),
+    # TPC-H's table prefixes
+    candidate("tpch/orders.o_custkey", "tpch/customer.c_custkey", coverage=0.65),
+    candidate("tpch/orders.o_custkey", "tpch/part.p_partkey", coverage=0.5),
+]
+
+
+def test_the_packaged_model_follows_names_in_every_style() -> None:
+    assert accepted(chosen(NAMED)) == {
+        "crm/Orders.CustomerId": "crm/Customers.Id",
+        "shop/bestellungen.kunden_id": "shop/kunden.kunden_id",
+        "tpch/orders.o_custkey": "tpch/customer.c_custkey",
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        # one-to-one: a subtype's key references its supertype's key (the dependent is a key itself)
+        candidate("club/poker_player.people_id", "club/people.people_id", fk_is_key=True, coverage=0.6),
+        # a skewed lookup: ids 1..6 of a status table used as 1..4
+        candidate(
+            "jobs/tasks.status_id",
+            "jobs/status.status_id",
+            emd=0.3,
+            fk_distinct=4,
+            pk_distinct=6,
+            coverage=0.67,
+            span_end=0.67,
+        ),
+        # a self-reference: a department's parent department
+        candidate(
+            "org/abteilungen.übergeordnete_abteilung_id",
+            "org/abteilungen.abteilung_id",
+            fk_distinct=12,
+            pk_distinct=200,
+            coverage=0.06,
+            span_end=0.9,
+            emd=0.2,
+        ),
+        # a composite key of a link table, referenced by both its columns
+        candidate(
+            "shop/lines.order_id+part_id",
+            "shop/stock.order_id+part_id",
+            pk_is_integer=False,
+            pk_is_range=False,
+            span_start=None,
+            span_end=None,
+            fk_step=None,
+        ),
+    ],
+)
+def test_the_packaged_model_accepts_references_the_old_vetoes_rejected(case: dict) -> None:
+    result = chosen([case])
+    assert result[0]["accepted"], result[0]["evidence"]
+
+
+def test_a_composite_key_competes_with_a_single_column_key_of_its_table() -> None:
+    rows = [
+        candidate("shop/lines.order_id+part_id", "shop/stock.order_id+part_id", pk_is_integer=False,
+                  pk_is_range=False, span_start=None, span_end=None, fk_step=None),
+        candidate("shop/lines.order_id", "shop/orders.order_id", coverage=0.8),
+        candidate("shop/lines.part_id", "shop/parts.part_id", coverage=0.7),
+    ]  # fmt: skip
+    assert accepted(chosen(rows)) == {
+        "shop/lines.order_id+part_id": "shop/stock.order_id+part_id",
+        "shop/lines.order_id": "shop/orders.order_id",
+        "shop/lines.part_id": "shop/parts.part_id",
+    }
+
+
+def test_overlapping_tables_and_keys_both_ways_weigh_against_a_reference() -> None:
     rows = [
         candidate("w/planets_1.planet", "w/planets_2.planet", 0.0, pk_is_integer=False, pk_is_range=False),
-        candidate("w/moons.planet", "w/planets_2.planet", 0.01, pk_is_integer=False, pk_is_range=False),
-        candidate("w/moons.planet", "w/planets_1.planet", 0.0, pk_is_integer=False, pk_is_range=False),
+        candidate("w/planets_2.planet", "w/planets_1.planet", 0.0, pk_is_integer=False, pk_is_range=False),
     ]
     overlap = {"left_table": "w/planets_1", "right_table": "w/planets_2", "columns": ["planet=planet"],
-               "left_in_right": 1.0, "right_in_left": 0.5, "mutual_keys": False}  # fmt: skip
-    assert accepted(rows, NAMES_IGNORED, [overlap]) == {"w/moons.planet": "w/planets_1.planet"}
-    named = [
-        dict(row, pk_columns=["planet_name"]) if row["pk_table"] == "w/planets_1" else row for row in rows
-    ]
-    assert accepted(named, FkConfig(), [overlap]) == {"w/moons.planet": "w/planets_2.planet"}
+               "left_in_right": 1.0, "right_in_left": 1.0, "mutual_keys": True}  # fmt: skip
+    result = chosen(rows, overlaps=[overlap])
+    assert all(r["tables_overlap"] and r["keys_both_ways"] for r in result)
+    assert not accepted(result)

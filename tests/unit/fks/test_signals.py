@@ -12,10 +12,8 @@ from lakemeta.fks.signals import (
     counts_from_first_values,
     folder,
     integer_key,
-    name_similarity,
     span,
     step,
-    tokens,
 )
 
 
@@ -57,29 +55,6 @@ def test_the_step_is_the_dependents_common_divisor_beyond_the_keys() -> None:
 def test_span_is_the_first_and_last_cell_over_the_cells() -> None:
     assert span(np.array([3, 0, 7]), 8) == (0.0, 1.0)
     assert span(np.array([2, 3]), 10) == (0.2, 0.4)
-
-
-def test_tokens_split_at_separators_case_changes_and_digits() -> None:
-    assert tokens("ss_sold_date_sk") == ["ss", "sold", "date", "sk"]
-    assert tokens("ReportsTo") == ["reports", "to"]
-    assert tokens("customerID2") == ["customer", "id", "2"]
-
-
-@pytest.mark.parametrize(
-    ("fk", "pk_table", "pk", "expected"),
-    [
-        ("l_partkey", "tpch/part", "p_partkey", 1.0),  # §5.4: prefixes deleted, then equal
-        ("ss_sold_date_sk", "tpcds/date_dim", "d_date_sk", 1.0),
-        ("c_current_addr_sk", "tpcds/customer_address", "ca_address_sk", 1.0),  # addr within address
-        ("ss_sold_date_sk", "tpcds/time_dim", "t_time_sk", 0.0),  # the generic sk says nothing
-        ("customer", "shop/customers", "id", 1.0),  # a generic key name brings its table's tokens
-        ("ss_quantity", "tpcds/promotion", "p_promo_sk", 0.0),
-    ],
-)
-def test_name_similarity_is_the_share_of_the_key_names_tokens_matched(
-    fk: str, pk_table: str, pk: str, expected: float
-) -> None:
-    assert name_similarity([fk], pk_table, [pk]) == pytest.approx(expected)
 
 
 def test_the_folder_of_a_table_is_its_path_without_the_last_part() -> None:
