@@ -1,0 +1,245 @@
+"""FK discovery on real relational databases, and the training of the FK score (``lakemeta.fks.model``).
+
+One lake holds the development databases of ../shared/data/relational (123 small SQLite databases with
+declared foreign keys, one folder each: ``spider/<database>/<table>``), TPC-H 0.1 (``tpch/``), TPC-DS 0.1
+(``tpcds/``) and the shared web tables (``web/``, copies and extracts of one another, no FKs). The
+pipeline's own steps build the state and the inclusion estimates, then the FK step runs with the default
+configuration (``--reuse-state``: the FK step alone, on the state an earlier run kept in the scratch
+folder).
+
+Ground truth: the declared FKs that hold (``holds`` in spider_foreign_keys.tsv), TPC-H's and TPC-DS's
+(``fk_candidates.py``). A declared FK that does not hold (values missing from its key) is a label for the
+training, not for the figures: detecting it counts as a false positive. An accepted FK counts for the
+database of its dependent table. Reported per lake part: micro precision, recall and F1, and for the
+development databases the median of the per-database F1 over the databases with FKs that hold and the
+number of those below 0.5; each the three ways of ``fk_candidates.py``: the packaged model with names
+(the default), without names (``fks.name_signal`` off), and Zhang's answer set at the largest EMD jump.
+
+``--train`` (the training command): the figures by cross-validation that holds out whole databases (ten
+folds; a database's FKs are never seen by the model that scores it), for the model with names and the one
+without; then both models fitted on every candidate and written to ``lib/lakemeta/fks/fk_model.json``, and
+the figures of the packaged models again.
+
+Run: ``.venv/bin/python bench/fk_relational.py [--reuse-state] [--train]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+from fk_candidates import TPCDS_FOREIGN_KEYS, tpcds_foreign_keys, write_schema, zhang_answer_set
+
+from lakemeta.catalog.discovery_runs import newest_committed_run
+from lakemeta.config import Config, FkConfig
+from lakemeta.demo import TPCH_FOREIGN_KEYS
+from lakemeta.fks import model
+from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose
+from lakemeta.fks.discover import run_step as fk_candidates_step
+from lakemeta.fks.training import (
+    ForeignKey,
+    LabelledLake,
+    canonical,
+    cross_validate,
+    identity,
+    labelled_rows,
+    scores,
+    train,
+)
+from lakemeta.lake.sqlite import write_database
+from lakemeta.pipeline import Pipeline
+
+BENCH = Path(__file__).resolve().parent
+RELATIONAL = BENCH.parents[1] / "shared" / "data" / "relational"
+RESULT = BENCH / "results" / "fk_relational.json"
+SCRATCH = BENCH / "results" / "scratch" / "fk_relational"
+FOLDER = "spider"
+BESIDE = ("tpch", "tpcds", "web")  # the other folders of the lake
+WAYS = {"names_used": FkConfig(), "names_ignored": FkConfig(name_signal=False)}
+
+
+def declared_foreign_keys(relational: Path = RELATIONAL, holding: bool = True) -> dict[str, set[ForeignKey]]:
+    """Per database, its declared FKs that hold (``holding``; else those that do not: values missing from
+    the key, an empty dependent), as lake table names (``spider/<database>/<table>``)."""
+    declared = pa_csv.read_csv(
+        relational / "spider_foreign_keys.tsv",
+        parse_options=pa_csv.ParseOptions(delimiter="\t"),
+        convert_options=pa_csv.ConvertOptions(column_types={"holds": pa.string(), "note": pa.string()}),
+    )
+    truth: dict[str, set[ForeignKey]] = {}
+    for row in declared.to_pylist():
+        found = truth.setdefault(row["database"], set())
+        if (row["holds"] == "true") == holding:
+            where = f"{FOLDER}/{row['database']}"
+            fk = (
+                f"{where}/{row['fk_table']}",
+                tuple(row["fk_columns"].split(",")),
+                f"{where}/{row['pk_table']}",
+                tuple(row["pk_columns"].split(",")),
+            )
+            found.add(canonical(fk))
+    return truth
+
+
+def write_lake(lake: Path, relational: Path = RELATIONAL) -> dict[str, int]:
+    """The lake of the module docstring (each part written once); returns its tables per part."""
+    for database in sorted((relational / FOLDER).iterdir()):
+        if not (lake / FOLDER / database.name).is_dir():
+            write_database(database / f"{database.name}.sqlite", lake / FOLDER / database.name)
+    for schema in BESIDE:
+        write_schema(schema, SCRATCH, lake)
+    tables = {FOLDER: sum(len(list(database.iterdir())) for database in (lake / FOLDER).iterdir())}
+    return tables | {schema: len(list((lake / schema).iterdir())) for schema in BESIDE}
+
+
+def group_of(table: str) -> str:
+    """A table's database: ``spider/<database>`` is one, each other folder is one."""
+    parts = table.split("/")
+    return parts[1] if parts[0] == FOLDER else parts[0]
+
+
+def truths(lake: Path) -> tuple[dict[str, set], set[ForeignKey]]:
+    """The FKs that hold per database; and the declared ones that do not."""
+    holding = declared_foreign_keys()
+    holding["tpch"] = {canonical((f"tpch/{f}", fc, f"tpch/{p}", pc_)) for f, fc, p, pc_ in TPCH_FOREIGN_KEYS}
+    holding["tpcds"] = {canonical(fk) for fk in tpcds_foreign_keys(lake / "tpcds")[0]}
+    holding["web"] = set()
+    dirty = set().union(*declared_foreign_keys(holding=False).values())
+    return holding, dirty
+
+
+def figures(accepted: set[ForeignKey], holding: dict[str, set]) -> dict:
+    """The scores of accepted FKs: the development databases together, TPC-H, TPC-DS, and the web tables'
+    accepted count."""
+    databases = {g: t for g, t in holding.items() if g not in BESIDE}
+    developed = scores({fk for fk in accepted if fk[0].startswith(f"{FOLDER}/")}, databases, group_of)
+    per_database = developed.pop("per_group")
+    beside = scores(accepted, {g: holding[g] for g in BESIDE}, group_of)["per_group"]
+    return {
+        "development_databases": {
+            **{k.replace("group", "database"): v for k, v in developed.items()},
+            "below_half": sorted(d for d, f in per_database.items() if f.get("f1", 1.0) < 0.5),
+            "per_database": {d: [f["hits"], f["accepted"], f["true"]] for d, f in per_database.items()},
+        },
+        "tpch": beside["tpch"],
+        "tpcds": beside["tpcds"],
+        "web_accepted": beside["web"]["accepted"],
+    }
+
+
+def rechosen(lake: LabelledLake, config: FkConfig, scoring: model.LogisticModel | None = None) -> set:
+    """The FKs the choice accepts among the stored candidates under ``config`` (the choice reads only
+    the stored signals: nothing is scored again)."""
+    stored = lake.candidates
+    dropped = {*CHOICE_COLUMNS.names, *PAIR_FLAGS.names, "first_run"}
+    signals = stored.select([name for name in stored.schema.names if name not in dropped])
+    return {identity(r) for r in choose(signals, lake.overlaps, config, scoring).to_pylist() if r["accepted"]}
+
+
+def evaluate(lake: LabelledLake, holding: dict[str, set]) -> dict:
+    """The packaged models' figures, both ways, and Zhang's answer set's."""
+    out = {way: figures(rechosen(lake, config), holding) for way, config in WAYS.items()}
+    zhang = {identity(r) for r in zhang_answer_set(lake.candidates.to_pylist())}
+    return out | {"zhang_answer_set": figures(zhang, holding)}
+
+
+def trained(lake: LabelledLake, holding: dict[str, set], tables: dict[str, int]) -> dict:
+    """Cross-validation by database of both models, then both fitted on everything and packaged."""
+    out, models = {}, {}
+    for way, config in WAYS.items():
+        started = time.perf_counter()
+        rows, truth = labelled_rows([lake], config)
+        held_out = cross_validate(rows, truth, config)
+        models["names" if config.name_signal else "values"] = train(rows, truth, config)
+        out[way] = figures(held_out, holding) | {"seconds": round(time.perf_counter() - started, 1)}
+    model.save(
+        models,
+        {
+            "command": ".venv/bin/python bench/fk_relational.py --train",
+            "lake": tables,
+            "candidates": lake.candidates.num_rows,
+            "labels": "declared FKs of the development databases (holding or not), TPC-H's and TPC-DS's",
+        },
+    )
+    model.load.cache_clear()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reuse-state", action="store_true", help="run the FK step on the kept state")
+    parser.add_argument("--train", action="store_true", help="cross-validate, fit and package the models")
+    args = parser.parse_args()
+    for needed in (RELATIONAL, TPCDS_FOREIGN_KEYS):
+        if not needed.exists():
+            raise SystemExit(f"the development data is missing: {needed}")
+    from lakemeta.spark import get_session
+
+    lake, catalog = SCRATCH / "lake", SCRATCH / "catalog"
+    started = time.perf_counter()
+    tables = write_lake(lake)
+    reuse = args.reuse_state and (catalog / "inclusion_estimates").is_dir()
+    if not reuse:
+        shutil.rmtree(catalog, ignore_errors=True)
+    spark = get_session("local[2]", "bench fk relational", catalog=SCRATCH / "spark")
+    pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
+    if not reuse:
+        plan = pipeline.detect_batches()
+        pipeline.update_state(plan)
+        pipeline.commit_batches(plan)
+        pipeline.discover("inclusion_estimates")
+    state_s = time.perf_counter() - started
+    started = time.perf_counter()
+    fk_candidates_step(
+        pipeline.catalog, pipeline.lake, pipeline.config, newest_committed_run(pipeline.catalog)
+    )
+    fk_s = time.perf_counter() - started
+    stored = pipeline.catalog.read_small("fk_candidates")
+    labelled = LabelledLake(stored, pipeline.catalog.read_small("table_overlaps"), set(), group_of)
+    spark.stop()
+    holding, dirty = truths(lake)
+    labelled = dataclasses.replace(labelled, truth=set().union(*holding.values()) | dirty)
+    results = {
+        "load_average_before": os.getloadavg(),
+        "tables": tables,
+        "state_and_estimates_s": round(state_s, 1),
+        "state_reused": reuse,
+        "fk_step_s": round(fk_s, 1),
+        "candidates": stored.num_rows,
+        "fks_holding": {
+            FOLDER: sum(len(t) for g, t in holding.items() if g not in BESIDE),
+            **{part: len(holding[part]) for part in BESIDE},
+        },
+        "declared_fks_not_holding": len(dirty),
+    }
+    if args.train:
+        results["cross_validated"] = trained(labelled, holding, tables)
+    results["packaged"] = evaluate(labelled, holding)
+    results["load_average_after"] = os.getloadavg()
+    RESULT.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n")
+    for way in ("cross_validated", "packaged"):
+        for name, found in results.get(way, {}).items():
+            developed = {
+                k: v for k, v in found["development_databases"].items() if k not in ("per_database",)
+            }
+            print(way, name, json.dumps(developed, ensure_ascii=False))
+            print(
+                "   tpch",
+                found["tpch"].get("f1"),
+                "tpcds",
+                found["tpcds"].get("f1"),
+                "web",
+                found["web_accepted"],
+            )
+    print(f"results in {RESULT}")
+
+
+if __name__ == "__main__":
+    main()
