@@ -156,7 +156,7 @@ def choose_per_dependent(
     threshold = scoring.threshold if config.min_score is None else config.min_score
     if rows:
         terms = scoring.contributions(rows)
-        for row, score, row_terms in zip(rows, scoring.scores(rows), terms, strict=True):
+        for row, score, row_terms in zip(rows, scoring.probabilities(terms), terms, strict=True):
             row["score"] = float(score)
             row["evidence"] = _evidence(row_terms, scoring.features)
     for alternatives in by_dependent.values():

@@ -124,8 +124,11 @@ class LogisticModel:
 
     def scores(self, rows: list[dict]) -> np.ndarray:
         """Each row's probability of being an FK."""
-        log_odds = self.contributions(rows).sum(axis=1) + self.intercept
-        return 1.0 / (1.0 + np.exp(-log_odds))
+        return self.probabilities(self.contributions(rows))
+
+    def probabilities(self, contributions: np.ndarray) -> np.ndarray:
+        """The probabilities of rows whose ``contributions`` are given."""
+        return 1.0 / (1.0 + np.exp(-(contributions.sum(axis=1) + self.intercept)))
 
     def with_threshold(self, threshold: float) -> LogisticModel:
         return LogisticModel(self.features, self.weights, self.means, self.intercept, threshold)

@@ -46,6 +46,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import cache, lru_cache
 
 GENERIC = frozenset(
     {"id", "ids", "key", "sk", "pk", "fk", "no", "nr", "num", "number", "nummer", "code", "kennung", "ref"}
@@ -58,6 +59,7 @@ _RUNS = re.compile(r"[^\W\d_]+|\d+")  # letters in any script; digits
 _MIN_STEM = 4  # letters two word forms share at least ("kund" of kunde / kunden)
 _MAX_ENDING = 3  # letters a plural adds at most beyond the stem ("ies" of categories)
 _MIN_CONTAINED = 3  # a token matches one containing it only from this length on ("sk" is in "desk")
+_PAIRS = 1 << 16  # pairs of names kept: names are few (O(columns)), their pairs many (O(candidates))
 _MAX_PREFIX = 3  # letters of a table prefix at most (TPC-DS's "inv_")
 
 
@@ -91,13 +93,14 @@ def _split_identifier(token: str) -> list[str]:
     return [token]
 
 
-def tokens(name: str) -> list[str]:
+@cache
+def tokens(name: str) -> tuple[str, ...]:
     """A name's folded tokens: runs of letters (split at case changes) and runs of digits, folded, and
     compounds ending in an identifier word split before it."""
     parts = [
         part for run in _RUNS.findall(name) for part in (_split_case(run) if run[0].isalpha() else [run])
     ]
-    return [token for part in parts for token in _split_identifier(_fold(part))]
+    return tuple(token for part in parts for token in _split_identifier(_fold(part)))
 
 
 def _abbreviates(token: str, table: str) -> bool:
@@ -113,7 +116,8 @@ def _abbreviates(token: str, table: str) -> bool:
     return True
 
 
-def bare_tokens(column: str, table: str) -> list[str]:
+@cache
+def bare_tokens(column: str, table: str) -> tuple[str, ...]:
     """A column's tokens without a table prefix (module docstring)."""
     found = tokens(column)
     if (
@@ -126,6 +130,7 @@ def bare_tokens(column: str, table: str) -> list[str]:
     return found
 
 
+@lru_cache(maxsize=_PAIRS)
 def same_word(token: str, other: str) -> bool:
     """Whether two tokens are one word, or two forms of it (singular and plural)."""
     if token == other:
@@ -139,6 +144,7 @@ def same_word(token: str, other: str) -> bool:
     return common >= _MIN_STEM and longer - common <= _MAX_ENDING and shorter - common <= 1
 
 
+@lru_cache(maxsize=_PAIRS)
 def in_compound(token: str, word: str) -> bool:
     """Whether a token is a word, or a compound ending with one of its forms: a compound names its last
     part (German: ``gastgeberstadt`` is a stadt, ``verkaufstransaktion`` a transaktion; a
@@ -157,7 +163,8 @@ def _matches(token: str, other: str) -> bool:
     return len(shorter) >= _MIN_CONTAINED and shorter in longer
 
 
-def _table_words(table: str) -> list[str]:
+@cache
+def _table_words(table: str) -> tuple[str, ...]:
     """The tokens of a table's name (the last part of its path)."""
     return tokens(table.rsplit("/", 1)[-1])
 
@@ -176,14 +183,16 @@ class NameFeatures:
     key_table_extends_fk_table: bool
 
 
-def _similarity(fk: list[str], pk: list[str], pk_table: str) -> float:
+@lru_cache(maxsize=_PAIRS)
+def _similarity(fk: tuple[str, ...], pk: tuple[str, ...], pk_table: str) -> float:
     wanted = [token for token in pk if token not in GENERIC] or _table_words(pk_table)
     if not wanted:
         return 0.0
     return sum(any(_matches(w, present) for present in fk) for w in wanted) / len(wanted)
 
 
-def _holds_words(fk: list[str], words: list[str]) -> bool:
+@lru_cache(maxsize=_PAIRS)
+def _holds_words(fk: tuple[str, ...], words: tuple[str, ...]) -> bool:
     """Whether the tokens hold the words in order, each as itself, another form of it or a part of a
     compound, or the words written as one token (``kundenkonto_id`` holds kunden, konto)."""
     if not words:
@@ -201,6 +210,7 @@ def _holds_words(fk: list[str], words: list[str]) -> bool:
     return True
 
 
+@lru_cache(maxsize=_PAIRS)
 def _extends(table: str, other: str) -> bool:
     """Whether a table's name holds another table's name and more (``girokonto`` and ``konten``,
     ``film_kategorie`` and ``film``): a detail of the other, which references it rather than the reverse."""

@@ -21,7 +21,7 @@ from lakemeta.fks.names import bare_tokens, in_compound, name_features, same_wor
     ],
 )
 def test_names_split_into_folded_tokens_in_every_style(name: str, expected: list[str]) -> None:
-    assert tokens(name) == expected
+    assert tokens(name) == tuple(expected)
 
 
 @pytest.mark.parametrize(
@@ -37,7 +37,7 @@ def test_names_split_into_folded_tokens_in_every_style(name: str, expected: list
     ],
 )
 def test_only_a_table_prefix_is_dropped(column: str, table: str, expected: list[str]) -> None:
-    assert bare_tokens(column, table) == expected
+    assert bare_tokens(column, table) == tuple(expected)
 
 
 def test_word_forms_and_compounds_match() -> None:
