@@ -48,7 +48,7 @@ from lakemeta.catalog.discovery_runs import newest_committed_run
 from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
 from lakemeta.demo.webtables import write_web_tables
-from lakemeta.fks.choice import CHOICE_COLUMNS, choose
+from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose
 from lakemeta.fks.discover import run_step as fk_candidates_step
 from lakemeta.fks.randomness import distinct_tuples, emd_n
 from lakemeta.fks.ranking import answer_set
@@ -155,14 +155,18 @@ NAMES_USED = FkConfig(name_signal=True)  # name similarity as a signal (the defa
 NAMES_REQUIRED = FkConfig(name_signal=True, require_name_match=True)  # and §5.4's check required
 
 
+def chosen_again(stored: pa.Table, overlaps: pa.Table, config: FkConfig) -> list[dict]:
+    """Stored candidates (``fk_candidates``) chosen again under ``config`` (the choice reads only the stored
+    signals, so the EMD is not computed twice), accepted ones only."""
+    dropped = {*CHOICE_COLUMNS.names, *PAIR_FLAGS.names, "first_run"}
+    signals = stored.select([name for name in stored.schema.names if name not in dropped])
+    return [r for r in choose(signals, overlaps, config).to_pylist() if r["accepted"]]
+
+
 def accepted_with(pipeline: Pipeline, config: FkConfig) -> list[dict]:
-    """The FK step's candidates chosen again under ``config`` (the choice reads only the stored signals, so
-    the EMD is not computed twice)."""
+    """The FK step's candidates chosen again under ``config`` (``chosen_again``)."""
     catalog = pipeline.catalog
-    stored = catalog.read_small("fk_candidates")
-    signals = stored.select([name for name in stored.schema.names if name not in CHOICE_COLUMNS.names])
-    chosen = choose(signals, catalog.read_small("table_overlaps"), config)
-    return [r for r in chosen.to_pylist() if r["accepted"]]
+    return chosen_again(catalog.read_small("fk_candidates"), catalog.read_small("table_overlaps"), config)
 
 
 def zhang_answer_set(rows: list[dict]) -> list[dict]:

@@ -35,13 +35,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-from fk_candidates import TPCDS_FOREIGN_KEYS, tpcds_foreign_keys, write_schema, zhang_answer_set
+from fk_candidates import TPCDS_FOREIGN_KEYS, chosen_again, tpcds_foreign_keys, write_schema, zhang_answer_set
 
 from lakemeta.catalog.discovery_runs import newest_committed_run
 from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS
 from lakemeta.fks import model
-from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose
 from lakemeta.fks.discover import run_step as fk_candidates_step
 from lakemeta.fks.training import (
     ForeignKey,
@@ -134,13 +133,9 @@ def figures(accepted: set[ForeignKey], holding: dict[str, set]) -> dict:
     }
 
 
-def rechosen(lake: LabelledLake, config: FkConfig, scoring: model.LogisticModel | None = None) -> set:
-    """The FKs the choice accepts among the stored candidates under ``config`` (the choice reads only
-    the stored signals: nothing is scored again)."""
-    stored = lake.candidates
-    dropped = {*CHOICE_COLUMNS.names, *PAIR_FLAGS.names, "first_run"}
-    signals = stored.select([name for name in stored.schema.names if name not in dropped])
-    return {identity(r) for r in choose(signals, lake.overlaps, config, scoring).to_pylist() if r["accepted"]}
+def rechosen(lake: LabelledLake, config: FkConfig) -> set:
+    """The FKs the choice accepts among the stored candidates under ``config``."""
+    return {identity(r) for r in chosen_again(lake.candidates, lake.overlaps, config)}
 
 
 def evaluate(lake: LabelledLake, holding: dict[str, set]) -> dict:
