@@ -48,7 +48,7 @@ from lakemeta.catalog.discovery_runs import newest_committed_run
 from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
 from lakemeta.demo.webtables import write_web_tables
-from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose
+from lakemeta.fks.choice import choose, stored_signals
 from lakemeta.fks.discover import run_step as fk_candidates_step
 from lakemeta.fks.randomness import distinct_tuples, emd_n
 from lakemeta.fks.ranking import answer_set
@@ -115,11 +115,11 @@ def grid_differences(pipeline: Pipeline, rows: list[dict]) -> dict:
 
 
 def state_and_fks(
-    label: str, root: Path, lake: Path, reuse_state: bool = False
+    label: str, root: Path, lake: Path, reuse_state: bool = False, fks: FkConfig = NAMES_IGNORED
 ) -> tuple[Pipeline, dict, list[dict]]:
     """The state and inclusion estimates of ``lake`` by the pipeline's own steps (with
     ``reuse_state``, the state and estimates of an earlier run kept in ``root``), then the FK step timed
-    alone, names ignored;
+    alone with ``fks`` (names ignored unless given);
     the session stays open for the caller (``pipeline.catalog.spark``)."""
     from lakemeta.spark import get_session
 
@@ -133,7 +133,7 @@ def state_and_fks(
         pipeline.discover("inclusion_estimates")
     state_s = time.perf_counter() - started
     started = time.perf_counter()
-    config = dataclasses.replace(pipeline.config, fks=NAMES_IGNORED)
+    config = dataclasses.replace(pipeline.config, fks=fks)
     accepted_count = fk_candidates_step(
         pipeline.catalog, pipeline.lake, config, newest_committed_run(pipeline.catalog)
     )
@@ -158,9 +158,7 @@ NAMES_REQUIRED = FkConfig(name_signal=True, require_name_match=True)  # and §5.
 def chosen_again(stored: pa.Table, overlaps: pa.Table, config: FkConfig) -> list[dict]:
     """Stored candidates (``fk_candidates``) chosen again under ``config`` (the choice reads only the stored
     signals, so the EMD is not computed twice), accepted ones only."""
-    dropped = {*CHOICE_COLUMNS.names, *PAIR_FLAGS.names, "first_run"}
-    signals = stored.select([name for name in stored.schema.names if name not in dropped])
-    return [r for r in choose(signals, overlaps, config).to_pylist() if r["accepted"]]
+    return [r for r in choose(stored_signals(stored), overlaps, config).to_pylist() if r["accepted"]]
 
 
 def accepted_with(pipeline: Pipeline, config: FkConfig) -> list[dict]:

@@ -35,13 +35,18 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.csv as pa_csv
-from fk_candidates import TPCDS_FOREIGN_KEYS, chosen_again, tpcds_foreign_keys, write_schema, zhang_answer_set
+from fk_candidates import (
+    TPCDS_FOREIGN_KEYS,
+    chosen_again,
+    state_and_fks,
+    tpcds_foreign_keys,
+    write_schema,
+    zhang_answer_set,
+)
 
-from lakemeta.catalog.discovery_runs import newest_committed_run
-from lakemeta.config import Config, FkConfig
+from lakemeta.config import FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS
 from lakemeta.fks import model
-from lakemeta.fks.discover import run_step as fk_candidates_step
 from lakemeta.fks.training import (
     ForeignKey,
     LabelledLake,
@@ -53,7 +58,6 @@ from lakemeta.fks.training import (
     train,
 )
 from lakemeta.lake.sqlite import write_database
-from lakemeta.pipeline import Pipeline
 
 BENCH = Path(__file__).resolve().parent
 RELATIONAL = BENCH.parents[1] / "shared" / "data" / "relational"
@@ -175,39 +179,21 @@ def main() -> None:
     for needed in (RELATIONAL, TPCDS_FOREIGN_KEYS):
         if not needed.exists():
             raise SystemExit(f"the development data is missing: {needed}")
-    from lakemeta.spark import get_session
-
     lake, catalog = SCRATCH / "lake", SCRATCH / "catalog"
-    started = time.perf_counter()
     tables = write_lake(lake)
     reuse = args.reuse_state and (catalog / "inclusion_estimates").is_dir()
     if not reuse:
         shutil.rmtree(catalog, ignore_errors=True)
-    spark = get_session("local[2]", "bench fk relational", catalog=SCRATCH / "spark")
-    pipeline = Pipeline(spark, Config(lake=lake, catalog=catalog))
-    if not reuse:
-        plan = pipeline.detect_batches()
-        pipeline.update_state(plan)
-        pipeline.commit_batches(plan)
-        pipeline.discover("inclusion_estimates")
-    state_s = time.perf_counter() - started
-    started = time.perf_counter()
-    fk_candidates_step(
-        pipeline.catalog, pipeline.lake, pipeline.config, newest_committed_run(pipeline.catalog)
-    )
-    fk_s = time.perf_counter() - started
+    pipeline, counts, _ = state_and_fks("relational", SCRATCH, lake, reuse, fks=FkConfig())
     stored = pipeline.catalog.read_small("fk_candidates")
     labelled = LabelledLake(stored, pipeline.catalog.read_small("table_overlaps"), set(), group_of)
-    spark.stop()
+    pipeline.catalog.spark.stop()
     holding, dirty = truths(lake)
     labelled = dataclasses.replace(labelled, truth=set().union(*holding.values()) | dirty)
     results = {
         "load_average_before": os.getloadavg(),
         "tables": tables,
-        "state_and_estimates_s": round(state_s, 1),
-        "state_reused": reuse,
-        "fk_step_s": round(fk_s, 1),
-        "candidates": stored.num_rows,
+        **counts,
         "fks_holding": {
             FOLDER: sum(len(t) for g, t in holding.items() if g not in BESIDE),
             **{part: len(holding[part]) for part in BESIDE},

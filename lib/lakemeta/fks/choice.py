@@ -200,13 +200,15 @@ def rank_order(row: dict) -> tuple:
     )
 
 
-def choose(
-    scored: pa.Table, overlaps: pa.Table, config: FkConfig, scoring: model.LogisticModel | None = None
-) -> pa.Table:
-    """``scored`` (candidates and their signals) with the pair flags (``PAIR_FLAGS``) and the choice's
-    columns (``CHOICE_COLUMNS``), ranked: answer set 1 first, then set 2, then the rest, each by score.
-    ``scoring`` as ``choose_per_dependent``'s."""
-    rows = scored.to_pylist()
+def stored_signals(stored: pa.Table) -> pa.Table:
+    """The candidates of a stored ``fk_candidates`` without what the choice computes (``PAIR_FLAGS``,
+    ``CHOICE_COLUMNS``, ``first_run``): what ``choose`` reads, to choose them again."""
+    dropped = {*CHOICE_COLUMNS.names, *PAIR_FLAGS.names, "first_run"}
+    return stored.select([name for name in stored.schema.names if name not in dropped])
+
+
+def with_pair_flags(rows: list[dict], overlaps: pa.Table) -> list[dict]:
+    """Candidate rows with their ``PAIR_FLAGS``, from the overlapping tables and the candidates themselves."""
     overlapping = {
         frozenset((left, right))
         for left, right in zip(
@@ -218,7 +220,16 @@ def choose(
         row["tables_overlap"] = frozenset((row["fk_table"], row["pk_table"])) in overlapping
         identity = (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"]))
         row["keys_both_ways"] = identity in reverse
-    choose_per_dependent(rows, config, scoring)
+    return rows
+
+
+def choose(
+    scored: pa.Table, overlaps: pa.Table, config: FkConfig, scoring: model.LogisticModel | None = None
+) -> pa.Table:
+    """``scored`` (candidates and their signals) with the pair flags (``PAIR_FLAGS``) and the choice's
+    columns (``CHOICE_COLUMNS``), ranked: answer set 1 first, then set 2, then the rest, each by score.
+    ``scoring`` as ``choose_per_dependent``'s."""
+    rows = choose_per_dependent(with_pair_flags(scored.to_pylist(), overlaps), config, scoring)
     graphs = joined_groups(graph_edges(rows))
     for row in rows:
         row["schema_graph"] = graphs[row["fk_table"]]

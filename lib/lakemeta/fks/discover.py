@@ -149,7 +149,7 @@ class FkRun:
         """``ranked``, ``overlaps`` or ``outcomes`` as an Arrow table in a stable order (for the tests'
         comparisons: the step never collects the executors' rows)."""
         rows = getattr(self, name)
-        # every row of a result of the tests' small lakes: the step never calls it
+        # bounded by the tests' small lakes, which alone call it: the step never collects these rows
         rows = rows if isinstance(rows, pa.Table) else rows.toArrow()
         if name == "ranked":
             return rows.sort_by("rank")
@@ -229,7 +229,7 @@ def discover_fk_candidates(
         estimates = (
             catalog.read("inclusion_estimates")
             .where(f"{reach_sql(fks.inclusion_threshold)} AND {is_in_sql('ref_table', checked)}")
-            .toArrow()
+            .toArrow()  # bounded: the checked tables' columns (a few large tables) times the lake's columns
             if checked
             else catalog.arrow_schema("inclusion_estimates").empty_table()
         )

@@ -45,11 +45,11 @@ from lakemeta.fks.candidates import (
     smallest_keys_only,
     with_key_signals,
 )
-from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent
+from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent, with_pair_flags
 from lakemeta.fks.keys import Key
 from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
 from lakemeta.fks.overlaps import find_overlaps, joined_groups
-from lakemeta.fks.signals import ColumnTypes, both_ways
+from lakemeta.fks.signals import ColumnTypes
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
 
 log = logging.getLogger(__name__)
@@ -144,18 +144,12 @@ def _related(
 
     def related(candidates: pa.Table, inclusions: pa.Table) -> pa.Table:
         candidates = candidates.select(scored.names).cast(scored)
-        overlaps = {
-            frozenset((row["left_table"], row["right_table"])): row
-            for row in find_overlaps(inclusions, types, candidates, config.fks).to_pylist()
-        }
-        rows = candidates.to_pylist()
-        reverse = both_ways(rows)
+        found = find_overlaps(inclusions, types, candidates, config.fks)
+        overlaps = {frozenset((row["left_table"], row["right_table"])): row for row in found.to_pylist()}
+        rows = with_pair_flags(candidates.to_pylist(), found)
         for row in rows:
-            pair = frozenset((row["fk_table"], row["pk_table"]))
-            row["tables_overlap"] = pair in overlaps and row["fk_table"] != row["pk_table"]
-            identity = (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"]))
-            row["keys_both_ways"] = identity in reverse
-            row["overlap"] = overlaps.pop(pair, None)  # on the pair's first candidate
+            # on the pair's first candidate
+            row["overlap"] = overlaps.pop(frozenset((row["fk_table"], row["pk_table"])), None)
         return pa.Table.from_pylist(rows, schema=out)
 
     return related
@@ -343,6 +337,7 @@ def discover_in_executors(
         .otherwise(F.col("fk_table"))
         .alias("joined"),
     ).distinct()
+    # streamed, not collected: the driver holds the union-find's parent per table, O(tables)
     graphs = joined_groups((row.fk_table, row.joined) for row in edges.toLocalIterator())
     log.info("FK candidates in the executors: chosen, %d schema graphs", len(set(graphs.values())))
     graph_of = F.broadcast(

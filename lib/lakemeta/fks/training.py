@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakemeta.config import FkConfig
-from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose, choose_per_dependent
+from lakemeta.fks.choice import choose_per_dependent, stored_signals, with_pair_flags
 from lakemeta.fks.model import FEATURES, NAME_FEATURES, LogisticModel, feature_matrix, fit
 
 ForeignKey = tuple[str, tuple[str, ...], str, tuple[str, ...]]
@@ -64,20 +64,9 @@ def labelled_rows(lakes: Iterable[LabelledLake], config: FkConfig) -> tuple[list
     rows: list[dict] = []
     truth: dict[str, set] = {}
     for lake in lakes:
-        stored = lake.candidates
-        signals = stored.select(
-            [
-                n
-                for n in stored.schema.names
-                if n not in {*CHOICE_COLUMNS.names, *PAIR_FLAGS.names, "first_run"}
-            ]
-        )
         truth_here = {canonical(fk) for fk in lake.truth}
-        # ``choose`` sets the pair flags, and again per dependent the signals its output leaves out
-        chosen = choose_per_dependent(
-            choose(signals, lake.overlaps, config, _UNTRAINED).to_pylist(), config, _UNTRAINED
-        )
-        for row in chosen:
+        candidates = with_pair_flags(stored_signals(lake.candidates).to_pylist(), lake.overlaps)
+        for row in choose_per_dependent(candidates, config, _UNTRAINED):
             row["group"] = lake.group_of(row["fk_table"])
             row["label"] = identity(row) in truth_here
             rows.append(row)

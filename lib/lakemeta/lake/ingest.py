@@ -201,7 +201,7 @@ def read_csv_rows(spark: SparkSession, path: str | Location, options: IngestConf
         malformed = bad.first()
         if malformed is not None:
             raise IngestError(f"{path}: record {malformed['raw_record']!r}: {malformed['reason']}")
-        return good.toArrow()
+        return good.toArrow()  # bounded by the caller: a query file of a joinable search, small by use
     finally:
         parsed.unpersist()
 
@@ -348,7 +348,7 @@ def _quarantine(
             )
             # Small by construction: the eleven lowest line numbers reach the driver, for the log.
             lines = located.select(F.explode("line_numbers").alias("line"))
-            first = lines.orderBy("line").limit(11).collect()
+            first = lines.orderBy("line").limit(11).collect()  # bounded: 11 rows, for the log
         finally:
             located.unpersist()
         shown = ", ".join(str(row.line) for row in first[:10]) + (", ..." if len(first) > 10 else "")

@@ -4,8 +4,8 @@ Real relational databases often travel as SQLite files. Each table becomes a Del
 ``<folder>/<table>``; each column's Arrow type follows SQLite's type affinity of its declared type (§3.1 of
 SQLite's "Datatypes" page: INT → integer, CHAR/CLOB/TEXT → text, REAL/FLOA/DOUB → real, else numeric),
 narrowed by what the column holds, because SQLite stores any value in any column: a column whose values are
-not all of one kind is text, every value written as SQLite's own text form of it. Column names are made
-valid for Delta as ``lakemeta ingest`` makes them (``ingest.valid_column_names``).
+not all of one kind is text, every value written as SQLite's own text form of it (a blob as hex). Column
+names are made valid for Delta as ``lakemeta ingest`` makes them (``ingest.valid_column_names``).
 """
 
 from __future__ import annotations
@@ -36,34 +36,36 @@ def table_names(connection: sqlite3.Connection) -> list[str]:
     return [name for (name,) in connection.execute(query)]
 
 
-def _column_array(values: list, declared: str) -> pa.Array:
-    """One column's values as Arrow: integers, reals or text as the values allow (module docstring)."""
-    kinds = {type(value) for value in values if value is not None}
+def _column(
+    connection: sqlite3.Connection, table: str, column: str, declared: str
+) -> tuple[str, pa.DataType]:
+    """A column's SQL expression and Arrow type: integers, reals or text as its values allow (module
+    docstring), the values' kinds read by SQLite (``typeof``) and the conversion made by SQLite too."""
+    quoted = _quoted(column)
+    kinds = {
+        kind for (kind,) in connection.execute(f"SELECT DISTINCT typeof({quoted}) FROM {_quoted(table)}")
+    }
+    kinds.discard("null")
     affinity = declared.upper()
     numeric = not any(text in affinity for text in ("CHAR", "CLOB", "TEXT"))
-    if numeric and (kinds == {int} or (not kinds and "INT" in affinity)):
-        try:
-            return pa.array(values, pa.int64())
-        except OverflowError:  # beyond 64 bits: kept exactly as text
-            pass
-    elif numeric and kinds and kinds <= {int, float}:
-        return pa.array([None if v is None else float(v) for v in values], pa.float64())
-    return pa.array([None if v is None else _text(v) for v in values], pa.string())
-
-
-def _text(value: object) -> str:
-    if isinstance(value, bytes):
-        return value.hex()
-    return str(value)
+    if numeric and (kinds == {"integer"} or (not kinds and "INT" in affinity)):
+        return quoted, pa.int64()
+    if numeric and kinds and kinds <= {"integer", "real"}:
+        return f"CAST({quoted} AS REAL)", pa.float64()
+    return (
+        f"CASE typeof({quoted}) WHEN 'blob' THEN hex({quoted}) ELSE CAST({quoted} AS TEXT) END",
+        pa.string(),
+    )
 
 
 def read_table(connection: sqlite3.Connection, table: str) -> pa.Table:
     """A table's rows as Arrow (see the module docstring for the types)."""
     info = connection.execute(f"PRAGMA table_info({_quoted(table)})").fetchall()
     names = [row[1] for row in info]
-    rows = connection.execute(f"SELECT {', '.join(map(_quoted, names))} FROM {_quoted(table)}").fetchall()
-    columns = list(zip(*rows, strict=True)) if rows else [() for _ in names]
-    arrays = [_column_array(list(values), row[2]) for values, row in zip(columns, info, strict=True)]
+    columns = [_column(connection, table, row[1], row[2]) for row in info]
+    rows = connection.execute(f"SELECT {', '.join(e for e, _ in columns)} FROM {_quoted(table)}").fetchall()
+    values = list(zip(*rows, strict=True)) if rows else [() for _ in names]
+    arrays = [pa.array(list(v), kind) for v, (_, kind) in zip(values, columns, strict=True)]
     return pa.table(arrays, names=valid_column_names(names))
 
 
