@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from itertools import pairwise
+
 import numpy as np
 import pyarrow as pa
 
@@ -80,3 +83,30 @@ def binary_rows(words: np.ndarray, bounds: np.ndarray, kept: np.ndarray) -> pa.B
         [validity, pa.py_buffer(offsets), pa.py_buffer(data)],
         null_count=int(len(kept) - kept.sum()),
     )
+
+
+def shared_codes(*columns: pa.Array | pa.ChunkedArray) -> tuple[list[np.ndarray], pa.Array]:
+    """The values of each column as integer codes into one dictionary of them all (equal values, equal
+    codes, in any column), and the dictionary: what relates rows across columns (a candidate and its
+    reverse, a pair of tables) compared as integers."""
+    chunks = [
+        chunk
+        for column in columns
+        for chunk in (column.chunks if isinstance(column, pa.ChunkedArray) else [column])
+    ]
+    encoded = pa.chunked_array(chunks, columns[0].type if chunks else pa.string()).dictionary_encode()
+    codes = np.concatenate(
+        [c.indices.to_numpy(zero_copy_only=False) for c in encoded.chunks] or [np.array([], np.int32)]
+    )
+    dictionary = encoded.chunk(0).dictionary if encoded.num_chunks else pa.array([], pa.string())
+    bounds = np.cumsum([0, *(len(column) for column in columns)])
+    return [codes[start:stop].astype(np.int64) for start, stop in pairwise(bounds)], dictionary
+
+
+def mapped(
+    values: pa.Array | pa.ChunkedArray, function: Callable[[object], object], type_: pa.DataType
+) -> pa.Array:
+    """``function`` of each value, called once per distinct value (names, paths: few distinct values in
+    many rows)."""
+    [codes], dictionary = shared_codes(values)
+    return pa.array([function(value) for value in dictionary.to_pylist()], type_).take(pa.array(codes))

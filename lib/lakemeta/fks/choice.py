@@ -35,17 +35,17 @@ that moved the score most, with their terms of the log-odds.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from lakemeta.arrays import mapped, run_starts, shared_codes
 from lakemeta.config import FkConfig
 from lakemeta.fks import model
-from lakemeta.fks.names import name_features
+from lakemeta.fks.names import name_columns
 from lakemeta.fks.overlaps import joined_groups
 from lakemeta.fks.ranking import names_match
-from lakemeta.fks.signals import both_ways, counts_from_first_values, folder
+from lakemeta.fks.signals import both_ways, counts_from_first_values, filled, folder
 
 CHOICE_COLUMNS = pa.schema(
     [
@@ -70,134 +70,243 @@ CHOICE_COLUMNS = pa.schema(
 # executors ``fks.placement``): its two tables overlap; its reverse is a candidate too.
 PAIR_FLAGS = pa.schema([("tables_overlap", pa.bool_()), ("keys_both_ways", pa.bool_())])
 _EVIDENCE = 3  # features named in ``evidence``
+_DIGITS = 9  # scores and EMD_n equal up to float rounding are no evidence either way
 
 
-def _ruled_out(row: dict, config: FkConfig) -> str | None:
-    """Why a candidate cannot be a foreign key whatever its score, or None (facts only: module docstring)."""
-    if row["fk_table"] != row["pk_table"] and row["tables_overlap"]:
-        return "tables overlap"
-    if row["fk_distinct"] > row["pk_distinct"]:
-        return "more distinct values than the key"
-    if config.require_name_match and not row["name_match"]:
-        return "names differ"
-    return None
-
-
-def _preference(row: dict) -> tuple:
-    """The order of a dependent's candidates: the first is its choice (module docstring, 3)."""
-    return (
-        row["ruled_out"],
-        -round(row["score"], 9),
-        round(row["emd"], 9),  # equal up to float rounding: no evidence either way
-        -round(row["coverage"], 9),
-        row["pk_ordinal"],
-        row["pk_table"],
-        row["pk_columns"],
+def _dependents(candidates: pa.Table) -> np.ndarray:
+    """Each candidate's dependent (its table and columns) as an integer code."""
+    [codes], _ = shared_codes(
+        pc.binary_join_element_wise(
+            candidates["fk_table"], pc.binary_join(candidates["fk_columns"], "\x1f"), "\x1e"
+        )
     )
+    return codes
 
 
-def _with_signals(row: dict, config: FkConfig) -> None:
-    """The signals of a candidate the choice adds to the stored ones (``model.FEATURES``)."""
-    names = name_features(row["fk_table"], row["fk_columns"], row["pk_table"], row["pk_columns"])
-    row["same_folder"] = folder(row["fk_table"]) == folder(row["pk_table"])
-    row["name_similarity"] = names.name_similarity
-    row["name_equal"] = names.name_equal
-    row["names_key_table"] = names.names_key_table
-    row["fk_identifier"] = names.fk_identifier
-    row["key_names_own_table"] = names.key_names_own_table
-    row["fk_names_own_table"] = names.fk_names_own_table
-    row["fk_table_extends_key_table"] = names.fk_table_extends_key_table
-    row["key_table_extends_fk_table"] = names.key_table_extends_fk_table
-    row["name_match"] = names_match(row["fk_columns"], row["pk_columns"])
-    row["counts_from_first_values"] = row["span_start"] is not None and counts_from_first_values(
-        row, config.prefix_share
+def _order_of(values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Each string's place in their sorted distinct values (code point order, as Python compares them)."""
+    [codes], distinct = shared_codes(values)
+    places = np.empty(len(distinct), np.int64)
+    places[pc.sort_indices(distinct).to_numpy()] = np.arange(len(distinct))
+    return places[codes]
+
+
+def _joined(lists: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Lists of column names as one string each, ordered as the lists are."""
+    return pc.binary_join(lists, "\x1f")
+
+
+def _per_dependent_features(
+    dependent: np.ndarray,
+    key_table: np.ndarray,
+    open_: np.ndarray,
+    same_folder: np.ndarray,
+    similarity: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The features that place a candidate among its dependent's others (module docstring, 3): the only
+    key of the folder, how many tables hold keys for it, and whether the names single it out. Tables,
+    not keys: two keys of one table holding the same values (TPC-DS's t_time_sk and t_time) are one
+    explanation."""
+    n_dependents = int(dependent.max()) + 1 if len(dependent) else 0
+    tables = int(key_table.max()) + 1 if len(key_table) else 1
+
+    def tables_of(mask: np.ndarray) -> np.ndarray:
+        pairs = np.unique(dependent[mask] * tables + key_table[mask])
+        return np.bincount(pairs // tables, minlength=n_dependents)
+
+    in_folder, open_tables = tables_of(open_ & same_folder), tables_of(open_)
+    best = np.full(n_dependents, -np.inf)
+    np.maximum.at(best, dependent[open_], similarity[open_])
+    at_best = open_ & (similarity == best[dependent])
+    times_best = np.bincount(dependent[at_best], minlength=n_dependents)
+    return {
+        "only_key_in_folder": same_folder & open_ & (in_folder[dependent] == 1),
+        "key_tables": np.maximum(open_tables[dependent], 1),
+        "best_named": at_best & (similarity > 0) & (times_best[dependent] == 1),
+    }
+
+
+def with_features(candidates: pa.Table, config: FkConfig) -> pa.Table:
+    """The candidates (rows of ``SCORED`` with ``PAIR_FLAGS``) with every feature ``model`` reads, and what
+    rules them out (``ruled_out``, ``reason``; module docstring, 1)."""
+    columns = {
+        "same_folder": pc.equal(
+            mapped(candidates["fk_table"], folder, pa.string()),
+            mapped(candidates["pk_table"], folder, pa.string()),
+        ).to_numpy(zero_copy_only=False),
+        **name_columns(candidates),
+        "name_match": mapped(
+            pc.binary_join_element_wise(
+                _joined(candidates["fk_columns"]), _joined(candidates["pk_columns"]), "\x1e"
+            ),
+            lambda pair: names_match(*(side.split("\x1f") for side in pair.split("\x1e"))),
+            pa.bool_(),
+        ).to_numpy(zero_copy_only=False),
+        "counts_from_first_values": counts_from_first_values(candidates, config.prefix_share),
+    }
+    overlapping = filled(candidates, "tables_overlap", False) & pc.not_equal(
+        candidates["fk_table"], candidates["pk_table"]
+    ).to_numpy(zero_copy_only=False)
+    surplus = filled(candidates, "fk_distinct", 0) > filled(candidates, "pk_distinct", 0)
+    unnamed = ~columns["name_match"] if config.require_name_match else np.zeros(candidates.num_rows, bool)
+    reason = np.select(
+        [overlapping, surplus, unnamed],
+        ["tables overlap", "more distinct values than the key", "names differ"],
+        "",
     )
-    row["reason"] = _ruled_out(row, config)
-    row["ruled_out"] = row["reason"] is not None
-    row["answer_set"] = None
+    columns["ruled_out"] = reason != ""
+    columns["reason"] = pa.array(np.where(columns["ruled_out"], reason, None), pa.string())
+    [key_table], _ = shared_codes(candidates["pk_table"])
+    columns.update(
+        _per_dependent_features(
+            _dependents(candidates),
+            key_table,
+            ~columns["ruled_out"],
+            columns["same_folder"],
+            columns["name_similarity"],
+        )
+    )
+    featured = candidates.drop_columns([name for name in columns if name in candidates.schema.names])
+    for name, values in columns.items():
+        featured = featured.append_column(
+            name, pa.array(values) if isinstance(values, np.ndarray) else values
+        )
+    return featured
 
 
-def _evidence(terms: np.ndarray, features: tuple[str, ...]) -> str:
-    """The features with the largest terms of a candidate's log-odds, signed."""
-    order = np.argsort(-np.abs(terms), kind="stable")[:_EVIDENCE]
-    return ", ".join(f"{features[i]} {terms[i]:+.2f}" for i in order if terms[i])
+def _evidence(terms: np.ndarray, features: tuple[str, ...]) -> pa.Array:
+    """The features with the largest terms of each candidate's log-odds, signed (each distinct term
+    formatted once)."""
+    n, width = terms.shape
+    order = np.argsort(-np.abs(terms), axis=1, kind="stable")[:, : min(_EVIDENCE, width)]
+    names = pa.array(features, pa.string())
+    parts = []
+    for place in range(order.shape[1]):
+        feature = order[:, place]
+        value = terms[np.arange(n), feature]
+        distinct, inverse = np.unique(value, return_inverse=True)
+        signed = pa.array([f"{v:+.2f}" for v in distinct.tolist()], pa.string()).take(pa.array(inverse))
+        text = pc.binary_join_element_wise(names.take(pa.array(feature)), signed, " ")
+        parts.append(pc.if_else(pa.array(value != 0), text, pa.scalar(None, pa.string())))
+    if not parts:
+        return pa.array([""] * n, pa.string())
+    return pc.binary_join_element_wise(*parts, ", ", null_handling="skip")
+
+
+def choose_featured(
+    featured: pa.Table, config: FkConfig, scoring: model.LogisticModel | None = None
+) -> pa.Table:
+    """The candidates with their features (``with_features``) scored and chosen (module docstring, 2-4):
+    ``score``, ``evidence``, ``choice`` (the place among the dependent's candidates), ``answer_set`` and
+    ``reason``. A dependent's outcome depends on its own candidates alone, so any set of whole dependents
+    (one task's, in the executors) is chosen alone. ``scoring``: the packaged model of
+    ``config.name_signal`` unless given (the training's)."""
+    scoring = scoring or model.load(config.name_signal)
+    threshold = scoring.threshold if config.min_score is None else config.min_score
+    n = featured.num_rows
+    terms = scoring.contributions(featured)
+    score = scoring.probabilities(terms) if n else np.zeros(0)
+    ruled_out = filled(featured, "ruled_out", False)
+    dependent = _dependents(featured)
+    # the preference within a dependent: not ruled out, score, EMD_n, coverage, the key's place in its
+    # table, then the key's identity
+    rounded = np.round(score, _DIGITS)
+    order = np.lexsort(
+        (
+            _order_of(_joined(featured["pk_columns"])),
+            _order_of(featured["pk_table"]),
+            filled(featured, "pk_ordinal", 0),
+            -np.round(filled(featured, "coverage", 0.0), _DIGITS),
+            np.round(filled(featured, "emd", 1.0), _DIGITS),
+            -rounded,
+            ruled_out,
+            dependent,
+        )
+    )
+    first = run_starts(dependent[order])
+    start = np.maximum.accumulate(np.where(first, np.arange(n), 0))
+    place = np.empty(n, np.int64)
+    place[order] = np.arange(n) - start + 1
+    best = np.empty(n, np.int64)
+    best[order] = order[start]  # each candidate's dependent's first
+    second = np.full(n, -1)
+    has_second = np.zeros(n, bool)
+    follows = np.flatnonzero(~first)
+    runner_up = follows[place[order[follows]] == 2]
+    second[order[runner_up - 1]] = order[runner_up]
+    has_second[order[runner_up - 1]] = True
+    chosen = (place == 1) & ~ruled_out
+    tied = chosen & has_second
+    tied[tied] = (ruled_out[second[tied]] == ruled_out[tied]) & (rounded[second[tied]] == rounded[tied])
+    accepted = chosen & ~tied & (score >= threshold)
+    answer_set = np.where(accepted, 1, np.where(chosen, 2, 0))
+    key_table = featured["pk_table"]
+    reasons = (
+        featured["reason"].combine_chunks()
+        if isinstance(featured["reason"], pa.ChunkedArray)
+        else featured["reason"]
+    )
+    outranked = pc.binary_join_element_wise("outranked by ", key_table.take(pa.array(best)), "")
+    reasons = pc.if_else(pa.array((place > 1) & ~ruled_out), outranked, reasons)
+    as_likely = pc.binary_join_element_wise(
+        "as likely ", key_table.take(pa.array(np.where(tied, second, 0))), ""
+    )
+    reasons = pc.if_else(pa.array(tied), as_likely, reasons)
+    below = chosen & ~tied & ~accepted
+    low = pa.array(np.char.mod(f"score %.3f below {threshold:.3f}", score), pa.string())
+    reasons = pc.if_else(pa.array(below), low, reasons)
+    computed = {
+        "score": pa.array(score, pa.float64()),
+        "evidence": _evidence(terms, scoring.features),
+        "choice": pa.array(place, pa.int32()),
+        "answer_set": pa.array(answer_set, pa.int32(), mask=answer_set == 0),
+        "reason": reasons,
+    }
+    chosen_table = featured.drop_columns([name for name in computed if name in featured.schema.names])
+    for name, values in computed.items():
+        chosen_table = chosen_table.append_column(name, values)
+    return chosen_table
 
 
 def choose_per_dependent(
-    rows: list[dict], config: FkConfig, scoring: model.LogisticModel | None = None
-) -> list[dict]:
-    """Each candidate (a row of ``SCORED`` with ``PAIR_FLAGS``) with its dependent's choice (module
-    docstring, 1-4): ``CHOICE_COLUMNS`` but ``schema_graph``, ``rank`` and ``accepted``, and ``ruled_out``.
-    A dependent's outcome depends on its own candidates alone, so the rows of any set of whole dependents
-    (one task's, in the executors) are chosen alone. ``scoring``: the packaged model of
-    ``config.name_signal`` unless given (the training's)."""
-    for row in rows:
-        _with_signals(row, config)
-    by_dependent: dict[tuple, list[dict]] = {}
-    for row in rows:
-        by_dependent.setdefault((row["fk_table"], tuple(row["fk_columns"])), []).append(row)
-    for alternatives in by_dependent.values():
-        # tables, not keys: two keys of one table holding the same values (TPC-DS's t_time_sk and t_time)
-        # are one explanation
-        in_folder = {r["pk_table"] for r in alternatives if r["same_folder"] and not r["ruled_out"]}
-        open_tables = {r["pk_table"] for r in alternatives if not r["ruled_out"]}
-        names = sorted((r["name_similarity"] for r in alternatives if not r["ruled_out"]), reverse=True)
-        for row in alternatives:
-            row["only_key_in_folder"] = row["same_folder"] and not row["ruled_out"] and len(in_folder) == 1
-            row["key_tables"] = max(len(open_tables), 1)
-            # the names single this key out among the dependent's others
-            row["best_named"] = (
-                not row["ruled_out"]
-                and row["name_similarity"] > 0
-                and row["name_similarity"] == names[0]
-                and (len(names) == 1 or names[1] < names[0])
-            )
-    scoring = scoring or model.load(config.name_signal)
-    threshold = scoring.threshold if config.min_score is None else config.min_score
-    if rows:
-        terms = scoring.contributions(rows)
-        for row, score, row_terms in zip(rows, scoring.probabilities(terms), terms, strict=True):
-            row["score"] = float(score)
-            row["evidence"] = _evidence(row_terms, scoring.features)
-    for alternatives in by_dependent.values():
-        alternatives.sort(key=_preference)
-        for place, row in enumerate(alternatives, start=1):
-            row["choice"] = place
-            if row["reason"] is None and place > 1:
-                row["reason"] = f"outranked by {alternatives[0]['pk_table']}"
-        best = alternatives[0]
-        if best["reason"] is not None:
-            continue
-        if len(alternatives) > 1 and _preference(best)[:2] == _preference(alternatives[1])[:2]:
-            best["reason"] = f"as likely {alternatives[1]['pk_table']}"
-            best["answer_set"] = 2
-            continue
-        best["answer_set"] = 1 if best["score"] >= threshold else 2
-        if best["answer_set"] == 2:
-            best["reason"] = f"score {best['score']:.3f} below {threshold:.3f}"
-    return rows
+    candidates: pa.Table, config: FkConfig, scoring: model.LogisticModel | None = None
+) -> pa.Table:
+    """The candidates (rows of ``SCORED`` with ``PAIR_FLAGS``) with their features and their dependents'
+    choices (``with_features``, ``choose_featured``)."""
+    return choose_featured(with_features(candidates, config), config, scoring)
 
 
-def graph_edges(rows: Iterable[dict]) -> Iterator[tuple[str, str]]:
-    """The edges of the schema graphs: the tables joined by candidates not ruled out, within one folder;
-    every dependent's table is a node."""
-    for row in rows:
-        yield row["fk_table"], row["fk_table"]
-        if not row["ruled_out"] and row["same_folder"]:
-            yield row["fk_table"], row["pk_table"]
-
-
-def rank_order(row: dict) -> tuple:
-    """The ranking's order: answer set 1 first, then set 2, then the rest, each by score, then EMD_n."""
-    return (
-        row["answer_set"] or 3,
-        -row["score"],
-        row["emd"],
-        row["fk_table"],
-        row["fk_columns"],
-        row["pk_table"],
-        row["pk_columns"],
+def _in_rank_order(chosen: pa.Table) -> np.ndarray:
+    """The ranking's order: answer set 1 first, then set 2, then the rest, each by score, then EMD_n, then
+    the candidate's identity (as ``fks.in_executors`` sorts in Spark)."""
+    return np.lexsort(
+        (
+            _order_of(_joined(chosen["pk_columns"])),
+            _order_of(chosen["pk_table"]),
+            _order_of(_joined(chosen["fk_columns"])),
+            _order_of(chosen["fk_table"]),
+            filled(chosen, "emd", 1.0),
+            -filled(chosen, "score", 0.0),
+            filled(chosen, "answer_set", 3),
+        )
     )
+
+
+def schema_graphs(chosen: pa.Table) -> dict[str, str]:
+    """Each dependent's table and its schema graph's first table: the graphs join the tables of the
+    candidates not ruled out within one folder; every dependent's table is a node."""
+    joining = pc.and_(pc.invert(chosen["ruled_out"]), chosen["same_folder"])
+    edges = (
+        pa.table(
+            {
+                "fk_table": chosen["fk_table"],
+                "joined": pc.if_else(joining, chosen["pk_table"], chosen["fk_table"]),
+            }
+        )
+        .group_by(["fk_table", "joined"])
+        .aggregate([])
+    )
+    return joined_groups(zip(edges["fk_table"].to_pylist(), edges["joined"].to_pylist(), strict=True))
 
 
 def stored_signals(stored: pa.Table) -> pa.Table:
@@ -207,20 +316,31 @@ def stored_signals(stored: pa.Table) -> pa.Table:
     return stored.select([name for name in stored.schema.names if name not in dropped])
 
 
-def with_pair_flags(rows: list[dict], overlaps: pa.Table) -> list[dict]:
-    """Candidate rows with their ``PAIR_FLAGS``, from the overlapping tables and the candidates themselves."""
-    overlapping = {
-        frozenset((left, right))
-        for left, right in zip(
-            overlaps["left_table"].to_pylist(), overlaps["right_table"].to_pylist(), strict=True
-        )
+def overlapping(candidates: pa.Table, overlaps: pa.Table) -> np.ndarray:
+    """For each candidate, the row of ``overlaps`` (``overlaps.SCHEMA``) of its two tables, or -1."""
+    (fk, pk, left, right), tables = shared_codes(
+        candidates["fk_table"], candidates["pk_table"], overlaps["left_table"], overlaps["right_table"]
+    )
+    size = max(len(tables), 1)
+    pairs = np.minimum(fk, pk) * size + np.maximum(fk, pk)
+    found = np.minimum(left, right) * size + np.maximum(left, right)
+    order = np.argsort(found, kind="stable")
+    at = np.searchsorted(found[order], pairs)
+    at = np.minimum(at, max(len(found) - 1, 0))
+    hit = (found[order][at] == pairs) if len(found) else np.zeros(len(pairs), bool)
+    return np.where(hit, order[at] if len(found) else -1, -1)
+
+
+def with_pair_flags(candidates: pa.Table, overlaps: pa.Table) -> pa.Table:
+    """The candidates with their ``PAIR_FLAGS``, from the overlapping tables and the candidates themselves."""
+    flags = {
+        "tables_overlap": overlapping(candidates, overlaps) >= 0,
+        "keys_both_ways": both_ways(candidates),
     }
-    reverse = both_ways(rows)
-    for row in rows:
-        row["tables_overlap"] = frozenset((row["fk_table"], row["pk_table"])) in overlapping
-        identity = (row["fk_table"], tuple(row["fk_columns"]), row["pk_table"], tuple(row["pk_columns"]))
-        row["keys_both_ways"] = identity in reverse
-    return rows
+    flagged = candidates.drop_columns([name for name in flags if name in candidates.schema.names])
+    for name, values in flags.items():
+        flagged = flagged.append_column(name, pa.array(values, pa.bool_()))
+    return flagged
 
 
 def choose(
@@ -228,14 +348,13 @@ def choose(
 ) -> pa.Table:
     """``scored`` (candidates and their signals) with the pair flags (``PAIR_FLAGS``) and the choice's
     columns (``CHOICE_COLUMNS``), ranked: answer set 1 first, then set 2, then the rest, each by score.
-    ``scoring`` as ``choose_per_dependent``'s."""
-    rows = choose_per_dependent(with_pair_flags(scored.to_pylist(), overlaps), config, scoring)
-    graphs = joined_groups(graph_edges(rows))
-    for row in rows:
-        row["schema_graph"] = graphs[row["fk_table"]]
-    rows.sort(key=rank_order)
-    for rank, row in enumerate(rows, start=1):
-        row["rank"] = rank
-        row["accepted"] = row["answer_set"] == 1
+    ``scoring`` as ``choose_featured``'s."""
+    chosen = choose_per_dependent(with_pair_flags(scored, overlaps), config, scoring)
+    graphs = schema_graphs(chosen)
+    chosen = chosen.append_column(
+        "schema_graph", mapped(chosen["fk_table"], graphs.__getitem__, pa.string())
+    ).take(pa.array(_in_rank_order(chosen)))
+    chosen = chosen.append_column("rank", pa.array(np.arange(1, chosen.num_rows + 1), pa.int32()))
+    chosen = chosen.append_column("accepted", pc.fill_null(pc.equal(chosen["answer_set"], 1), False))
     schema = pa.schema(list(scored.schema) + list(PAIR_FLAGS) + list(CHOICE_COLUMNS))
-    return pa.Table.from_pylist(rows, schema=schema)
+    return chosen.select(schema.names).cast(schema)

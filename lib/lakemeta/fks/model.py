@@ -20,13 +20,16 @@ Logistic regression, because its score splits into one contribution per feature 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakemeta.fks.signals import filled
 
 MODEL_FILE = Path(__file__).with_name("fk_model.json")
 _GRID = 256.0  # EMD_n below one cell of the default grid is no evidence (``ranking.answer_set``)
@@ -34,54 +37,65 @@ _FEW_VALUES = 2  # a dependent of so few values says little of what it reference
 _ROUND_VALUES = 10  # ``choice.ROUND_VALUES``: from this many values on, a shared divisor is a measure's
 
 
-def _log_emd(row: dict) -> float:
-    return math.log((row["emd"] if row["emd"] is not None else 1.0) + 1.0 / _GRID)
+def _flag(name: str) -> Callable[[pa.Table], np.ndarray]:
+    return lambda t: filled(t, name, False).astype(np.float64)
 
 
-def _span_width(row: dict) -> float:
-    if row["span_start"] is None or row["span_end"] is None:
-        return 1.0
-    return row["span_end"] - row["span_start"]
+def _log_emd(t: pa.Table) -> np.ndarray:
+    return np.log(filled(t, "emd", 1.0) + 1.0 / _GRID)
 
 
-FEATURES: dict[str, Callable[[dict], float]] = {
+def _span_width(t: pa.Table) -> np.ndarray:
+    spanned = t["span_start"].is_valid().to_numpy(zero_copy_only=False) & t["span_end"].is_valid().to_numpy(
+        zero_copy_only=False
+    )
+    return np.where(spanned, filled(t, "span_end", 1.0) - filled(t, "span_start", 0.0), 1.0)
+
+
+def _round_numbers(t: pa.Table) -> np.ndarray:
+    return ((filled(t, "fk_step", 0) >= 2) & (filled(t, "fk_distinct", 0) >= _ROUND_VALUES)).astype(
+        np.float64
+    )
+
+
+FEATURES: dict[str, Callable[[pa.Table], np.ndarray]] = {
     # where the two tables are
-    "same_folder": lambda r: float(r["same_folder"]),
+    "same_folder": _flag("same_folder"),
     # the names (``names``)
-    "name_equal": lambda r: float(r["name_equal"]),
-    "name_similarity": lambda r: r["name_similarity"],
-    "names_key_table": lambda r: float(r["names_key_table"]),
-    "fk_identifier": lambda r: float(r["fk_identifier"]),
-    "key_names_own_table": lambda r: float(r["key_names_own_table"]),
-    "fk_names_own_table": lambda r: float(r["fk_names_own_table"]),
-    "fk_table_extends_key_table": lambda r: float(r["fk_table_extends_key_table"]),
-    "key_table_extends_fk_table": lambda r: float(r["key_table_extends_fk_table"]),
+    "name_equal": _flag("name_equal"),
+    "name_similarity": lambda t: filled(t, "name_similarity", 0.0),
+    "names_key_table": _flag("names_key_table"),
+    "fk_identifier": _flag("fk_identifier"),
+    "key_names_own_table": _flag("key_names_own_table"),
+    "fk_names_own_table": _flag("fk_names_own_table"),
+    "fk_table_extends_key_table": _flag("fk_table_extends_key_table"),
+    "key_table_extends_fk_table": _flag("key_table_extends_fk_table"),
     # the values (``signals``)
     "log_emd": _log_emd,
-    "coverage": lambda r: r["coverage"],
-    "inclusion": lambda r: r["inclusion"],
-    "few_values": lambda r: float(r["fk_distinct"] <= _FEW_VALUES),
+    "coverage": lambda t: filled(t, "coverage", 0.0),
+    "inclusion": lambda t: filled(t, "inclusion", 0.0),
+    "few_values": lambda t: (filled(t, "fk_distinct", 0) <= _FEW_VALUES).astype(np.float64),
     "span_width": _span_width,
-    "counts_from_first_values": lambda r: float(r["counts_from_first_values"]),
-    "round_numbers": lambda r: float(
-        r["fk_step"] is not None and r["fk_step"] >= 2 and r["fk_distinct"] >= _ROUND_VALUES
-    ),
-    "pk_is_integer": lambda r: float(r["pk_is_integer"]),
-    "pk_is_range": lambda r: float(r["pk_is_range"]),
+    "counts_from_first_values": _flag("counts_from_first_values"),
+    "round_numbers": _round_numbers,
+    "pk_is_integer": _flag("pk_is_integer"),
+    "pk_is_range": _flag("pk_is_range"),
     # the keys and the tables (``candidates.with_key_signals``, ``overlaps``)
-    "fk_is_key": lambda r: float(r["fk_is_key"]),
+    "fk_is_key": _flag("fk_is_key"),
     # a key counting from the key's first values: two numberings 1..M and 1..N, nested by accident
-    "key_counts_from_first_values": lambda r: float(r["fk_is_key"] and r["counts_from_first_values"]),
-    "pk_first_column": lambda r: float(r["pk_ordinal"] == 0),
-    "composite": lambda r: float(len(r["pk_columns"]) > 1),
-    "keys_both_ways": lambda r: float(r["keys_both_ways"]),
+    "key_counts_from_first_values": lambda t: (
+        filled(t, "fk_is_key", False) & filled(t, "counts_from_first_values", False)
+    ).astype(np.float64),
+    "pk_first_column": lambda t: (filled(t, "pk_ordinal", -1) == 0).astype(np.float64),
+    "composite": lambda t: (pc.list_value_length(t["pk_columns"]).to_numpy() > 1).astype(np.float64),
+    "keys_both_ways": _flag("keys_both_ways"),
     # the candidate among its dependent's others (``choice``)
-    "only_key_in_folder": lambda r: float(r["only_key_in_folder"]),
-    "log_key_tables": lambda r: math.log(r["key_tables"]),
-    "best_named": lambda r: float(r["best_named"]),
+    "only_key_in_folder": _flag("only_key_in_folder"),
+    "log_key_tables": lambda t: np.log(filled(t, "key_tables", 1).astype(np.float64)),
+    "best_named": _flag("best_named"),
 }
-"""Each feature of a candidate row (``choice``'s rows: the stored signals, the pair flags, the name
-features and ``only_key_in_folder``), as a number."""
+"""Each feature of the candidates (``choice``'s columns: the stored signals, the pair flags, the name
+features and the dependent's others), as a number per candidate."""
 NAME_FEATURES = frozenset(
     {
         "name_equal",
@@ -97,11 +111,10 @@ NAME_FEATURES = frozenset(
 )
 
 
-def feature_matrix(rows: list[dict], names: list[str]) -> np.ndarray:
-    """The features ``names`` of each row, a row per candidate."""
-    return np.array([[FEATURES[name](row) for name in names] for row in rows], dtype=np.float64).reshape(
-        len(rows), len(names)
-    )
+def feature_matrix(candidates: pa.Table, names: list[str]) -> np.ndarray:
+    """The features ``names`` of each candidate, a row per candidate."""
+    columns = [FEATURES[name](candidates).astype(np.float64) for name in names]
+    return np.column_stack(columns) if columns else np.zeros((candidates.num_rows, 0))
 
 
 @dataclass(frozen=True)
@@ -117,14 +130,14 @@ class LogisticModel:
     intercept: float
     threshold: float
 
-    def contributions(self, rows: list[dict]) -> np.ndarray:
-        """Each feature's term of each row's log-odds, a row per candidate."""
-        values = feature_matrix(rows, list(self.features))
+    def contributions(self, candidates: pa.Table) -> np.ndarray:
+        """Each feature's term of each candidate's log-odds, a row per candidate."""
+        values = feature_matrix(candidates, list(self.features))
         return (values - np.array(self.means)) * np.array(self.weights)
 
-    def scores(self, rows: list[dict]) -> np.ndarray:
-        """Each row's probability of being an FK."""
-        return self.probabilities(self.contributions(rows))
+    def scores(self, candidates: pa.Table) -> np.ndarray:
+        """Each candidate's probability of being an FK."""
+        return self.probabilities(self.contributions(candidates))
 
     def probabilities(self, contributions: np.ndarray) -> np.ndarray:
         """The probabilities of rows whose ``contributions`` are given."""

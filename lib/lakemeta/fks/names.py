@@ -45,8 +45,15 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache, lru_cache
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakemeta.arrays import shared_codes
 
 GENERIC = frozenset(
     {"id", "ids", "key", "sk", "pk", "fk", "no", "nr", "num", "number", "nummer", "code", "kennung", "ref"}
@@ -183,19 +190,18 @@ class NameFeatures:
     key_table_extends_fk_table: bool
 
 
-@lru_cache(maxsize=_PAIRS)
-def _similarity(fk: tuple[str, ...], pk: tuple[str, ...], pk_table: str) -> float:
-    wanted = [token for token in pk if token not in GENERIC] or _table_words(pk_table)
+def _similarity(fk: tuple[str, ...], pk: tuple[str, ...], pk_words: tuple[str, ...]) -> float:
+    wanted = [token for token in pk if token not in GENERIC] or pk_words
     if not wanted:
         return 0.0
     return sum(any(_matches(w, present) for present in fk) for w in wanted) / len(wanted)
 
 
-@lru_cache(maxsize=_PAIRS)
 def _holds_words(fk: tuple[str, ...], words: tuple[str, ...]) -> bool:
     """Whether the tokens hold the words in order, each as itself, another form of it or a part of a
     compound, or the words written as one token (``kundenkonto_id`` holds kunden, konto)."""
-    if not words:
+    if not words or words[0][:_MIN_STEM] not in " ".join(fk):
+        # a token holding the first word, a form of it or the words joined holds its first letters
         return False
     joined = "".join(words)
     if len(joined) >= _MIN_STEM and any(in_compound(token, joined) for token in fk):
@@ -210,35 +216,133 @@ def _holds_words(fk: tuple[str, ...], words: tuple[str, ...]) -> bool:
     return True
 
 
-@lru_cache(maxsize=_PAIRS)
-def _extends(table: str, other: str) -> bool:
-    """Whether a table's name holds another table's name and more (``girokonto`` and ``konten``,
-    ``film_kategorie`` and ``film``): a detail of the other, which references it rather than the reverse."""
-    words, others = _table_words(table), _table_words(other)
+def _extends(words: tuple[str, ...], others: tuple[str, ...]) -> bool:
+    """Whether a table's name (its ``words``) holds another table's name and more (``girokonto`` and
+    ``konten``, ``film_kategorie`` and ``film``): a detail of the other, which references it rather than
+    the reverse."""
     return words != others and "".join(words) != "".join(others) and _holds_words(words, others)
 
 
 def name_features(fk_table: str, fk_columns: list[str], pk_table: str, pk_columns: list[str]) -> NameFeatures:
     """The name features of the candidate ``fk_table.fk_columns`` -> ``pk_table.pk_columns``; for several
     columns, each column pair's, all of them (``name_equal``, ``names_key_table``,
-    ``fk_identifier``) or their mean (``name_similarity``)."""
-    equal, similarity, names_table, identifier, key_own, fk_own = [], [], [], [], [], []
-    for fk_column, pk_column in zip(fk_columns, pk_columns, strict=True):
-        fk_whole, pk_whole = tokens(fk_column), tokens(pk_column)
-        fk, pk = bare_tokens(fk_column, fk_table), bare_tokens(pk_column, pk_table)
-        equal.append(bool(fk_whole) and (fk_whole == pk_whole or fk == pk))
-        similarity.append(_similarity(fk, pk, pk_table))
-        names_table.append(_holds_words(fk, _table_words(pk_table)))
-        identifier.append(any(t in GENERIC or t.endswith(_IDENTIFIER_ENDINGS) for t in fk))
-        key_own.append(_holds_words(pk, _table_words(pk_table)))
-        fk_own.append(_holds_words(fk, _table_words(fk_table)))
-    return NameFeatures(
-        name_equal=all(equal),
-        name_similarity=sum(similarity) / len(similarity) if similarity else 0.0,
-        names_key_table=all(names_table),
-        fk_identifier=all(identifier),
-        key_names_own_table=any(key_own),
-        fk_names_own_table=any(fk_own),
-        fk_table_extends_key_table=_extends(fk_table, pk_table),
-        key_table_extends_fk_table=_extends(pk_table, fk_table),
+    ``fk_identifier``), any (``key_names_own_table``, ``fk_names_own_table``) or their mean
+    (``name_similarity``)."""
+    table = pa.table(
+        {
+            "fk_table": [fk_table],
+            "fk_columns": [list(fk_columns)],
+            "pk_table": [pk_table],
+            "pk_columns": [list(pk_columns)],
+        }
     )
+    return NameFeatures(**{name: values[0].item() for name, values in name_columns(table).items()})
+
+
+class _Interned:
+    """Token tuples as integers, equal tuples equal integers."""
+
+    def __init__(self) -> None:
+        self.codes: dict[tuple[str, ...], int] = {}
+        self.values: list[tuple[str, ...]] = []
+
+    def __call__(self, value: tuple[str, ...]) -> int:
+        code = self.codes.setdefault(value, len(self.codes))
+        if code == len(self.values):
+            self.values.append(value)
+        return code
+
+
+def _per_distinct(function: Callable[..., object], *codes: np.ndarray) -> np.ndarray:
+    """``function`` of each row's codes (non-negative, or -1), called once per distinct combination."""
+    if not len(codes[0]):
+        return np.zeros(0)
+    base = max(int(c.max()) for c in codes) + 2
+    combined = np.zeros(len(codes[0]), np.int64)
+    for c in codes:  # at most three codes of a few thousand names: within 64 bits
+        combined = combined * base + (c + 1)
+    distinct, inverse = np.unique(combined, return_inverse=True)
+    parts = []
+    for _ in codes:
+        parts.append(distinct % base - 1)
+        distinct = distinct // base
+    rows = zip(*(part.tolist() for part in reversed(parts)), strict=True)
+    return np.array([function(*row) for row in rows], dtype=np.float64)[inverse]
+
+
+def name_columns(candidates: pa.Table) -> dict[str, np.ndarray]:
+    """``NameFeatures`` of each candidate (fk_table, fk_columns, pk_table, pk_columns) as arrays. A lake's
+    candidates are millions, its names few: each column's tokens are found once, and each feature is
+    computed once per distinct combination of the token tuples it reads."""
+    n = candidates.num_rows
+    fk_columns, pk_columns = candidates["fk_columns"], candidates["pk_columns"]
+    owner = pc.list_parent_indices(fk_columns).to_numpy()
+    interned = _Interned()
+
+    def sides(tables: pa.ChunkedArray, columns: pa.ChunkedArray) -> tuple[np.ndarray, ...]:
+        """Per column pair, of one side's column: its whole tokens, its bare tokens and its table's words,
+        as interned codes."""
+        keys = pc.binary_join_element_wise(tables.take(owner), pc.list_flatten(columns), "\x1f")
+        [codes], distinct = shared_codes(keys)
+        found = []
+        for key in distinct.to_pylist():
+            table, column = key.split("\x1f")
+            found.append(
+                (
+                    interned(tokens(column)),
+                    interned(bare_tokens(column, table)),
+                    interned(_table_words(table)),
+                )
+            )
+        per_side = np.array(found, dtype=np.int64).reshape(len(found), 3)[codes]
+        return per_side[:, 0], per_side[:, 1], per_side[:, 2]
+
+    fk_whole, fk_bare, fk_words = sides(candidates["fk_table"], fk_columns)
+    pk_whole, pk_bare, pk_words = sides(candidates["pk_table"], pk_columns)
+    value = interned.values
+    generic_only = np.array([not [t for t in v if t not in GENERIC] for v in value], dtype=bool)
+    equal = (
+        np.array([bool(v) for v in value], dtype=bool)[fk_whole]
+        & ((fk_whole == pk_whole) | (fk_bare == pk_bare))
+    ).astype(np.float64)
+    # a key of generic tokens alone is represented by its table's words
+    similarity = _per_distinct(
+        lambda fk, pk, words: _similarity(value[fk], value[pk], value[words] if words >= 0 else ()),
+        fk_bare,
+        pk_bare,
+        np.where(generic_only[pk_bare], pk_words, -1),
+    )
+    identifier = np.array(
+        [any(t in GENERIC or t.endswith(_IDENTIFIER_ENDINGS) for t in v) for v in value], dtype=np.float64
+    )[fk_bare]
+
+    def holds(tokens_: np.ndarray, words: np.ndarray) -> np.ndarray:
+        return _per_distinct(lambda t, w: _holds_words(value[t], value[w]), tokens_, words)
+
+    count = np.bincount(owner, minlength=n)
+
+    def every(per_pair: np.ndarray) -> np.ndarray:
+        return np.bincount(owner, weights=1.0 - per_pair, minlength=n) == 0
+
+    def some(per_pair: np.ndarray) -> np.ndarray:
+        return np.bincount(owner, weights=per_pair, minlength=n) > 0
+
+    # the tables' words, a candidate's (its first column pair's: one table per side)
+    first = np.flatnonzero(np.r_[True, owner[1:] != owner[:-1]]) if len(owner) else np.zeros(0, np.int64)
+    fk_table_words, pk_table_words = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    fk_table_words[owner[first]], pk_table_words[owner[first]] = fk_words[first], pk_words[first]
+    summed = np.bincount(owner, weights=similarity, minlength=n)
+    return {
+        "name_equal": every(equal),
+        "name_similarity": np.divide(summed, count, out=np.zeros(n), where=count > 0),
+        "names_key_table": every(holds(fk_bare, pk_words)),
+        "fk_identifier": every(identifier),
+        "key_names_own_table": some(holds(pk_bare, pk_words)),
+        "fk_names_own_table": some(holds(fk_bare, fk_words)),
+        "fk_table_extends_key_table": _per_distinct(
+            lambda a, b: _extends(value[a], value[b]), fk_table_words, pk_table_words
+        ).astype(bool),
+        "key_table_extends_fk_table": _per_distinct(
+            lambda a, b: _extends(value[b], value[a]), fk_table_words, pk_table_words
+        ).astype(bool),
+    }

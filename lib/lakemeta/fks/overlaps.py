@@ -36,11 +36,12 @@ from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from scipy.sparse import csr_array
 from scipy.sparse.csgraph import maximum_bipartite_matching
 
 from lakemeta.config import FkConfig
-from lakemeta.fks.signals import SAMPLE_COVERAGE, ColumnTypes, both_ways, counts_from_first_values
+from lakemeta.fks.signals import SAMPLE_COVERAGE, ColumnTypes, both_ways, counts_from_first_values, filled
 
 SCHEMA = pa.schema(
     [
@@ -90,43 +91,50 @@ def matched_columns(inclusions: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return [(left[i], right[j]) for i, j in enumerate(matched) if j >= 0]
 
 
-def key_inclusions(candidates: list[dict], prefix_share: float) -> set[tuple[str, str]]:
+def key_inclusions(candidates: pa.Table, prefix_share: float) -> set[tuple[str, str]]:
     """The table pairs (A, B) with a key of A included in a key of B and covering a share of it (a copy,
     a sample, a version; a dozen stores are no sample of 73,049 dates): candidates whose dependent is a
     key, unless it only counts from the key's first values (three rows numbered 1..3 fit any id range)."""
-    return {
-        (r["fk_table"], r["pk_table"])
-        for r in candidates
-        if r["fk_is_key"]
-        and r["fk_table"] != r["pk_table"]
-        and r["coverage"] >= SAMPLE_COVERAGE
-        and not counts_from_first_values(r, prefix_share)
-    }
+    found = candidates.filter(
+        filled(candidates, "fk_is_key", False)
+        & _between_tables(candidates)
+        & (filled(candidates, "coverage", 0.0) >= SAMPLE_COVERAGE)
+        & ~counts_from_first_values(candidates, prefix_share)
+    )
+    return set(zip(found["fk_table"].to_pylist(), found["pk_table"].to_pylist(), strict=True))
 
 
-def same_shape(candidates: list[dict], types: ColumnTypes) -> set[frozenset[str]]:
+def _between_tables(candidates: pa.Table) -> np.ndarray:
+    return pc.not_equal(candidates["fk_table"], candidates["pk_table"]).to_numpy(zero_copy_only=False)
+
+
+def same_shape(candidates: pa.Table, types: ColumnTypes) -> set[frozenset[str]]:
     """The table pairs of one shape with a candidate from a column of one to the key at the same place in
     the other, a key of other values than integers (two tables of ids 1..N are not versions)."""
+    single = pc.list_value_length(candidates["fk_columns"]).to_numpy(zero_copy_only=False) == 1
+    found = candidates.filter(
+        _between_tables(candidates) & single & ~filled(candidates, "pk_is_integer", False)
+    )
     return {
         frozenset((r["fk_table"], r["pk_table"]))
-        for r in candidates
-        if r["fk_table"] != r["pk_table"]
-        and len(r["fk_columns"]) == 1
-        and not r["pk_is_integer"]
-        and types.shape.get(r["fk_table"]) == types.shape.get(r["pk_table"])
+        for r in found.select(["fk_table", "fk_columns", "pk_table", "pk_columns"]).to_pylist()
+        if types.shape.get(r["fk_table"]) == types.shape.get(r["pk_table"])
         and types.ordinal.get((r["fk_table"], r["fk_columns"][0]))
         == types.ordinal.get((r["pk_table"], r["pk_columns"][0]))
     }
 
 
-def mutual_keys(candidates: list[dict]) -> set[frozenset[str]]:
+def mutual_keys(candidates: pa.Table) -> set[frozenset[str]]:
     """The table pairs each of which has a key included in a key of the other, keys of other values than
     integers (two tables of N rows numbered 1..N are not copies of one another)."""
-    integer = {(r["pk_table"], tuple(r["pk_columns"])) for r in candidates if r["pk_is_integer"]}
+    # a key's reverse candidate is among these too, and whether a key is of integers is the key's own
+    found = candidates.filter(both_ways(candidates) & _between_tables(candidates)).to_pylist()
+    integer = {(r["pk_table"], tuple(r["pk_columns"])) for r in found if r["pk_is_integer"]}
     return {
-        frozenset((f, p))
-        for f, fc, p, pc_ in both_ways(candidates)
-        if f != p and (f, fc) not in integer and (p, pc_) not in integer
+        frozenset((r["fk_table"], r["pk_table"]))
+        for r in found
+        if (r["fk_table"], tuple(r["fk_columns"])) not in integer
+        and (r["pk_table"], tuple(r["pk_columns"])) not in integer
     }
 
 
@@ -134,10 +142,9 @@ def find_overlaps(inclusions: pa.Table, types: ColumnTypes, scored: pa.Table, co
     """The overlapping table pairs (module docstring): ``inclusions`` the column pairs (dep_table,
     dep_column, ref_table, ref_column) taken as included, ``types`` the lake's columns, ``scored`` the FK
     candidates with their signals (``discover``)."""
-    candidates = scored.to_pylist()
     column_counts = {table: len(columns) for table, columns in types.columns.items()}
-    key_inclusion = key_inclusions(candidates, config.prefix_share)
-    mutual, shaped_pairs = mutual_keys(candidates), same_shape(candidates, types)
+    key_inclusion = key_inclusions(scored, config.prefix_share)
+    mutual, shaped_pairs = mutual_keys(scored), same_shape(scored, types)
     share = config.overlap_share
     by_pair: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for row in inclusions.select(["dep_table", "dep_column", "ref_table", "ref_column"]).to_pylist():

@@ -38,12 +38,12 @@ The names' features are ``names``'; the choice weighs all of them with the learn
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakemeta.arrays import shared_codes
 from lakemeta.sketches.discover import type_family
 
 _INTEGER = r"^-?[0-9]+$"
@@ -99,18 +99,30 @@ def folder(table: str) -> str:
     return table.rsplit("/", 1)[0] if "/" in table else ""
 
 
-def counts_from_first_values(candidate: dict, prefix_share: float) -> bool:
-    """Whether a candidate counts from its integer key's first values rather than referring to the key: its
-    values start in the key's first tenth and end before ``prefix_share`` of it (a line number, a
+def filled(candidates: pa.Table, name: str, fill: float | bool = 0) -> np.ndarray:
+    """A column of the candidates as a numpy array, its nulls ``fill``."""
+    return pc.fill_null(candidates[name], fill).to_numpy()
+
+
+def counts_from_first_values(candidates: pa.Table, prefix_share: float) -> np.ndarray:
+    """Whether each candidate counts from its integer key's first values rather than referring to the key:
+    its values start in the key's first tenth and end before ``prefix_share`` of it (a line number, a
     quantity or a year inside an id range numbered from 1), or they hold every key value up to their
     largest and stop short of the key's end (TPC-H's ps_availqty, 1..9,999 inside c_custkey's 1..15,000:
     a counter; a sample of the key has gaps or reaches its end). A window further in (a few years of a
-    two-century calendar) is left to the other signals (``choice``)."""
-    if not candidate["pk_is_integer"] or candidate["span_start"] > _FIRST_TENTH:
-        return False
-    width = candidate["span_end"] - candidate["span_start"]
-    dense = candidate["coverage"] >= _DENSE * width and candidate["span_end"] < _DENSE
-    return candidate["span_end"] <= prefix_share or dense
+    two-century calendar) is left to the other signals (``choice``); a candidate without a span (a
+    composite key's) counts nothing."""
+    spanned = candidates["span_start"].is_valid().to_numpy(zero_copy_only=False) & candidates[
+        "span_end"
+    ].is_valid().to_numpy(zero_copy_only=False)
+    start, end = filled(candidates, "span_start", 1.0), filled(candidates, "span_end", 1.0)
+    dense = (filled(candidates, "coverage", 0.0) >= _DENSE * (end - start)) & (end < _DENSE)
+    return (
+        spanned
+        & filled(candidates, "pk_is_integer", False)
+        & (start <= _FIRST_TENTH)
+        & ((end <= prefix_share) | dense)
+    )
 
 
 class ColumnTypes:
@@ -133,10 +145,15 @@ class ColumnTypes:
         self.shape = {table: tuple(f for _, _, f in sorted(listed)) for table, listed in by_table.items()}
 
 
-def both_ways(candidates: Iterable[dict]) -> set[tuple]:
-    """The candidates (fk_table, fk_columns, pk_table, pk_columns) whose reverse is a candidate too: keys
-    included in one another (``choice`` rules them out, ``overlaps`` takes copies from them)."""
-    found = {
-        (r["fk_table"], tuple(r["fk_columns"]), r["pk_table"], tuple(r["pk_columns"])) for r in candidates
-    }
-    return {(f, fc, p, pc_) for f, fc, p, pc_ in found if (p, pc_, f, fc) in found}
+def both_ways(candidates: pa.Table) -> np.ndarray:
+    """Whether each candidate's reverse is a candidate too: keys included in one another (``overlaps``
+    takes copies from them, ``model`` weighs them)."""
+    fk = pc.binary_join_element_wise(
+        candidates["fk_table"], pc.binary_join(candidates["fk_columns"], "\x1f"), "\x1e"
+    )
+    pk = pc.binary_join_element_wise(
+        candidates["pk_table"], pc.binary_join(candidates["pk_columns"], "\x1f"), "\x1e"
+    )
+    (fk_codes, pk_codes), sides = shared_codes(fk, pk)
+    forward = fk_codes * len(sides) + pk_codes
+    return np.isin(pk_codes * len(sides) + fk_codes, forward)

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from lakemeta.arrays import mapped
 from lakemeta.config import FkConfig
-from lakemeta.fks.choice import choose_per_dependent, stored_signals, with_pair_flags
+from lakemeta.fks.choice import choose_featured, stored_signals, with_features, with_pair_flags
 from lakemeta.fks.model import FEATURES, NAME_FEATURES, LogisticModel, feature_matrix, fit
 
 ForeignKey = tuple[str, tuple[str, ...], str, tuple[str, ...]]
-_UNTRAINED = LogisticModel((), (), (), 0.0, 0.5)  # features only: the choice computes them whatever the model
 
 
 def identity(row: dict) -> ForeignKey:
@@ -58,23 +59,28 @@ class LabelledLake:
     group_of: Callable[[str], str]
 
 
-def labelled_rows(lakes: Iterable[LabelledLake], config: FkConfig) -> tuple[list[dict], dict[str, set]]:
-    """Every candidate of the lakes as the choice's row, with ``group`` and ``label``; and the true FKs per
-    group (a group without candidates keeps its FKs: they count as missed)."""
-    rows: list[dict] = []
+def labelled_rows(lakes: Iterable[LabelledLake], config: FkConfig) -> tuple[pa.Table, dict[str, set]]:
+    """Every candidate of the lakes with its features (``choice.with_features``), ``group`` and
+    ``label``; and the true FKs per group (a group without candidates keeps its FKs: they count as
+    missed)."""
+    tables: list[pa.Table] = []
     truth: dict[str, set] = {}
     for lake in lakes:
         truth_here = {canonical(fk) for fk in lake.truth}
-        candidates = with_pair_flags(stored_signals(lake.candidates).to_pylist(), lake.overlaps)
-        for row in choose_per_dependent(candidates, config, _UNTRAINED):
-            row["group"] = lake.group_of(row["fk_table"])
-            row["label"] = identity(row) in truth_here
-            rows.append(row)
+        featured = with_features(with_pair_flags(stored_signals(lake.candidates), lake.overlaps), config)
+        dependents = featured.select(["fk_table", "fk_columns", "pk_table", "pk_columns"]).to_pylist()
+        groups = [lake.group_of(row["fk_table"]) for row in dependents]
+        labels = [identity(row) in truth_here for row in dependents]
+        tables.append(
+            featured.append_column("group", pa.array(groups, pa.string())).append_column(
+                "label", pa.array(labels, pa.bool_())
+            )
+        )
         for fk in truth_here:
             truth.setdefault(lake.group_of(fk[0]), set()).add(fk)
-        for row in rows:
-            truth.setdefault(row["group"], set())
-    return rows, truth
+        for group in groups:
+            truth.setdefault(group, set())
+    return pa.concat_tables(tables, promote_options="permissive"), truth
 
 
 def model_features(name_signal: bool) -> tuple[str, ...]:
@@ -82,37 +88,39 @@ def model_features(name_signal: bool) -> tuple[str, ...]:
     return tuple(name for name in FEATURES if name_signal or name not in NAME_FEATURES)
 
 
-def accepted(rows: list[dict], config: FkConfig, scoring: LogisticModel) -> set[ForeignKey]:
-    """The candidates the choice accepts under ``scoring``."""
-    return {identity(row) for row in choose_per_dependent(rows, config, scoring) if row["answer_set"] == 1}
+def accepted(rows: pa.Table, config: FkConfig, scoring: LogisticModel) -> set[ForeignKey]:
+    """The candidates (``labelled_rows``') the choice accepts under ``scoring``."""
+    chosen = choose_featured(rows, config, scoring)
+    found = chosen.filter(pc.fill_null(pc.equal(chosen["answer_set"], 1), False))
+    return {
+        identity(row)
+        for row in found.select(["fk_table", "fk_columns", "pk_table", "pk_columns"]).to_pylist()
+    }
 
 
-def _best_threshold(rows: list[dict], config: FkConfig, scoring: LogisticModel, true: int) -> float:
+def _best_threshold(rows: pa.Table, config: FkConfig, scoring: LogisticModel, true: int) -> float:
     """The threshold at which accepting the dependents' choices gives the best micro F1 (``true`` FKs in
     all): the choices are those of threshold 0, each accepted from its score on."""
-    open_choice = scoring.with_threshold(0.0)
-    chosen = sorted(
-        (row["score"], row["label"])
-        for row in choose_per_dependent(rows, config, open_choice)
-        if row["answer_set"] == 1
-    )
-    best, threshold, hits = -1.0, 0.5, 0
-    # walking down from the highest score: accepting every choice from this score on
-    for found, (score, label) in enumerate(reversed(chosen), start=1):
-        hits += label
-        f1 = 2 * hits / (found + true)
-        if f1 > best:
-            best, threshold = f1, score
-    return float(threshold)
+    chosen = choose_featured(rows, config, scoring.with_threshold(0.0))
+    chosen = chosen.filter(pc.fill_null(pc.equal(chosen["answer_set"], 1), False))
+    labels = chosen["label"].to_numpy(zero_copy_only=False)
+    order = np.lexsort((~labels, -chosen["score"].to_numpy()))  # at one score, the true FKs first
+    hits = np.cumsum(labels[order])
+    if not len(hits):
+        return 0.5
+    # accepting every choice from each score on, walking down from the highest
+    f1 = 2 * hits / (np.arange(1, len(hits) + 1) + true)
+    return float(chosen["score"].to_numpy()[order][int(np.argmax(f1))])
 
 
-def train(rows: list[dict], truth: dict[str, set], config: FkConfig, l2: float = 1.0) -> LogisticModel:
-    """The model fitted on ``rows`` (``config.name_signal`` choosing its features), its threshold tuned."""
+def train(rows: pa.Table, truth: dict[str, set], config: FkConfig, l2: float = 1.0) -> LogisticModel:
+    """The model fitted on ``rows`` (``labelled_rows``'; ``config.name_signal`` choosing its features), its
+    threshold tuned."""
     features = model_features(config.name_signal)
     x = feature_matrix(rows, list(features))
-    y = np.array([row["label"] for row in rows], dtype=np.float64)
+    y = rows["label"].to_numpy(zero_copy_only=False).astype(np.float64)
     scoring = fit(features, x, y, l2)
-    true = sum(len(truth[group]) for group in {row["group"] for row in rows} | set(truth))
+    true = sum(len(truth[group]) for group in set(rows["group"].to_pylist()) | set(truth))
     return scoring.with_threshold(_best_threshold(rows, config, scoring, true))
 
 
@@ -143,7 +151,7 @@ def scores(found: set[ForeignKey], truth: dict[str, set], group_of: Callable[[st
 
 
 def cross_validate(
-    rows: list[dict],
+    rows: pa.Table,
     truth: dict[str, set],
     config: FkConfig,
     folds: int = 10,
@@ -155,9 +163,9 @@ def cross_validate(
     random.Random(seed).shuffle(groups)
     fold_of = {group: i % folds for i, group in enumerate(groups)}
     found: set[ForeignKey] = set()
+    folds_of_rows = mapped(rows["group"], lambda group: fold_of.get(group, -1), pa.int64()).to_numpy()
     for fold in range(folds):
-        training = [row for row in rows if fold_of[row["group"]] != fold]
-        held_out = [row for row in rows if fold_of[row["group"]] == fold]
+        training, held_out = rows.filter(folds_of_rows != fold), rows.filter(folds_of_rows == fold)
         trained = train(training, {g: t for g, t in truth.items() if fold_of[g] != fold}, config, l2)
         found |= accepted(held_out, config, trained)
     return found

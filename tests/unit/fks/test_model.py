@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 import pytest
 
 from lakemeta.fks import model
+from lakemeta.fks.choice import with_features
 from lakemeta.fks.training import _best_threshold, canonical, model_features
 
 
@@ -24,7 +26,7 @@ def test_the_fit_recovers_a_known_logistic_model() -> None:
 
 def test_contributions_add_up_to_the_score() -> None:
     scoring = model.LogisticModel(("coverage", "inclusion"), (2.0, -1.0), (0.5, 0.9), 0.25, 0.5)
-    rows = [{"coverage": 0.75, "inclusion": 1.0}, {"coverage": 0.5, "inclusion": 0.9}]
+    rows = pa.table({"coverage": [0.75, 0.5], "inclusion": [1.0, 0.9]})
     terms = scoring.contributions(rows)
     assert np.allclose(terms, [[0.5, -0.1], [0.0, 0.0]])
     expected = 1 / (1 + np.exp(-(terms.sum(axis=1) + 0.25)))
@@ -58,6 +60,7 @@ def test_the_threshold_maximises_the_f1_of_the_choices() -> None:
 
     rows = [row("a", True, 0.9), row("b", True, 0.8), row("c", False, 0.3), row("d", True, 0.2)]
     scoring = model.LogisticModel(("coverage",), (10.0,), (0.5,), 0.0, 0.5)
+    featured = with_features(pa.Table.from_pylist(rows), FkConfig())
     # accepting the two best gives F1 4/5, the three best 4/6, all four 6/7: the best
-    threshold = _best_threshold(rows, FkConfig(), scoring, true=3)
+    threshold = _best_threshold(featured, FkConfig(), scoring, true=3)
     assert threshold == pytest.approx(1 / (1 + np.exp(-10 * (0.2 - 0.5))))
