@@ -30,9 +30,10 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyspark.sql.functions as F
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
@@ -45,7 +46,7 @@ from lakemeta.fks.candidates import (
     smallest_keys_only,
     with_key_signals,
 )
-from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent, with_pair_flags
+from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent, overlapping, with_pair_flags
 from lakemeta.fks.keys import Key
 from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
 from lakemeta.fks.overlaps import find_overlaps, joined_groups
@@ -145,12 +146,17 @@ def _related(
     def related(candidates: pa.Table, inclusions: pa.Table) -> pa.Table:
         candidates = candidates.select(scored.names).cast(scored)
         found = find_overlaps(inclusions, types, candidates, config.fks)
-        overlaps = {frozenset((row["left_table"], row["right_table"])): row for row in found.to_pylist()}
-        rows = with_pair_flags(candidates.to_pylist(), found)
-        for row in rows:
-            # on the pair's first candidate
-            row["overlap"] = overlaps.pop(frozenset((row["fk_table"], row["pk_table"])), None)
-        return pa.Table.from_pylist(rows, schema=out)
+        flagged = with_pair_flags(candidates, found)
+        # each overlap on the first candidate of its pair of tables
+        row = overlapping(candidates, found)
+        hits = np.flatnonzero(row >= 0)
+        first = np.full(len(found), len(row))
+        np.minimum.at(first, row[hits], hits)
+        on_first = np.full(len(row), -1)
+        on_first[first[first < len(row)]] = np.flatnonzero(first < len(row))
+        index = pa.array(on_first, pa.int64(), mask=on_first < 0)
+        overlap = found.combine_chunks().to_struct_array().take(index)
+        return flagged.append_column("overlap", overlap).cast(out)
 
     return related
 
@@ -159,15 +165,14 @@ def _chosen(config: Config, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]
     """Stage 5 over some dependent tables' candidates."""
 
     def chosen(candidates: pa.Table) -> pa.Table:
-        rows = choose_per_dependent(candidates.to_pylist(), config.fks)
-        return pa.Table.from_pylist(rows, schema=schema)
+        return choose_per_dependent(candidates, config.fks).select(schema.names).cast(schema)
 
     return chosen
 
 
+_ID_BITS = 33  # ``monotonically_increasing_id``: the partition in the upper bits, the row in the lower 33
 _GROUP_ROWS = 50_000
-"""The rows a stage's group holds on average at most: a group is one Arrow table, then Python rows of a
-few KB each, in one Python worker."""
+"""The rows a stage's group holds on average at most: a group is one Arrow table in one Python worker."""
 
 
 def _bucket(groups: int, *columns: str) -> Column:
@@ -362,9 +367,22 @@ def discover_in_executors(
         "pk_table",
         "pk_columns",
     ]
+    # the rank without a window over one partition: the sorted partitions are numbered within, and each
+    # starts after the rows of those before it (a count per partition, on the driver)
+    ordered = persist(
+        chosen.join(graph_of, "fk_table").orderBy(*order).withColumn("_at", F.monotonically_increasing_id())
+    )
+    part, within = F.shiftright("_at", _ID_BITS), F.col("_at").bitwiseAND(F.lit((1 << _ID_BITS) - 1))
+    counts = dict(ordered.groupBy(part.alias("part")).count().collect())  # a row per partition
+    starts, before = {}, 0
+    for number in sorted(counts):
+        starts[number], before = before, before + counts[number]
+    start_of = (
+        F.create_map(*[F.lit(x) for pair in starts.items() for x in pair]) if starts else F.create_map()
+    )
     ranked = (
-        chosen.join(graph_of, "fk_table")
-        .withColumn("rank", F.row_number().over(Window.orderBy(*order)).cast("int"))
+        ordered.withColumn("rank", (F.coalesce(start_of[part], F.lit(0)) + within + 1).cast("int"))
+        .drop("_at")
         .withColumn("accepted", F.coalesce(F.col("answer_set") == 1, F.lit(False)))
     )
     stages = Stages(n_proposed, n_computed, n_passed, n_kept)
