@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -184,6 +185,18 @@ class FkConfig:
     overlap_share: float = 0.5
     # Keys declared by hand, added to those found: {table: [[column, ...], ...]}.
     declared_keys: Mapping[str, list[list[str]]] = dataclasses.field(default_factory=dict)
+    # The lake's schemas (``schema_of``): a table's schema is its folder unless a pattern here matches its
+    # path, {pattern: schema}, the first in order (fnmatch): {"erp/*": "erp", "erp_2019/*": "erp"} makes
+    # two folders one schema, {"flat/shop_*": "shop", "flat/hr_*": "hr"} splits a flat folder by prefix.
+    schemas: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def schema_of(self, table: str) -> str:
+        """The schema of a table (its path relative to the lake root): the first of ``schemas`` whose
+        pattern matches it, else its folder ("" at the root)."""
+        for pattern, schema in self.schemas.items():
+            if fnmatch.fnmatchcase(table, pattern):
+                return schema
+        return table.rsplit("/", 1)[0] if "/" in table else ""
 
     def __post_init__(self) -> None:
         if not 0 < self.inclusion_threshold <= 1:
@@ -195,6 +208,11 @@ class FkConfig:
         for name in ("prefix_share", "overlap_share"):
             if not 0 <= getattr(self, name) <= 1:
                 raise ValueError(f"fks.{name} must be in [0, 1], got {getattr(self, name)}")
+        if not isinstance(self.schemas, Mapping) or not all(
+            isinstance(pattern, str) and isinstance(schema, str) and pattern and schema
+            for pattern, schema in self.schemas.items()
+        ):
+            raise ValueError(f"fks.schemas must map path patterns to schema names, got {self.schemas!r}")
 
 
 @dataclasses.dataclass(frozen=True)

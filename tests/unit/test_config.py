@@ -82,3 +82,15 @@ def test_xash_scheme_is_read_and_checked(tmp_path: Path):
     config_file.write_text("joinsearch:\n  xash_scheme: murmur\n")
     with pytest.raises(ValueError, match="xash_scheme"):
         load_config(environ={"LAKEMETA_CONFIG": str(config_file)})
+
+
+def test_a_tables_schema_is_its_folder_unless_a_pattern_maps_it():
+    config = load_config(
+        {"fks": parse_settings(['fks.schemas={"flat/shop_*": shop, "erp_2019/*": erp}'])["fks"]}, environ={}
+    )
+    schema_of = config.fks.schema_of
+    assert schema_of("flat/shop_orders") == "shop" and schema_of("flat/hr_staff") == "flat"
+    assert schema_of("erp_2019/invoices") == schema_of("erp/invoices") == "erp"
+    assert schema_of("orders") == ""  # the lake's root
+    with pytest.raises(ValueError, match=r"fks\.schemas"):
+        load_config({"fks": {"schemas": {"flat/*": ""}}}, environ={})

@@ -16,11 +16,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakemeta.arrays import mapped
 from lakemeta.config import FkConfig, SketchConfig
 from lakemeta.fks.columns import ColumnCache
 from lakemeta.fks.keys import Key
 from lakemeta.fks.randomness import KeyGrid
-from lakemeta.fks.signals import ColumnTypes, common_divisor, folder, integer_key, span, step
+from lakemeta.fks.signals import ColumnTypes, common_divisor, integer_key, span, step
 from lakemeta.sketches.bml import estimate_inclusion
 from lakemeta.sketches.hll import registers_of
 from lakemeta.values.hashes import shared_count
@@ -99,27 +100,21 @@ def _column_names(tables: pa.Array | pa.ChunkedArray, columns: pa.Array | pa.Chu
     return pc.binary_join_element_wise(tables, columns, _SEPARATOR)
 
 
-def _folders(tables: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``signals.folder`` of each table."""
-    return pc.if_else(
-        pc.match_substring(tables, "/"), pc.replace_substring_regex(tables, r"/[^/]*$", ""), pa.scalar("")
-    )
-
-
 @dataclass(frozen=True)
 class ForeignNumberings:
-    """The cut before scoring at any density: a one-column key that numbers its table's rows
-    (``numberings``) has no candidates in other folders, which ``choice`` could never accept (its rule 3:
-    a key in another schema must be more than a numbering 1..N), unless the dependent is a key itself and
-    its table may be a copy of the key's (``CandidateIndex.may_overlap``): ``overlaps`` finds copies from
-    such candidates. So the overlaps and every kept candidate's own signals are those of the full list;
-    what changes is that such a key no longer outranks a candidate of another folder's key that is more
+    """The cut before scoring at any density: a one-column key that numbers its table's rows (``numberings``)
+    has no candidates in other schemas (folders, ``FkConfig.schema_of``), which ``choice`` could never accept
+    (its rule 3: a key in another schema must be more than a numbering 1..N), unless the dependent is a key
+    itself and its table may be a copy of the key's (``CandidateIndex.may_overlap``): ``overlaps`` finds
+    copies from such candidates. So the overlaps and every kept candidate's own signals are those of the full
+    list; what changes is that such a key no longer outranks a candidate of another schema's key that is more
     than a numbering (``choice``, 2). ``numbered``: the numbering keys (table, column); ``keys``: every key
-    (table, columns); ``overlap_share``: ``fks.overlap_share``."""
+    (table, columns); ``overlap_share``: ``fks.overlap_share``; ``schema_of``: ``fks.schema_of``."""
 
     numbered: frozenset[tuple[str, str]]
     keys: frozenset[tuple[str, tuple[str, ...]]]
     overlap_share: float
+    schema_of: Callable[[str], str]  # ``FkConfig.schema_of``
     _one_column_keys: pa.Array = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -128,9 +123,11 @@ class ForeignNumberings:
 
     def kept(self, candidates: pa.Table, key: Key, index: CandidateIndex) -> pa.Array:
         """Which of a numbering key's one-column candidates (``CandidateIndex``' rows into its column) are
-        kept: those of its folder, and those whose dependent is a key of a table that may be its table's
+        kept: those of its schema, and those whose dependent is a key of a table that may be its table's
         copy."""
-        same_folder = pc.equal(candidates["dep_folder"], folder(key.table))
+        same_folder = pc.equal(
+            mapped(candidates["dep_table"], self.schema_of, pa.string()), self.schema_of(key.table)
+        )
         dependents = _column_names(candidates["dep_table"], candidates["dep_column"])
         is_key = pc.is_in(dependents, self._one_column_keys)
         foreign_keys = pc.and_(pc.invert(same_folder), is_key)
@@ -157,7 +154,7 @@ class CandidateIndex:
             ["dep_table", "dep_column", "ref_table", "ref_column", "estimate", "error_bound"]
         )
         rows = rows.sort_by([("ref_table", "ascending"), ("ref_column", "ascending")]).combine_chunks()
-        self._rows = rows.append_column("dep_folder", _folders(rows["dep_table"]))
+        self._rows = rows
         referenced = _column_names(rows["ref_table"], rows["ref_column"])
         starts = np.zeros(0, np.int64)
         if rows.num_rows:  # each referenced column's first row

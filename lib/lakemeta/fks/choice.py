@@ -26,12 +26,13 @@ score is kept under a choice over the candidates of a schema:
 4. **The choice is accepted** when its score reaches ``fks.min_score`` (by default the threshold the
    training chose, ``fk_model.json``).
 
-Schema graphs are the connected components of the tables joined by candidates not ruled out, within one
-folder; ``schema_graph`` names each by its first table. Each graph's answer sets are ranked: set 1 is the
-accepted choices (``accepted``), set 2 adds every dependent's choice that was not accepted, the looser
-reading an analyst may review (Zhang "proposes one or more answer sets"). ``evidence`` names the features
-that moved the score most, with their terms of the log-odds.
-"""
+A schema is a folder of the lake unless ``fks.schemas`` maps paths to schemas (``FkConfig.schema_of``);
+``same_folder`` says whether the two tables are of one schema. Schema graphs are the connected components of
+the tables joined by candidates not ruled out, within one schema; ``schema_graph`` names each by its first
+table. Each graph's answer sets are ranked: set 1 is the accepted choices (``accepted``), set 2 adds every
+dependent's choice that was not accepted, the looser reading an analyst may review (Zhang "proposes one or
+more answer sets"). ``evidence`` names the features that moved the score most, with their terms of the
+log-odds."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ from lakemeta.fks import model
 from lakemeta.fks.names import name_columns
 from lakemeta.fks.overlaps import joined_groups
 from lakemeta.fks.ranking import names_match
-from lakemeta.fks.signals import both_ways, counts_from_first_values, filled, folder
+from lakemeta.fks.signals import both_ways, counts_from_first_values, filled
 
 CHOICE_COLUMNS = pa.schema(
     [
@@ -131,8 +132,8 @@ def with_features(candidates: pa.Table, config: FkConfig) -> pa.Table:
     rules them out (``ruled_out``, ``reason``; module docstring, 1)."""
     columns = {
         "same_folder": pc.equal(
-            mapped(candidates["fk_table"], folder, pa.string()),
-            mapped(candidates["pk_table"], folder, pa.string()),
+            mapped(candidates["fk_table"], config.schema_of, pa.string()),
+            mapped(candidates["pk_table"], config.schema_of, pa.string()),
         ).to_numpy(zero_copy_only=False),
         **name_columns(candidates),
         "name_match": mapped(
@@ -294,7 +295,7 @@ def _in_rank_order(chosen: pa.Table) -> np.ndarray:
 
 def schema_graphs(chosen: pa.Table) -> dict[str, str]:
     """Each dependent's table and its schema graph's first table: the graphs join the tables of the
-    candidates not ruled out within one folder; every dependent's table is a node."""
+    candidates not ruled out within one schema; every dependent's table is a node."""
     joining = pc.and_(pc.invert(chosen["ruled_out"]), chosen["same_folder"])
     edges = (
         pa.table(

@@ -251,6 +251,7 @@ def discover_fk_candidates(
         _numbered_keys(catalog, keys, scan.driver_state_bytes),
         frozenset((key.table, key.columns) for key in keys),
         fks.overlap_share,
+        fks.schema_of,
     )
     log.info("FK candidates: %d keys number their rows 1..N or 0..N-1", len(cut.numbered))
     snapshots = catalog.read_small("tables").select(["table_name", "last_version", "n_rows"])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import html
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,28 +153,32 @@ def _label(node: str, view: SchemaView) -> str:
 
 
 def schema_views(
-    fks: list[dict], overlaps: list[tuple[str, str]], inds: list[dict] | None = None
+    fks: list[dict],
+    overlaps: list[tuple[str, str]],
+    inds: list[dict] | None = None,
+    schema_of: Callable[[str], str] = folder,
 ) -> tuple[dict[str, dict], list[SchemaView]]:
     """The lake overview (per schema: tables seen, accepted FKs, overlap groups) and the laid-out views of
     every schema graph, from the accepted FKs (rows of ``fk_candidates``), the overlapping table pairs and,
-    when given, the INDs (rows of ``inclusion_dependencies``) within a schema."""
+    when given, the INDs (rows of ``inclusion_dependencies``) within a schema (``schema_of``:
+    ``FkConfig.schema_of``)."""
     group = joined_groups(overlaps)
     node_of = lambda table: group.get(table, table)  # noqa: E731
     by_schema: dict[str, list[Edge]] = defaultdict(list)
     overview: dict[str, dict] = defaultdict(lambda: {"fks": 0, "tables": set(), "overlap_groups": set()})
     for row in fks:
         label = f"({', '.join(row['fk_columns'])}) \u2192 ({', '.join(row['pk_columns'])})"
-        schema = folder(row["fk_table"])
+        schema = schema_of(row["fk_table"])
         overview[schema]["fks"] += 1
-        if folder(row["pk_table"]) == schema:
+        if schema_of(row["pk_table"]) == schema:
             by_schema[schema].append(Edge(node_of(row["fk_table"]), node_of(row["pk_table"]), label, "fk"))
     for row in inds or []:
-        schema = folder(row["dep_table"])
-        if folder(row["ref_table"]) == schema and row["dep_table"] != row["ref_table"]:
+        schema = schema_of(row["dep_table"])
+        if schema_of(row["ref_table"]) == schema and row["dep_table"] != row["ref_table"]:
             label = f"{row['dep_column']} \u2286 {row['ref_column']}"
             by_schema[schema].append(Edge(node_of(row["dep_table"]), node_of(row["ref_table"]), label, "ind"))
     for table, head in group.items():
-        overview[folder(table)]["overlap_groups"].add(head)
+        overview[schema_of(table)]["overlap_groups"].add(head)
     views = []
     for schema in sorted(by_schema):
         edges = by_schema[schema]
@@ -313,17 +318,17 @@ def render_page(overview: dict[str, dict], views: list[SchemaView], title: str) 
 
 
 def write_catalog_page(
-    catalog: Location, path: Path, inds: bool = False
+    catalog: Location, path: Path, inds: bool = False, schema_of: Callable[[str], str] = folder
 ) -> tuple[dict[str, dict], list[SchemaView]]:
     """Read the catalog's accepted FKs, overlaps and (``inds``) INDs with delta-rs, write the page to
-    ``path``, and return what it shows."""
+    ``path``, and return what it shows (``schema_of`` as ``schema_views``')."""
 
     def read(name: str) -> list[dict]:
         return (catalog / name).delta_dataset().to_table().to_pylist()
 
     fks = [row for row in read("fk_candidates") if row["accepted"]]
     overlaps = [(row["left_table"], row["right_table"]) for row in read("table_overlaps")]
-    overview, views = schema_views(fks, overlaps, read("inclusion_dependencies") if inds else None)
+    overview, views = schema_views(fks, overlaps, read("inclusion_dependencies") if inds else None, schema_of)
     title = f"Schemas of {catalog}: {len(fks)} accepted foreign keys, {len(overlaps)} overlapping table pairs"
     path.write_text(render_page(overview, views, title), encoding="utf-8")
     return overview, views

@@ -188,3 +188,25 @@ def test_overlapping_tables_and_keys_both_ways_weigh_against_a_reference() -> No
     result = chosen(rows, overlaps=[overlap])
     assert all(r["tables_overlap"] and r["keys_both_ways"] for r in result)
     assert not accepted(result)
+
+
+def test_schemas_set_by_patterns_join_folders_and_split_a_flat_one() -> None:
+    rows = [
+        # one database over two folders: the archive's invoices reference the customers
+        candidate("erp_2019/invoices.customer_id", "erp/customers.customer_id", coverage=0.8),
+        # two databases in one flat folder, told apart by their tables' prefixes
+        candidate("flat/shop_orders.customer_id", "flat/shop_customers.customer_id", coverage=0.8),
+        candidate("flat/hr_staff.customer_id", "flat/shop_customers.customer_id", coverage=0.8),
+    ]
+    dependents = ("erp_2019/invoices", "flat/shop_orders", "flat/hr_staff")
+    by_folder = {r["fk_table"]: r for r in chosen(rows, scoring=BY_COVERAGE)}
+    assert [by_folder[t]["same_folder"] for t in dependents] == [False, True, True]
+    schemas = FkConfig(schemas={"erp_2019/*": "erp", "flat/shop_*": "shop", "flat/hr_*": "hr"})
+    by_schema = {r["fk_table"]: r for r in chosen(rows, schemas, BY_COVERAGE)}
+    assert [by_schema[t]["same_folder"] for t in dependents] == [True, True, False]
+    # the schema graphs follow the schemas
+    assert by_schema["erp_2019/invoices"]["schema_graph"] == "erp/customers"
+    assert by_schema["flat/hr_staff"]["schema_graph"] == "flat/hr_staff"
+    assert by_schema["flat/shop_orders"]["schema_graph"] == "flat/shop_customers"
+    # by folder, one graph holds the flat folder's three tables
+    assert by_folder["flat/shop_orders"]["schema_graph"] == by_folder["flat/hr_staff"]["schema_graph"]

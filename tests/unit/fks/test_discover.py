@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from lakemeta.config import FkConfig
 from lakemeta.fks.candidates import ROWS, CandidateIndex, ForeignNumberings, smallest_keys_only
 from lakemeta.fks.keys import Key
 from lakemeta.fks.signals import ColumnTypes
@@ -122,14 +123,13 @@ def test_a_numbering_key_keeps_candidates_of_its_folder_and_of_possible_copies_o
     )
     index = CandidateIndex(estimates, ColumnTypes(columns), 0.9)
     keys = [Key("x/people", ("id",)), Key("y/people", ("id",)), Key("y/counts", ("id",))]
-    cut = ForeignNumberings(
-        frozenset({("x/people", "id")}), frozenset((k.table, k.columns) for k in keys), 0.5
-    )
+    keyed = frozenset((k.table, k.columns) for k in keys)
+    cut = ForeignNumberings(frozenset({("x/people", "id")}), keyed, 0.5, FkConfig().schema_of)
     every = {(c.table, c.columns) for c in index.candidates(keys[0])}
     kept = {(c.table, c.columns) for c in index.candidates(keys[0], cut)}
     assert every - kept == {("y/counts", ("id",)), ("y/counts", ("n",)), ("y/tags", ("person",))}
     # its own folder's and its own table's candidates stay, and so does the copy's key
     assert kept == {("x/visits", ("person",)), ("y/people", ("id",)), ("x/people", ("age",))}
     # a key that is no numbering keeps them all
-    other = ForeignNumberings(frozenset(), cut.keys, 0.5)
+    other = ForeignNumberings(frozenset(), cut.keys, 0.5, FkConfig().schema_of)
     assert {(c.table, c.columns) for c in index.candidates(keys[0], other)} == every
