@@ -4,7 +4,7 @@ Every module reaches storage through a :class:`Location` (a URI: ``/abs/path``, 
 ``s3://bucket/prefix``): delta-rs tables with the right storage options, pyarrow file systems for listing
 and for the few plain files lakemeta writes, and the Spark settings and jars that let Spark address the
 same URI. What differs per scheme lives in one :class:`Backend` entry of ``BACKENDS``; adding ``gs://`` or
-``abfss://`` is a new entry there (README, "Object storage", says what each would need).
+``abfss://`` is a new entry there (docs/operations.md, "Object storage", says what each would need).
 
 Credentials come the standard way, from the process's environment (``AWS_ACCESS_KEY_ID``, ...) or the
 provider chain behind it (an AWS profile, an instance role), in the driver and in every executor alike:
@@ -141,7 +141,7 @@ class S3Backend(Backend):
         # share one URI. Credentials stay out of the settings: the SDK's default chain reads the
         # environment (or profile, or instance role) of the driver and of each executor. Delta's log store
         # for s3 (S3SingleDriverLogStore) is safe here because lakemeta's leases give every table it writes
-        # one writer at a time (README, "Object storage").
+        # one writer at a time (docs/operations.md, "Object storage").
         settings = S3Settings.from_environment()
         conf = {
             "spark.hadoop.fs.s3.impl": "org.apache.hadoop.fs.s3a.S3AFileSystem",

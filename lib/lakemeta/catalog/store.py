@@ -712,7 +712,7 @@ class Catalog:
                 ),
             )
             # Crash points keep the MERGE's labels: "after merge <table>" names the state update's commit
-            # whichever way it writes (README, "Operations").
+            # whichever way it writes (docs/operations.md, "Operations").
             with _naming_negative_counts(name), self.transaction(txn), self.committing("merge", name):
                 self.append(name, rows)
             return True

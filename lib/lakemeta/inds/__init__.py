@@ -9,7 +9,9 @@ columns    Many's inputs per column (signature, filter statistics) from the stat
            ``state/ind_columns``
 discover   the discovery step with Spark: candidates and exact validation over the value sets into the
            catalog's ``inclusion_dependencies`` (Alg. 3, 7-11), computed again only for changed tables
-graph      the IND graph of tables, components, HTML / PNG rendering (§6)
+containment  exact validation of small columns on the driver, on sorted value hashes (Alg. 7)
+kept       the kept inputs (``state/ind_columns``) read and written without Spark
+sized      signatures sized to their column (m doubled with the column's size), beyond Many's one m
 
 All but ``columns`` and ``discover`` run without Spark. Many in memory (Alg. 1) with the merge-based
 IND-Validator (Alg. 7), which the unit tests run the kernels through, is in ``lakemeta.reference.many`` and

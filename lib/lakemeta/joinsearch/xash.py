@@ -51,7 +51,7 @@ how many, where the segments lie and how far they rotate.
 The ``authors`` scheme encodes more characters per value at 256 and 512 bits and makes fewer values of
 one column cover one another (pairs of values of a column of the MATE sample tables: 4.17 M against
 6.44 M of 73.9 M at 128 bits). On rows of several values either scheme can filter better, depending on the
-values: ``bench/mate_search.py`` measures both, and README.md's performance notes say where and why.
+values: ``bench/mate_search.py`` measures both, and docs/performance.md says where and why.
 
 Both schemes fold ASCII upper case to lower case (values are normalised before they are hashed, which
 lower-cases them anyway). Bit layout: a hash is ``n_words = |a| / 64`` uint64 words; bit p counted from the
