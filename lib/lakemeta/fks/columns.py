@@ -40,10 +40,12 @@ def values_at(columns: list[pa.Array]) -> RowValues:
 
 class ColumnCache:
     """The columns of table snapshots, read on first use; ``need`` lists them beforehand so that a
-    snapshot's columns are read together, and says how many rows the snapshot has."""
+    snapshot's columns are read together, and says how many rows the snapshot has. ``scope``: the
+    snapshots are opened once per process for it (``snapshots.read_columns``)."""
 
-    def __init__(self, max_rows: int) -> None:
+    def __init__(self, max_rows: int, scope: str | None = None) -> None:
         self._max_rows = max_rows
+        self._scope = scope
         self._needed: dict[Snapshot, set[str]] = {}
         self._rows: dict[Snapshot, int] = {}
         self._groups: dict[Snapshot, list[tuple[list[str], int]] | None] = {}
@@ -53,6 +55,9 @@ class ColumnCache:
         self._distinct_tuples: dict[tuple[str, int, tuple[str, ...]], list[pa.Array]] = {}
         self._domain_keys: dict[tuple[str, int, tuple[str, ...]], list[DomainKeys]] = {}
         self._divisors: dict[tuple[str, int, tuple[str, ...]], int | None] = {}
+        # the column tuples something was derived from, per snapshot: a release looks at its snapshot's
+        # only (a task holds thousands of snapshots' entries, and releases as many times)
+        self._derived: dict[Snapshot, set[tuple[str, ...]]] = {}
 
     def need(self, path: str, version: int, columns: Iterable[str], rows: int) -> None:
         """Columns of a snapshot of ``rows`` rows that will be read."""
@@ -67,9 +72,18 @@ class ColumnCache:
         for column in gone:
             values.pop(column, None)
             self._hashes.pop((path, version, column), None)
-        for derived in (self._distinct_hashes, self._distinct_tuples, self._domain_keys, self._divisors):
-            for where in [w for w in derived if w[:2] == (path, version) and gone.intersection(w[2])]:
-                del derived[where]
+        derived_from = self._derived.get((path, version), set())
+        for columns_ in [c for c in derived_from if gone.intersection(c)]:
+            derived_from.discard(columns_)
+            for derived in (self._distinct_hashes, self._distinct_tuples, self._domain_keys, self._divisors):
+                derived.pop((path, version, columns_), None)
+
+    def _deriving(
+        self, path: str, version: int, columns: tuple[str, ...]
+    ) -> tuple[str, int, tuple[str, ...]]:
+        """The place of what is derived from a snapshot's columns, noted for ``release``."""
+        self._derived.setdefault((path, version), set()).add(columns)
+        return (path, version, columns)
 
     def _file_groups(self, path: str, version: int) -> list[tuple[list[str], int]] | None:
         """The snapshot's groups of data files when it is read by groups, else None (read whole)."""
@@ -88,7 +102,7 @@ class ColumnCache:
         values = self._values.setdefault((path, version), {})
         if column not in values:
             wanted = self._wanted(path, version, column, values)
-            values.update(zip(wanted, read_columns(path, version, wanted), strict=True))
+            values.update(zip(wanted, read_columns(path, version, wanted, scope=self._scope), strict=True))
         return values[column]
 
     def _hash_by_groups(
@@ -99,7 +113,9 @@ class ColumnCache:
         wanted = self._wanted(path, version, column, hashed)
         parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {c: [] for c in wanted}
         for files, _ in groups:
-            for name, values in zip(wanted, read_columns(path, version, wanted, files), strict=True):
+            for name, values in zip(
+                wanted, read_columns(path, version, wanted, files, self._scope), strict=True
+            ):
                 parts[name].append(hash_strings(values))
         for name, hashes in parts.items():
             self._hashes[(path, version, name)] = (
@@ -131,12 +147,15 @@ class ColumnCache:
             for files, count in groups:
                 local = rows[(rows >= start) & (rows < start + count)] - start
                 if len(local):
-                    read = read_columns(path, version, list(columns), files)
+                    read = read_columns(path, version, list(columns), files, self._scope)
                     taken.append([column.take(pa.array(local, pa.int64())) for column in read])
                 start += count
             if not taken:  # no rows asked: the columns' types, from the first group
                 taken.append(
-                    [c.slice(0, 0) for c in read_columns(path, version, list(columns), groups[0][0])]
+                    [
+                        c.slice(0, 0)
+                        for c in read_columns(path, version, list(columns), groups[0][0], self._scope)
+                    ]
                 )
             return [pa.concat_arrays([part[i] for part in taken]) for i in range(len(columns))]
 
@@ -152,7 +171,7 @@ class ColumnCache:
 
     def distinct_hashes(self, path: str, version: int, columns: list[str]) -> np.ndarray:
         """The sorted hashes of the distinct null-free tuples."""
-        where = (path, version, tuple(columns))
+        where = self._deriving(path, version, tuple(columns))
         if where not in self._distinct_hashes:
             hashes, valid = self.tuple_hashes(path, version, columns)
             self._distinct_hashes[where] = sorted_unique(hashes[valid])
@@ -161,7 +180,7 @@ class ColumnCache:
     def distinct_tuples(self, path: str, version: int, columns: list[str]) -> list[pa.Array]:
         """The distinct null-free tuples, column by column, as canonical strings (as ``distinct_tuples``):
         the values of one row of each (``distinct_rows``)."""
-        where = (path, version, tuple(columns))
+        where = self._deriving(path, version, tuple(columns))
         if where not in self._distinct_tuples:
             rows = distinct_rows(*self.tuple_hashes(path, version, columns))
             self._distinct_tuples[where] = [canonical(v) for v in self.values(path, version, columns)(rows)]
@@ -170,14 +189,14 @@ class ColumnCache:
     def domain_keys(self, path: str, version: int, columns: list[str]) -> list[DomainKeys]:
         """The distinct tuples' places in each column's domain order (``domain_order.domain_keys``), kept
         for every key the tuples are a candidate of."""
-        where = (path, version, tuple(columns))
+        where = self._deriving(path, version, tuple(columns))
         if where not in self._domain_keys:
             self._domain_keys[where] = [domain_keys(v) for v in self.distinct_tuples(path, version, columns)]
         return self._domain_keys[where]
 
     def common_divisor(self, path: str, version: int, column: str) -> int | None:
         """``signals.common_divisor`` of a column's distinct values."""
-        where = (path, version, (column,))
+        where = self._deriving(path, version, (column,))
         if where not in self._divisors:
             self._divisors[where] = common_divisor(self.distinct_tuples(path, version, [column])[0])
         return self._divisors[where]

@@ -24,9 +24,11 @@ def test_columns_are_read_and_hashed_once_and_derive_what_direct_reads_do(tmp_pa
     write_deltalake(path, table.slice(0, 2), mode="append")
     reads, hashed = [], []
 
-    def counted_read(path: str, version: int, wanted: list[str], files: list[str] = ()) -> list[pa.Array]:
+    def counted_read(
+        path: str, version: int, wanted: list[str], files: list[str] = (), scope: str | None = None
+    ) -> list[pa.Array]:
         reads.append((version, wanted))
-        return read_columns(path, version, wanted, files)
+        return read_columns(path, version, wanted, files, scope)
 
     def counted_hash(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
         hashed.append(len(values))
