@@ -9,6 +9,7 @@ over the groups that decide each.
 from __future__ import annotations
 
 import itertools
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -291,7 +292,9 @@ def scored_candidates(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Per key: phase 2's tuple-sketch estimate of each candidate of several columns (from every row's tuple
     hash: HLL registers depend on the set of hashes only, so no distinct tuples are formed for candidates
-    it prunes), the exact inclusion check, then EMD_n on the distinct tuples."""
+    it prunes), the exact inclusion check, then EMD_n on the distinct tuples. The tasks of one step share
+    their opened snapshots within each Python worker (``ColumnCache``'s scope, made here)."""
+    scope = uuid.uuid4().hex
 
     def scored(key: dict, snapshots: ColumnCache) -> Iterator[dict]:
         """The outcome of each of one key's candidates: its row with its signals (``signals``) where it
@@ -368,7 +371,7 @@ def scored_candidates(
             }
 
     def run(descriptors: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        snapshots = ColumnCache(max_task_rows)  # the columns this task reads, by table snapshot
+        snapshots = ColumnCache(max_task_rows, scope)  # the columns this task reads, by table snapshot
         for batch in descriptors:
             keys = batch.to_pylist()
             last_use: dict[tuple[str, int, str], int] = {}  # each column's last key in the batch

@@ -9,6 +9,7 @@ is involved, so they run inside ``mapInArrow`` tasks.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 from urllib.parse import unquote
 
 import deltalake
@@ -18,24 +19,44 @@ import pyarrow.dataset as dataset
 
 from lakemeta.storage import Location
 
+_SNAPSHOTS_KEPT = 4096
+"""Snapshots a process keeps open for one scope (``read_columns``)."""
+
+
+@lru_cache(maxsize=_SNAPSHOTS_KEPT)
+def _opened(scope: str, path: str, version: int) -> deltalake.DeltaTable:
+    """A version of a Delta table opened once per process and scope (a version's files never change
+    while the scope lasts)."""
+    return Location(path).delta_table(version)
+
+
+def snapshot(path: str, version: int | None, scope: str | None = None) -> deltalake.DeltaTable:
+    """The Delta table at ``path`` at ``version`` (the newest when None): opened anew, or with a
+    ``scope`` once per process for that scope (``read_columns``)."""
+    if scope is None or version is None:
+        return Location(path).delta_table(version)
+    return _opened(scope, path, version)
+
 
 def read_table(path: str, version: int | None = None, columns: list[str] | None = None) -> pa.Table:
     """The rows of the Delta table at ``path`` at ``version`` (the newest when None), only ``columns``
     when given (delta-rs)."""
-    location = Location(path)
-    return location.delta_dataset(location.delta_table(version)).to_table(columns=columns)
+    return Location(path).delta_dataset(Location(path).delta_table(version)).to_table(columns=columns)
 
 
 def read_columns(
-    path: str, version: int | None, columns: list[str], files: Sequence[str] = ()
+    path: str, version: int | None, columns: list[str], files: Sequence[str] = (), scope: str | None = None
 ) -> list[pa.Array]:
     """A table's columns at a version, each as one array of its own type (delta-rs); of only the rows of
-    ``files`` when given (a group of ``file_groups``)."""
-    if files:
-        table = files_dataset(Location(path).delta_table(version), files).to_table(columns=columns)
-    else:
-        table = read_table(path, version, columns)
-    return [table.column(column).combine_chunks() for column in columns]
+    ``files`` when given (a group of ``file_groups``). With a ``scope`` (one FK step's tasks), the version
+    is opened once per process for it: the step's tasks read the columns of the same few thousand small
+    tables over and over in each Python worker, and opening one replays its log, often longer than reading
+    its columns."""
+    table = snapshot(path, version, scope)
+    location = Location(path)
+    data = files_dataset(table, files) if files else location.delta_dataset(table)
+    read = data.to_table(columns=columns)
+    return [read.column(column).combine_chunks() for column in columns]
 
 
 def files_dataset(table: deltalake.DeltaTable, files: Sequence[str]) -> dataset.Dataset:
