@@ -50,7 +50,7 @@ from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent
 from lakemeta.fks.keys import Key
 from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
 from lakemeta.fks.overlaps import find_overlaps, joined_groups
-from lakemeta.fks.signals import ColumnTypes
+from lakemeta.fks.signals import SAMPLE_COVERAGE, ColumnTypes
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
 
 log = logging.getLogger(__name__)
@@ -98,22 +98,22 @@ def _proposals(
 
     def propose(estimates: pa.Table) -> pa.Table:
         index = CandidateIndex(estimates.filter(estimates["dep_table"].is_valid()), types, threshold)
-        rows = [
-            {
-                "pk_table": key.table,
-                "pk_columns": list(key.columns),
-                "pk_source": key.source,
-                "fk_table": candidate.table,
-                "fk_columns": list(candidate.columns),
-                "proposed_estimate": candidate.estimate,
-                "proposed_error": candidate.error,
-            }
-            for table in sorted(set(estimates["ref_table"].to_pylist()))
-            for key in by_table.get(table, [])
-            for candidate in index.candidates(key, cut)
-            if changed is None or key.table in changed or candidate.table in changed
-        ]
-        return pa.Table.from_pylist(rows, schema=PROPOSED)
+        columns: dict[str, list] = {name: [] for name in PROPOSED.names}
+        for table in sorted(set(estimates["ref_table"].to_pylist())):
+            for key in by_table.get(table, []):
+                found = [
+                    candidate
+                    for candidate in index.candidates(key, cut)
+                    if changed is None or key.table in changed or candidate.table in changed
+                ]
+                columns["pk_table"] += [key.table] * len(found)
+                columns["pk_columns"] += [list(key.columns)] * len(found)
+                columns["pk_source"] += [key.source] * len(found)
+                columns["fk_table"] += [candidate.table for candidate in found]
+                columns["fk_columns"] += [list(candidate.columns) for candidate in found]
+                columns["proposed_estimate"] += [candidate.estimate for candidate in found]
+                columns["proposed_error"] += [candidate.error for candidate in found]
+        return pa.table(columns, schema=PROPOSED)
 
     return propose
 
@@ -170,6 +170,7 @@ def _chosen(config: Config, schema: pa.Schema) -> Callable[[pa.Table], pa.Table]
     return chosen
 
 
+_BROADCAST_PAIRS = 1_000_000  # pairs of table names sent to every task at most (tens of MB)
 _ID_BITS = 33  # ``monotonically_increasing_id``: the partition in the upper bits, the row in the lower 33
 _GROUP_ROWS = 50_000
 """The rows a stage's group holds on average at most: a group is one Arrow table in one Python worker."""
@@ -305,8 +306,21 @@ def discover_in_executors(
     included = estimates.where(f"estimate >= {float(threshold)!r} AND dep_table != ref_table").select(
         *_pair_of("dep_table", "ref_table"), "dep_table", "dep_column", "ref_table", "ref_column"
     )
-    pairs = kept.select(*_pair_of("fk_table", "pk_table")).distinct()
-    included = included.join(pairs, ["pair_left", "pair_right"], "left_semi")
+    # The inclusions of the pairs whose overlap may need them (``overlaps.find_overlaps`` matches columns
+    # only for a key included in a key, or keys of other values than integers): of the lake's millions,
+    # the few the tasks read; the pairs are sent to every task when they are few, so that the inclusions
+    # are filtered where they are read, not shuffled to be joined.
+    pairs = (
+        kept.where(f"(fk_is_key AND coverage >= {SAMPLE_COVERAGE!r}) OR NOT coalesce(pk_is_integer, false)")
+        .select(*_pair_of("fk_table", "pk_table"))
+        .distinct()
+        .persist()
+    )
+    persisted.append(pairs)
+    n_pairs = pairs.count()
+    included = included.join(
+        F.broadcast(pairs) if n_pairs <= _BROADCAST_PAIRS else pairs, ["pair_left", "pair_right"], "left_semi"
+    )
     n_kept = kept.count()
     log.info("FK candidates in the executors: %d of the smallest keys", n_kept)
     with_pair = kept.select("*", *_pair_of("fk_table", "pk_table"))
