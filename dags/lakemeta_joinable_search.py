@@ -12,7 +12,7 @@ from __future__ import annotations
 from airflow.sdk import Param, dag
 
 from lakemeta.dag_settings import configured_param, dag_arguments, settings_arguments
-from lakemeta.spark.dag_tasks import spark_step
+from lakemeta.orchestration.dag_tasks import spark_step
 
 # Param name -> the configuration value it sets.
 SETTINGS = {"k": "joinsearch.k", "hash_bits": "joinsearch.hash_bits"}

@@ -1,4 +1,4 @@
-"""The steps as the DAGs' tasks (on a Spark Connect session, ``lakemeta.spark.dag_tasks``) and the
+"""The steps as the DAGs' tasks (on a Spark Connect session, ``lakemeta.orchestration.dag_tasks``) and the
 spark-submit jobs under jobs/ run them: parse arguments, open or take a session, run one step.
 
 A step has one name everywhere: the DAG task, the job and the logs (``scan_batches``,

@@ -124,7 +124,7 @@ def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect
     from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 
     from lakemeta import steps
-    from lakemeta.spark.dag_tasks import run_step
+    from lakemeta.orchestration.dag_tasks import run_step
 
     for dag_id in DAG_IDS:
         for task in dagbag.dags[dag_id].tasks:

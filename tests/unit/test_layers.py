@@ -23,6 +23,7 @@ LAYERS = [
     {"registry", "publish", "maintenance"},
     {"pipeline"},
     {"steps", "tasks", "cli", "demo", "show", "warm_up", "lineage"},
+    {"orchestration"},
 ]
 
 
@@ -41,6 +42,8 @@ def imported(tree: ast.Module) -> set[str]:
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             names.add(node.module)
+            if node.module == "lakemeta":  # ``from lakemeta import steps`` imports lakemeta.steps
+                names.update(f"lakemeta.{alias.name}" for alias in node.names if alias.name != "__version__")
     return names
 
 
@@ -50,6 +53,11 @@ def layer(module: str) -> int:
 
 
 MODULES = modules()
+
+
+def test_a_module_imported_from_the_package_counts_as_imported():
+    tree = ast.parse("from lakemeta import steps, __version__\nfrom lakemeta.fks import model")
+    assert imported(tree) == {"lakemeta", "lakemeta.steps", "lakemeta.fks"}
 
 
 @pytest.mark.parametrize("module", sorted(m for m in MODULES if m != "lakemeta"))
