@@ -15,8 +15,8 @@ from __future__ import annotations
 from airflow.sdk import dag
 
 from lakemeta.dag_settings import STATE_ASSET, configured_param, dag_arguments, settings_arguments
-from lakemeta.registry import DISCOVERY_STEPS
 from lakemeta.orchestration.dag_tasks import publish_step, quality_gate_step, spark_step
+from lakemeta.registry import DISCOVERY_STEPS
 
 # Param name -> the configuration value it sets.
 SETTINGS = {

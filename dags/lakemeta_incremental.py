@@ -6,9 +6,10 @@ batches once for every state component (`scan_batches`), apply them to every sta
 registry (`lakemeta.registry.STATE_COMPONENTS`, one task `update_<component>` each) in parallel, while the
 batches are audited for schema drift (reported in the log and the results; no JVM), then commit the
 watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`. The Spark
-steps run on the Spark Connect server of the `lakemeta_connect` connection (`lakemeta.orchestration.dag_tasks`),
-no JVM per task. The lake and catalog come from LAKEMETA_LAKE / LAKEMETA_CATALOG / LAKEMETA_CONFIG in
-the task's environment; the steps are idempotent, so retries are safe.
+steps run on the Spark Connect server of the `lakemeta_connect` connection
+(`lakemeta.orchestration.dag_tasks`), no JVM per task. The lake and catalog come from LAKEMETA_LAKE /
+LAKEMETA_CATALOG / LAKEMETA_CONFIG in the task's environment; the steps are idempotent, so retries are
+safe.
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from __future__ import annotations
 from airflow.sdk import dag, task
 
 from lakemeta.dag_settings import STATE_ASSET, dag_arguments, incremental_schedule
-from lakemeta.registry import STATE_COMPONENTS
 from lakemeta.orchestration.dag_tasks import spark_step
+from lakemeta.registry import STATE_COMPONENTS
 from lakemeta.tasks import batch_audit, detect_batches
 
 
