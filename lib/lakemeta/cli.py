@@ -398,8 +398,8 @@ COMMANDS = {
 def console() -> None:
     """The ``lakemeta`` command: ``main``, then the exit. A run leaves some 400,000 objects (pyspark,
     pandas, Great Expectations, the catalog's frames), and the interpreter's last garbage collection at
-    exit walked them all for 1.8-2.3 s on the test machine; frozen, they are left to the process's end,
-    which frees their memory anyway."""
+    exit walked them all, seconds spent on nothing (docs/performance.md, "Measurements behind the code");
+    frozen, they are left to the process's end, which frees their memory anyway."""
     code = main()
     gc.freeze()
     sys.exit(code)

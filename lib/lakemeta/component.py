@@ -194,9 +194,10 @@ class StateComponent(ABC):
     def _merges_on_driver(self, scan: BatchScan, plan: Plan) -> bool:
         """Whether the batch is small enough to merge on the driver: its staged partial rows, and the
         stored files the merge rewrites, each at most ``scan.driver_state_bytes``. A Spark MERGE costs a
-        small batch 10-16 Spark jobs and 1.5-2.5 s per component, nearly all per statement; the driver
-        merges it in a few delta-rs reads and one commit (``lakemeta.catalog.merges``). The tables whose
-        state a delta replaces are among the plan's (new, rebuilt, dropped, or crossing a size)."""
+        small batch 10-16 Spark jobs and seconds per component, nearly all per statement
+        (docs/performance.md, "Measurements behind the code"); the driver merges it in a few delta-rs reads
+        and one commit (``lakemeta.catalog.merges``). The tables whose state a delta replaces are among the
+        plan's (new, rebuilt, dropped, or crossing a size)."""
         return (
             self.reads_on_driver(plan.tables)
             and scan.staged_bytes(self) <= self.config.scan.driver_state_bytes

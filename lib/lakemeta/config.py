@@ -71,9 +71,9 @@ class AgreeSetConfig:
     # tables keep no agree-set state (and get no keys, FDs or uniqueness flags).
     max_rows: int = 50_000
     # Keys and FDs are minimal hitting sets and the approximate-FD search is level-wise, both exponential in
-    # the number of columns in the worst case (flight_1k, 109 columns: 133 s for approximate FDs with a
-    # one-column LHS, over 10 minutes with two): wider tables keep their agree-set state but get no keys,
-    # FDs or uniqueness flags derived.
+    # the number of columns in the worst case (flight_1k, 109 columns: minutes for approximate FDs with a
+    # one-column LHS, far longer with two; docs/performance.md, "Measurements behind the code"): wider
+    # tables keep their agree-set state but get no keys, FDs or uniqueness flags derived.
     max_columns: int = 32
 
 
@@ -131,8 +131,9 @@ class IndConfig:
     # Beyond the paper (lakemeta.inds.columns): when the columns whose inputs are to be computed hold at
     # most this many distinct values in all, their value sets are read and summarised on the driver (a
     # few tables' buckets, read with delta-rs) rather than by a Spark job; 0 computes every input in Spark.
-    # A batch of a few tables then costs no Spark job for its signatures (0.4 s of a 1.4 s discovery on
-    # the 20,000 tables of bench/many_inds.py), while a first discovery of a lake stays distributed.
+    # A batch of a few tables then costs no Spark job for its signatures (a large share of its discovery on
+    # the 20,000 tables of bench/many_inds.py; docs/performance.md, "Measurements behind the code"), while a
+    # first discovery of a lake stays distributed.
     driver_signature_values: int = 100_000
     # Beyond the paper (lakemeta.inds.sized): a column's signature doubles m up to this many times so that
     # a large column's does not fill up (k optimal for its size); candidates are checked again at the

@@ -62,10 +62,11 @@ def _rows_unchanged_since(location: Location, version: int) -> bool:
 def load_snapshots_ahead(catalog: Catalog) -> threading.Thread:
     """Have the Spark server load the latest snapshot of every audited catalog table, in a thread, while
     the driver audits them; the thread, to join before publishing. Pinning a view to a version the server
-    has not read yet makes it read the table's log first: the 12 views of TPC-H 0.01's catalog took 5.3-6.3 s
-    after a run had written new versions with delta-rs, against 1.7-2.3 s once the server had loaded them
-    (a fresh session of a warm server each, loading 1.7-2.4 s in 4 threads). A failure is logged: the
-    publication reads the logs itself then."""
+    has not read yet makes it read the table's log first: the 12 views of TPC-H 0.01's catalog took several
+    times as long after a run had written new versions with delta-rs as once the server had loaded them,
+    each in a fresh session of a warm server, and loading them in 4 threads took about as long as the
+    latter (docs/performance.md, "Measurements behind the code"). A failure is logged: the publication
+    reads the logs itself then."""
 
     def load(name: str) -> StructType:
         # An analysis, not an execution: Spark Connect tags no job of it (the Spark UI lists them untagged)

@@ -159,7 +159,7 @@ class S3Backend(Backend):
             conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = str(
                 settings.endpoint.startswith("https")
             ).lower()
-        # The connector (hadoop-aws with the AWS SDK bundle, 700 MB) joins the class path of the driver and
+        # The connector (hadoop-aws with the large AWS SDK bundle) joins the class path of the driver and
         # of every executor from the folder set-up fetched it to on each host, rather than being shipped to
         # every executor of every application as spark.jars would.
         folder = Path(os.environ.get("LAKEMETA_JARS", REPO_ROOT / ".cache" / "jars")) / "s3"

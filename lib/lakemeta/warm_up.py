@@ -1,10 +1,11 @@
 """A warm-up of a long-running Spark driver (the Connect server): the pipeline twice over a tiny lake.
 
-On a Connect server just started, the first run of a small lake took 59 s against about 40 s on a server that
-had run before, its first MERGE 13 s against 1.5 s (bench/small_change.py): the JVM loads and compiles
-Spark's and Delta's code paths (the scan's Arrow exchange, MERGE, the Delta log's replay and commit, code
-generation) the first time a step uses them. Run once when the server starts (infra/airflow/start.sh, the
-systemd unit's ``ExecStartPost``), the warm-up pays that before any task does.
+On a Connect server just started, the first run of a small lake took markedly longer than on a server that
+had run before, its first MERGE many times as long (bench/small_change.py; docs/performance.md,
+"Measurements behind the code"): the JVM loads and compiles Spark's and Delta's code paths (the scan's Arrow
+exchange, MERGE, the Delta log's replay and commit, code generation) the first time a step uses them. Run
+once when the server starts (infra/airflow/start.sh, the systemd unit's ``ExecStartPost``), the warm-up
+pays that before any task does.
 
 It runs what a run runs: a first run (every state component's first write, every discovery step), then,
 after a change, an incremental run (every MERGE on stored state). It works on a lake and a catalog of its

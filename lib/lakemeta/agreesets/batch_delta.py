@@ -16,21 +16,11 @@ not stored. Stored bitsets alone would not do: Algorithm 2 needs each live tuple
 a deleted tuple, and encoding a batch needs every column's value dictionary - together a second copy of
 the table, to be rewritten after every batch and kept consistent with it. The snapshot is that copy
 already, kept by Delta (time travel), and the rebuild from it is one delta-rs read, one dictionary encoding
-and one bit scatter. Measured on the development data (this 2-core machine, shared, best of 3; a batch
-that deletes and inserts 1% of the rows; "stored" = the bitsets alone as Parquet, written and read back)::
-
-    table        rows  cols  vectors  read   encode+  net     Δ- & Δ+  from     stored bitsets: raw,
-                                                scatter  change  1%       scratch  Parquet, write+read
-    adult       32561    15    22146  0.04 s  0.20 s   0.10 s  0.34 s   16.0 s   90.2 MB, 5.7 MB, 0.43 s
-    uniprot_1k   1000   223    29397  0.04 s  0.05 s   0.05 s  0.03 s    1.4 s    3.8 MB, 0.07 MB, 0.01 s
-    flight_1k    1000   109     4094  0.02 s  0.02 s   0.02 s  <0.01 s   0.2 s    0.5 MB, 0.05 MB, <0.01 s
-    chess       28056     7       58  0.01 s  0.05 s   0.06 s  0.11 s    2.5 s    0.2 MB, 0.06 MB, <0.01 s
-
-The rebuild (read + encode + scatter: 0.04-0.24 s) is of the order of the batch's kernels and 5-70 times
-below recomputing ES^m from scratch, which is the cost incremental maintenance has to beat. Storing would
-save it only for tables whose bitsets are small, and there only after also storing the cells and
-dictionaries (the table again); for adult the bitsets alone cost more to write and read back (0.43 s)
-than the whole rebuild. "net change" is the multiset difference of the two snapshots described above.
+and one bit scatter. Measured on the development data (the table is in docs/performance.md, "Measurements
+behind the code"), the rebuild is of the order of the batch's kernels and far below recomputing ES^m from
+scratch, which is the cost incremental maintenance has to beat. Storing would save it only for tables whose
+bitsets are small, and there only after also storing the cells and dictionaries (the table again); for
+adult the bitsets alone cost more to write and read back than the whole rebuild.
 """
 
 from __future__ import annotations

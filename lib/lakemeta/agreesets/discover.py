@@ -11,11 +11,11 @@ in the width in the worst case, only those with at most ``max_columns`` columns.
 Approximate FDs. ``max_fd_error`` defaults to 0.01: an FD may be violated by at most 1% of the tuple
 pairs. DynASt's error (Def. 6.1/6.2) is the pair-based g1 error of Kruse and Naumann's Pyro (DynASt ref.
 [19]), and 0.01 is the threshold of Pyro's evaluation. Their search is level-wise over the LHS lattice,
-one AStree specialisation search per candidate: 1.2 s for adult (15 columns, 1,619 minimal approximate
-FDs), but 133 s for flight_1k (109 columns) with the LHS bounded to one column and over 10 minutes with two
-(measured on a loaded machine). ``max_lhs_size`` bounds it; exact FDs and UCCs (hitting sets) are always
-complete: 7.4 s and 1.2 s for flight_1k's 982,631 FDs and 26,652 UCCs; uniprot_1k's (223 columns) UCCs did
-not finish within 11 minutes, hence the width bound.
+one AStree specialisation search per candidate: quick for adult (15 columns, 1,619 minimal approximate
+FDs), but minutes for flight_1k (109 columns) with the LHS bounded to one column and far longer with two.
+``max_lhs_size`` bounds it; exact FDs and UCCs (hitting sets) are always complete: seconds for flight_1k's
+982,631 FDs and 26,652 UCCs, while uniprot_1k's (223 columns) UCCs did not finish in many minutes, hence
+the width bound (docs/performance.md, "Measurements behind the code").
 """
 
 from __future__ import annotations

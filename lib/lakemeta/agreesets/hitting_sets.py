@@ -158,7 +158,8 @@ def minimal_hitting_sets(edges: np.ndarray, vertices: np.ndarray) -> np.ndarray:
     edge_flags[: len(edges)] = True
     uncovered = np.packbits(edge_flags, bitorder="little").view("<u8").astype(np.uint64)
     # The sets go to a buffer of rows rather than a numba typed List, whose methods numba compiles anew in
-    # every process (about 2 s): a search that finds more sets than the buffer holds runs again with room.
+    # every process, at a cost of seconds: a search that finds more sets than the buffer holds runs again
+    # with room.
     capacity = _FIRST_CAPACITY
     while True:
         out = np.zeros((capacity, len(vertices)), dtype=np.uint64)

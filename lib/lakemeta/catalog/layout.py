@@ -4,11 +4,11 @@ posting lists): partitioned by a bucket of ``table_name``, the column ``table_bu
 Why buckets rather than a partition per table: a batch's MERGE should read and rewrite only the files of the
 tables it changes, which a partition column gives (Delta prunes the files it reads by it), and a full read
 (Many's first discovery, a joinable search's first fetch) should open few files. A partition per table gave
-the first (``bench/maintenance.py``: a one-table batch's MERGEs 1.74x faster than unpartitioned) at the cost
-of the second: 20,000 tables made every full scan open 20,000 small Parquet files, and Many's first
-discovery went from 6.5 s to 26.8 s (``bench/many_inds.py``). With ``BUCKETS`` buckets a one-table MERGE
-reads the state of the table and its bucket-mates (1/256 of the state) and a full scan opens about
-``BUCKETS`` files once compacted.
+the first (``bench/maintenance.py``: a one-table batch's MERGEs clearly faster than unpartitioned) at the
+cost of the second: 20,000 tables made every full scan open 20,000 small Parquet files, and Many's first
+discovery took several times as long (``bench/many_inds.py``; docs/performance.md, "Measurements behind the
+code"). With ``BUCKETS`` buckets a one-table MERGE reads the state of the table and its bucket-mates (1/256
+of the state) and a full scan opens about ``BUCKETS`` files once compacted.
 
 The bucket is the CRC-32 of the name's UTF-8 bytes modulo ``BUCKETS``: Spark computes it with ``crc32`` (a
 write's rows, a read's filter) and Python with ``zlib.crc32`` (maintenance's rewrite with delta-rs, the
@@ -40,13 +40,15 @@ LAYOUT_PROPERTIES = {"delta.autoOptimize.optimizeWrite": "true"}
 # Every table of the catalog. delta-rs checkpoints a log every 100 commits unless told otherwise, and a run
 # commits to the bookkeeping tables (runs, discovery_runs, state/batches) several times while every step
 # opens them: a checkpoint every 10 commits (delta-spark's default) bounds an open to the checkpoint and at
-# most nine JSON commits (4 ms rather than 10-15 ms at 30 commits) between the daily maintenance's.
+# most nine JSON commits between the daily maintenance's, where replaying some 30 commits made each open
+# several times slower (docs/performance.md, "Measurements behind the code").
 LOG_PROPERTIES = {"delta.checkpointInterval": "10"}
 
 
 # Per table written with delta-rs, its columns of random bits. state/ind_columns (Many's inputs: a 1,300-bit
-# signature and up to 128 value hashes per column) read in 0.011 s instead of 0.046 s and replaced for ten
-# tables in 0.074 s instead of 0.173 s, plain and uncompressed, for 10^5 columns (23 MB instead of 16 MB).
+# signature and up to 128 value hashes per column) reads, and is replaced for ten tables, in a fraction of
+# the time plain and uncompressed, for a somewhat larger table at 10^5 columns (docs/performance.md,
+# "Measurements behind the code").
 RANDOM_BITS_COLUMNS: dict[str, tuple[str, ...]] = {"state/ind_columns": ("signature", "value_hashes")}
 
 

@@ -3,11 +3,12 @@
 A state component applies its delta with one Spark MERGE: ``Catalog.merge_counts``'s clauses add counts,
 remove rows whose counts reach zero, refuse a count that would turn negative and put a replaced table's rows
 in place of its stored ones; the posting lists' insert items and remove row ids. A MERGE costs a one-table
-batch 10-16 Spark jobs and 1.5-2.5 s, nearly all of it per statement rather than per row
-(``bench/small_change.py``). When the batch's delta and the stored rows of its tables are small
-(``scan.driver_state_bytes``), the driver computes what those clauses leave of the tables' rows, row for
-row, with Arrow (:func:`merged_counts`, ``joinsearch.state.merged_postings``), and the catalog writes them
-in place of the tables' stored rows in one delta-rs commit (``Catalog.merge_small``).
+batch 10-16 Spark jobs and seconds of wall time, nearly all of it per statement rather than per row
+(``bench/small_change.py``; docs/performance.md, "Measurements behind the code"). When the batch's delta
+and the stored rows of its tables are small (``scan.driver_state_bytes``), the driver computes what those
+clauses leave of the tables' rows, row for row, with Arrow (:func:`merged_counts`,
+``joinsearch.state.merged_postings``), and the catalog writes them in place of the tables' stored rows in
+one delta-rs commit (``Catalog.merge_small``).
 """
 
 from __future__ import annotations

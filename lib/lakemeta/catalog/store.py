@@ -234,14 +234,14 @@ class Catalog:
     def delta_table(self, name: str) -> deltalake.DeltaTable:
         """Table ``name`` at its newest version, through delta-rs. Inside a step (the state lock held
         shared) the handle is kept and brought up to date on the next call, which reads only the commits
-        since (``update_incremental``, under a millisecond) where opening replays the log from its last
-        checkpoint (4-15 ms): a discovery after a small batch reads and writes the same bookkeeping tables
-        a dozen times. The handles are the step's and go with its hold: outside a step nothing would bound
-        how long a kept handle lived (with its snapshot of the table's files) nor which thread used it, and
-        another thread of the step (a search's freshness check) may read meanwhile, which a shared handle
-        would not bear: each such call opens the table. (A rebuild truncates with ``replace_small``, an
-        overwrite, and maintenance compacts and rewrites in place: commits on the same Delta log, which a
-        kept handle follows like any other.)"""
+        since (``update_incremental``) where opening replays the log from its last checkpoint, many times
+        as long (docs/performance.md, "Measurements behind the code"): a discovery after a small batch
+        reads and writes the same bookkeeping tables a dozen times. The handles are the step's and go with
+        its hold: outside a step nothing would bound how long a kept handle lived (with its snapshot of the
+        table's files) nor which thread used it, and another thread of the step (a search's freshness check)
+        may read meanwhile, which a shared handle would not bear: each such call opens the table. (A rebuild
+        truncates with ``replace_small``, an overwrite, and maintenance compacts and rewrites in place:
+        commits on the same Delta log, which a kept handle follows like any other.)"""
         location = self.location(name)
         if self._tables is None or threading.get_ident() != self._tables_thread:
             return location.delta_table()
@@ -320,7 +320,8 @@ class Catalog:
         if name in self.bucketed_by_table:
             rows = rows.where(F.col(BUCKET_COLUMN).isin(buckets_of(names)))
         # A broadcast semi-join rather than a filter with a literal per table: over the 20,000 tables of
-        # bench/many_inds.py the literal list cost 15 s (of a 17 s read), the join 1 s; as fast for ten.
+        # bench/many_inds.py a literal list of that many names cost most of the read, where the join costs
+        # little; for ten tables both are as fast (docs/performance.md, "Measurements behind the code").
         wanted = arrow_frame(self.spark, pa.table({_WANTED: pa.array(names, pa.string())}))
         return rows.join(F.broadcast(wanted), F.col("table_name") == F.col(_WANTED), "left_semi")
 

@@ -6,8 +6,8 @@ afterwards.
 The runs of one ``run_dags`` call are `airflow dags test`'s, one after another in one Python process
 (``airflow_dags_test_here``: Airflow's own command line parsed and run once per DAG), as the
 scheduler chains lakemeta_incremental and the lakemeta_discovery run its asset starts: Airflow, its
-in-process execution API, the DAG files and what the tasks import load once, not once per DAG (5-8 s each
-on the test machine, measured by bench/small_change.py).
+in-process execution API, the DAG files and what the tasks import load once, not once per DAG (seconds
+each, measured by bench/small_change.py; docs/performance.md, "Measurements behind the code").
 """
 
 from __future__ import annotations

@@ -154,8 +154,8 @@ def find_overlaps(inclusions: pa.Table, types: ColumnTypes, scored: pa.Table, co
             )
 
     # Matched only where a pair's outcome needs it (a key inclusion, or a row written): the matchings of
-    # the thousands of other pairs a lake of many small tables has (3,233 of 208 tables, 0.8 s) decide
-    # nothing.
+    # the thousands of other pairs a lake of many small tables has cost time and decide nothing
+    # (docs/performance.md, "Measurements behind the code").
     @functools.cache
     def matched(pair: tuple[str, str]) -> list[tuple[str, str]]:
         return matched_columns(by_pair.get(pair, []))

@@ -129,7 +129,7 @@ class KeyGrid:
             self.shape, dtype=np.float64
         )
         distance = np.abs(corners[:, None, :] - corners[None, :, :]).sum(axis=2)
-        import ot  # POT loads scipy.stats (1.6 s): imported where EMD is solved, not by every job
+        import ot  # POT loads scipy.stats, a slow import: imported where EMD is solved, not by every job
 
         cost = ot.emd2(key_mass, candidate_mass, distance, numItermax=_MAX_SIMPLEX_ITERATIONS)
         return float(cost) / len(self.shape)

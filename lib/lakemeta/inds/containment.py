@@ -8,9 +8,10 @@ merge of two sorted arrays in numba, with no Spark job; the others go to the dis
 
 Why beyond the paper: in a lake of many small tables most candidates are between small columns, and
 Spark's join costs a job's scheduling and a shuffle for merges of a few dozen values each. On the
-20,000-table corpus of ``bench/many_inds.py`` every candidate is such a pair: validation takes 0.01-0.02 s
-against 1.3-1.4 s through Spark. The kept hashes also serve the finer check of ``inds.sized``: a small
-dependent's values are looked up in a large referenced column's sized signature.
+20,000-table corpus of ``bench/many_inds.py`` every candidate is such a pair, and validation here takes a
+small fraction of its time through Spark (docs/performance.md, "Measurements behind the code"). The kept
+hashes also serve the finer check of ``inds.sized``: a small dependent's values are looked up in a large
+referenced column's sized signature.
 """
 
 from __future__ import annotations

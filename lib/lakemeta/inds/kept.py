@@ -4,10 +4,10 @@ after a batch reuses them, read and written without Spark.
 A discovery after a batch computes again the inputs of the changed tables' columns only, a few of 10^5,
 and appends them: a column's row of the newest ``computed_in`` (the committed run it was computed over)
 holds its inputs, its older rows are outdated. Appending writes the batch's rows alone, where replacing
-them would rewrite the inputs of every column (7 MB for 10^5 columns). The table is rewritten with the
-current rows alone after a discovery from scratch, when outdated rows would pass ``OUTDATED_SHARE`` of it,
-and when it holds rows of dropped tables or columns, which would otherwise make their tables look changed
-to every later discovery.
+them would rewrite the inputs of every column, all 10^5 for a few changed ones. The table is rewritten
+with the current rows alone after a discovery from scratch, when outdated rows would pass
+``OUTDATED_SHARE`` of it, and when it holds rows of dropped tables or columns, which would otherwise make
+their tables look changed to every later discovery.
 """
 
 from __future__ import annotations

@@ -159,8 +159,9 @@ def find_joinable(
     if scheme not in (MATE, SCR):
         raise ValueError(f"scheme {scheme!r}: use {MATE!r} or {SCR!r}")
     _check_request(query, key_columns, k, query_id)
-    # The check reads every lake table's Delta log (11.6 s of a 16 s search on 5,000 tables,
-    # bench/mate_search.py --delta-path): it runs beside the search, which mostly waits on Spark.
+    # The check reads every lake table's Delta log, most of a search's time on 5,000 tables
+    # (bench/mate_search.py --delta-path; docs/performance.md, "Measurements behind the code"): it runs
+    # beside the search, which mostly waits on Spark.
     with ThreadPoolExecutor(max_workers=1) as pool:
         behind = pool.submit(_warn_if_behind, catalog, lake)
         found = _top_k(catalog, query, key_columns, k, hash_bits, query_id, exclude_tables, scheme)

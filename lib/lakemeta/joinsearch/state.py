@@ -264,7 +264,8 @@ class PostingLists(StateComponent):
         """Insert the delta's items into posting lists that hold none. Against an empty table the MERGE
         would insert every item and remove nothing, but it joins the delta with the table and computes
         the delta twice (once to find the files it touches, once to write): on a first run of TPC-H 1
-        (116.6M items) the MERGE took 940 s, the append 374 s (``bench/many_tables.py --tpch``)."""
+        (116.6M items) the MERGE took far longer than the append (``bench/many_tables.py --tpch``;
+        docs/performance.md, "Measurements behind the code")."""
         inserted = delta.rows.where(~F.col(_DELETE)).select(*SCHEMA.fieldNames())
         with self.catalog.transaction(self.txn(plan)), self.catalog.committing("append to", STATE):
             self.catalog.append(STATE, inserted)

@@ -99,7 +99,8 @@ class ColumnProfile(StateComponent):
 
     The state is a row per column, small by construction like the catalog's ``columns``: its delta is
     collected and merged on the driver with delta-rs (``updated_counts``, ``Catalog.merge_small``). The
-    shared Spark MERGE of counts cost a small batch 14 Spark jobs and 2-3 s, the most of any state update.
+    shared Spark MERGE of counts cost a small batch 14 Spark jobs and seconds, the most of any state update
+    (docs/performance.md, "Measurements behind the code").
     """
 
     name = "column_profile"

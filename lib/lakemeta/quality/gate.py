@@ -35,12 +35,13 @@ log = logging.getLogger(__name__)
 
 AUDITED = [name for name in CATALOG_SCHEMAS if name != "published"]
 QUALITY_FOLDER = "_quality"
-AUDITS_SHOWN = 10  # the audits the Data Docs show, about 1 MB of pages each for a small catalog
+AUDITS_SHOWN = 10  # the audits the Data Docs show, each a sizeable set of pages even for a small catalog
 
 
 _AUDIT_TIME = "%Y%m%dT%H%M%S%fZ"
 
-# What the audits import, Great Expectations with them (2-4 s): imported ahead by ``import_audit_modules``.
+# What the audits import, Great Expectations with them, a slow import: imported ahead by
+# ``import_audit_modules``.
 _AUDIT_MODULES = (
     "lakemeta.quality.batch_suites",
     "lakemeta.quality.catalog_suites",

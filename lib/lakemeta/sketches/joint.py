@@ -24,8 +24,8 @@ the full 3 x 3 observed information of (|A|, |B|, |T|) were tried and caught no 
 twice the cost.
 
 Cost: one pass over the 2^p bucket pairs, then some 30 likelihood evaluations over the histogram's filled
-cells (a few hundred), each tabulating the three CDFs once and then four products per cell: about 80 µs a
-pair on one core.
+cells (a few hundred), each tabulating the three CDFs once and then four products per cell (the time a
+pair takes: docs/performance.md, "Measurements behind the code").
 """
 
 from __future__ import annotations

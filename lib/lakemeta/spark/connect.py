@@ -186,8 +186,9 @@ def attach_session(
     Sharing the session is what makes a DAG run's tasks cheap: Spark runs each session's Python UDFs in
     workers of its own (keyed by the session's artifact id), so a task in a new session starts Python
     workers and imports numba, pyarrow and the kernels again, where a task in its run's session finds them
-    warm: a first ``mapInArrow`` that loads the kernels took 2.5-3.6 s in a new session and 0.7-1.0 s in a
-    warm one, although through both DAGs (``bench/small_change.py``) the difference was within noise."""
+    warm: a first ``mapInArrow`` that loads the kernels took several times as long in a new session as in a
+    warm one, although through both DAGs (``bench/small_change.py``) the difference was within noise
+    (docs/performance.md, "Measurements behind the code")."""
     from pyspark.errors import PySparkException
     from pyspark.sql import SparkSession
 

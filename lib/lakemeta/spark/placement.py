@@ -54,8 +54,9 @@ def map_tasks(
     each: partition i holds what ``body`` made of ``tasks[i]``. The rows travel with the function (small
     by construction: a descriptor per table) and become batches in the Python worker that runs ``body``.
     A ``mapInArrow`` over a frame of the rows would be a second Python UDF in the task, and Spark runs each
-    in a worker of its own: on the test cluster each slot's first scan task waited on two worker starts
-    (5 s to fork, 9-11 s to import and unpickle each, on two busy cores)."""
+    in a worker of its own: on the test cluster each slot's first scan task waited on two worker starts,
+    each of them a fork and then a longer import and unpickling on two busy cores (docs/performance.md,
+    "Measurements behind the code")."""
     arrow_schema = to_arrow_schema(schema)
 
     def run(ids: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -68,10 +69,10 @@ def map_tasks(
 
 
 # Beyond this many tables a step reads them in Spark's tasks even when they are small: the driver reads
-# them one after another, Spark's tasks on every core. 2,000 web tables of 12 rows took 29.4 s on the
-# driver against 21.2 s in Spark on two cores (bench/many_tables.py): with the workers' start (3-6 s)
-# against some 7 ms a table saved, the driver wins below about 800 such tables here, and below fewer on
-# more cores.
+# them one after another, Spark's tasks on every core. 2,000 web tables of 12 rows took longer on the
+# driver than in Spark on two cores (bench/many_tables.py): the driver saves the workers' start, seconds
+# once, and Spark saves milliseconds a table, so the driver wins below some hundreds of such tables here,
+# and below fewer on more cores (docs/performance.md, "Measurements behind the code").
 DRIVER_MAX_TABLES = 200
 
 
@@ -79,7 +80,7 @@ def reads_tables_on_driver(snapshot_bytes: Sequence[int | None], driver_state_by
     """Whether a step reads tables whose snapshots hold ``snapshot_bytes`` (the Delta log's file
     statistics; None where unknown) on the driver rather than in Spark's tasks: at most
     ``DRIVER_MAX_TABLES`` tables, all sizes known, at most ``scan.driver_state_bytes`` in all. Spark's
-    first Python task in a session starts its Python workers, 3-6 s of a small run."""
+    first Python task in a session starts its Python workers, seconds of a small run."""
     return (
         len(snapshot_bytes) <= DRIVER_MAX_TABLES
         and None not in snapshot_bytes
@@ -90,7 +91,7 @@ def reads_tables_on_driver(snapshot_bytes: Sequence[int | None], driver_state_by
 def map_on_driver(rows: Sequence[tuple], schema: StructType, body: MapBody) -> Iterator[pa.RecordBatch]:
     """``body`` run in this process over ``rows`` as one batch: what ``map_tasks`` computes in Spark
     tasks, for a step whose inputs are small (a few small tables: ``scan.driver_state_bytes``). A Connect
-    session starts its Python workers at its first Python task, 3-6 s on two cores; a small batch's read
+    session starts its Python workers at its first Python task, seconds on two cores; a small batch's read
     takes a fraction of a second here."""
     yield from body(iter([rows_batch(rows, to_arrow_schema(schema))]))
 

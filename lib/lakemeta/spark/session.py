@@ -95,8 +95,9 @@ def spark_conf(
         "spark.sql.session.timeZone": "UTC",
         # The value sets and posting lists keep one partition per lake table, so a scan of all of them
         # opens one small file per table. At the default cost of 4 MB per file open, 20,000 tables made
-        # some 600 tasks of a few dozen files each: Many's inputs from scratch took 47-68 s against 21-22 s
-        # at 64 kB (bench/many_inds.py's corpus); scans of large files are cut by maxPartitionBytes alone.
+        # some 600 tasks of a few dozen files each: Many's inputs from scratch took far longer than at 64 kB
+        # (bench/many_inds.py's corpus; docs/performance.md, "Measurements behind the code"); scans of large
+        # files are cut by maxPartitionBytes alone.
         "spark.sql.files.openCostInBytes": str(64 * 1024),
         # Constraint propagation grows with the square of a projection's columns and their aliases: the
         # posting-list update of a 1,000-column table ran the driver out of heap in the optimizer. The
@@ -136,8 +137,9 @@ def metastore_conf(metastore_uri: str | None = None) -> dict[str, str]:
 
 # How a Spark Connect client waits out a server that is down: about as long as pyspark's default policy
 # (15 retries, the wait multiplied by 4 up to 60 s: some 10 minutes), in waits of at most 5 s. With the
-# default a task whose server was restarted went on waiting about 50 s after the new server was up (the
-# running-Airflow test's task logs), before learning that its session had gone with the old one.
+# default a task whose server was restarted went on waiting long after the new server was up (the
+# running-Airflow test's task logs; docs/performance.md, "Measurements behind the code"), before learning
+# that its session had gone with the old one.
 _RETRY_MAX_BACKOFF_MS = 5_000
 _RETRY_TOLERATED_MS = 10 * 60 * 1000
 
