@@ -25,6 +25,9 @@ score is kept under a choice over the candidates of a schema:
    take part in a one-column and a composite FK (TPC-H's ``l_partkey``): they are different dependents.
 4. **The choice is accepted** when its score reaches ``fks.min_score`` (by default the threshold the
    training chose, ``fk_model.json``).
+5. **One way only** (``one_way``): of two accepted candidates that are each other's reverse (keys included
+   in one another, one-to-one), the better scored stays accepted and at equal scores neither; the other
+   goes to answer set 2. It relates two dependents, so it runs after them, over the accepted alone.
 
 A schema is a folder of the lake unless ``fks.schemas`` maps paths to schemas (``FkConfig.schema_of``);
 ``same_folder`` says whether the two tables are of one schema. Schema graphs are the connected components of
@@ -344,13 +347,68 @@ def with_pair_flags(candidates: pa.Table, overlaps: pa.Table) -> pa.Table:
     return flagged
 
 
+IDENTITY = ["fk_table", "fk_columns", "pk_table", "pk_columns"]
+
+
+def _sides(candidates: pa.Table) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """Each candidate's dependent and key as one string each."""
+    return tuple(
+        pc.binary_join_element_wise(candidates[table], _joined(candidates[columns]), "\x1e")
+        for table, columns in (("fk_table", "fk_columns"), ("pk_table", "pk_columns"))
+    )
+
+
+def demoted_reverses(accepted: pa.Table) -> pa.Table:
+    """Of accepted candidates (``IDENTITY`` and ``score``; module docstring, 5), those left unaccepted
+    because their reverse is accepted too: two keys included in one another hold one reference at most
+    (a subtype's key references its supertype's, not both ways), so the better scored stays accepted and at
+    equal scores neither does (two tables numbered 1..N whose ids match by name, told apart by nothing).
+    ``IDENTITY`` and ``reason``."""
+    dependent, key = _sides(accepted)
+    (forward, backward), sides = shared_codes(dependent, key)
+    size = max(len(sides), 1)
+    pairs = forward * size + backward
+    order = np.argsort(pairs, kind="stable")
+    at = np.minimum(np.searchsorted(pairs[order], backward * size + forward), max(len(pairs) - 1, 0))
+    has_reverse = (pairs[order][at] == backward * size + forward) if len(pairs) else np.zeros(0, bool)
+    reverse = np.where(has_reverse, order[at] if len(pairs) else 0, 0)
+    score = np.round(filled(accepted, "score", 0.0), _DIGITS)
+    tied = has_reverse & (score == score[reverse])
+    demoted = has_reverse & (score <= score[reverse])
+    other = accepted["fk_table"].take(pa.array(reverse))
+    reason = pc.if_else(
+        pa.array(tied),
+        pc.binary_join_element_wise("as likely as its reverse from ", other, ""),
+        pc.binary_join_element_wise("its reverse from ", other, " scores higher", ""),
+    )
+    return accepted.select(IDENTITY).append_column("reason", reason).filter(pa.array(demoted))
+
+
+def one_way(chosen: pa.Table) -> pa.Table:
+    """The chosen candidates (``choose_featured``'s) with ``demoted_reverses`` left in answer set 2."""
+    accepted = chosen.filter(pc.fill_null(pc.equal(chosen["answer_set"], 1), False))
+    demoted = demoted_reverses(accepted.select([*IDENTITY, "score"]))
+    if not demoted.num_rows:
+        return chosen
+    at = pc.index_in(
+        pc.binary_join_element_wise(*_sides(chosen), "\x1d"),
+        value_set=pc.binary_join_element_wise(*_sides(demoted), "\x1d"),
+    )
+    hit = pc.is_valid(at)
+    answer_set = pc.if_else(hit, pa.scalar(2, pa.int32()), chosen["answer_set"])
+    reason = pc.if_else(hit, demoted["reason"].take(pc.fill_null(at, 0)), chosen["reason"])
+    return chosen.set_column(
+        chosen.schema.get_field_index("answer_set"), "answer_set", answer_set
+    ).set_column(chosen.schema.get_field_index("reason"), "reason", reason)
+
+
 def choose(
     scored: pa.Table, overlaps: pa.Table, config: FkConfig, scoring: model.LogisticModel | None = None
 ) -> pa.Table:
     """``scored`` (candidates and their signals) with the pair flags (``PAIR_FLAGS``) and the choice's
     columns (``CHOICE_COLUMNS``), ranked: answer set 1 first, then set 2, then the rest, each by score.
     ``scoring`` as ``choose_featured``'s."""
-    chosen = choose_per_dependent(with_pair_flags(scored, overlaps), config, scoring)
+    chosen = one_way(choose_per_dependent(with_pair_flags(scored, overlaps), config, scoring))
     graphs = schema_graphs(chosen)
     chosen = chosen.append_column(
         "schema_graph", mapped(chosen["fk_table"], graphs.__getitem__, pa.string())

@@ -46,7 +46,15 @@ from lakemeta.fks.candidates import (
     smallest_keys_only,
     with_key_signals,
 )
-from lakemeta.fks.choice import CHOICE_COLUMNS, PAIR_FLAGS, choose_per_dependent, overlapping, with_pair_flags
+from lakemeta.fks.choice import (
+    CHOICE_COLUMNS,
+    IDENTITY,
+    PAIR_FLAGS,
+    choose_per_dependent,
+    demoted_reverses,
+    overlapping,
+    with_pair_flags,
+)
 from lakemeta.fks.keys import Key
 from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
 from lakemeta.fks.overlaps import find_overlaps, joined_groups
@@ -347,6 +355,21 @@ def discover_in_executors(
         related.drop("overlap")
         .groupBy(_bucket(groups(n_kept), "fk_table"))
         .applyInArrow(_chosen(config, chosen_schema), from_arrow_schema(chosen_schema))
+    )
+    # one way only (``choice.one_way``), over the accepted whose reverse is a candidate: at most one per
+    # dependent, so O(columns)
+    accepted = chosen.where("answer_set = 1 AND keys_both_ways").select(*IDENTITY, "score").toArrow()
+    demoted = demoted_reverses(accepted)
+    if demoted.num_rows:
+        reasons = F.broadcast(arrow_frame(spark, demoted).withColumnRenamed("reason", "_demoted"))
+        chosen = persist(
+            chosen.join(reasons, IDENTITY, "left")
+            .withColumn("answer_set", F.when(F.col("_demoted").isNotNull(), 2).otherwise(F.col("answer_set")))
+            .withColumn("reason", F.coalesce("_demoted", "reason"))
+            .drop("_demoted")
+        )
+    log.info(
+        "FK candidates in the executors: %d accepted both ways, %d left one way", len(accepted), len(demoted)
     )
     # the schema graphs (``choice.graph_edges``' edges): the union-find holds a parent per table, the
     # distinct edges pass by as a stream

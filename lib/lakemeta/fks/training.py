@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from lakemeta.arrays import mapped
 from lakemeta.config import FkConfig
-from lakemeta.fks.choice import choose_featured, stored_signals, with_features, with_pair_flags
+from lakemeta.fks.choice import choose_featured, one_way, stored_signals, with_features, with_pair_flags
 from lakemeta.fks.model import FEATURES, NAME_FEATURES, LogisticModel, feature_matrix, fit
 
 ForeignKey = tuple[str, tuple[str, ...], str, tuple[str, ...]]
@@ -90,7 +90,7 @@ def model_features(name_signal: bool) -> tuple[str, ...]:
 
 def accepted(rows: pa.Table, config: FkConfig, scoring: LogisticModel) -> set[ForeignKey]:
     """The candidates (``labelled_rows``') the choice accepts under ``scoring``."""
-    chosen = choose_featured(rows, config, scoring)
+    chosen = one_way(choose_featured(rows, config, scoring))
     found = chosen.filter(pc.fill_null(pc.equal(chosen["answer_set"], 1), False))
     return {
         identity(row)
@@ -101,7 +101,9 @@ def accepted(rows: pa.Table, config: FkConfig, scoring: LogisticModel) -> set[Fo
 def _best_threshold(rows: pa.Table, config: FkConfig, scoring: LogisticModel, true: int) -> float:
     """The threshold at which accepting the dependents' choices gives the best micro F1 (``true`` FKs in
     all): the choices are those of threshold 0, each accepted from its score on."""
-    chosen = choose_featured(rows, config, scoring.with_threshold(0.0))
+    # one way only at threshold 0 is one way at any: of a pair accepted both ways, the better scored is
+    # accepted from its own score on, the other never
+    chosen = one_way(choose_featured(rows, config, scoring.with_threshold(0.0)))
     chosen = chosen.filter(pc.fill_null(pc.equal(chosen["answer_set"], 1), False))
     labels = chosen["label"].to_numpy(zero_copy_only=False)
     order = np.lexsort((~labels, -chosen["score"].to_numpy()))  # at one score, the true FKs first

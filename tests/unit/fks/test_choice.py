@@ -210,3 +210,20 @@ def test_schemas_set_by_patterns_join_folders_and_split_a_flat_one() -> None:
     assert by_schema["flat/shop_orders"]["schema_graph"] == "flat/shop_customers"
     # by folder, one graph holds the flat folder's three tables
     assert by_folder["flat/shop_orders"]["schema_graph"] == by_folder["flat/hr_staff"]["schema_graph"]
+
+
+def test_of_a_candidate_and_its_reverse_at_most_one_is_accepted() -> None:
+    rows = [
+        # a subtype's key references its supertype's: both ways included, the better scored stays
+        candidate("hr/managers.person_id", "hr/people.person_id", coverage=0.9, fk_is_key=True),
+        candidate("hr/people.person_id", "hr/managers.person_id", coverage=0.7, fk_is_key=True),
+        # two tables numbered 1..N, told apart by nothing: neither
+        candidate("x/station.id", "x/train.id", coverage=0.8, fk_is_key=True),
+        candidate("x/train.id", "x/station.id", coverage=0.8, fk_is_key=True),
+    ]
+    result = {(r["fk_table"], r["pk_table"]): r for r in chosen(rows, scoring=BY_COVERAGE)}
+    assert accepted(list(result.values())) == {"hr/managers.person_id": "hr/people.person_id"}
+    people = result[("hr/people", "hr/managers")]
+    assert people["answer_set"] == 2 and people["reason"] == "its reverse from hr/managers scores higher"
+    assert result[("x/station", "x/train")]["reason"] == "as likely as its reverse from x/train"
+    assert all(r["keys_both_ways"] for r in result.values())
