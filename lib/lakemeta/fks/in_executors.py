@@ -369,7 +369,9 @@ def discover_in_executors(
             .drop("_demoted")
         )
     log.info(
-        "FK candidates in the executors: %d accepted both ways, %d left one way", len(accepted), len(demoted)
+        "FK candidates in the executors: %d accepted with their reverse a candidate, %d of them left one way",
+        len(accepted),
+        len(demoted),
     )
     # the schema graphs (``choice.graph_edges``' edges): the union-find holds a parent per table, the
     # distinct edges pass by as a stream
