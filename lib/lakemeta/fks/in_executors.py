@@ -373,7 +373,7 @@ def discover_in_executors(
         len(accepted),
         len(demoted),
     )
-    # the schema graphs (``choice.graph_edges``' edges): the union-find holds a parent per table, the
+    # the schema graphs (``choice.schema_graphs``' edges): the union-find holds a parent per table, the
     # distinct edges pass by as a stream
     edges = chosen.select(
         "fk_table",
@@ -395,8 +395,8 @@ def discover_in_executors(
             ),
         )
     )
-    # ``choice.rank_order`` in Spark: answer set 1, 2, then the rest, each by score and EMD_n, then the
-    # identity
+    # the order of ``choice.choose``'s ranking in Spark: answer set 1, 2, then the rest, each by score and
+    # EMD_n, then the identity
     order = [
         F.coalesce("answer_set", F.lit(3)),
         F.desc("score"),

@@ -3,8 +3,8 @@
 One circle of every table with every IND and FK on it is a hairball (156 tables and 15,723 edges on the
 demo lake). A person reads a lake by schema, and a schema by its references. So the page holds:
 
-* a **lake overview**: per schema (a folder of the lake, as ``signals.folder``), its tables, its accepted
-  foreign keys, the groups of overlapping tables, and the views below;
+* a **lake overview**: per schema (a folder of the lake unless ``fks.schemas`` maps it), its tables, its
+  accepted foreign keys, the groups of overlapping tables, and the views below;
 * **one view per schema graph**: the connected components of a schema's tables joined by accepted foreign
   keys (or, with ``inds``, by INDs too), each drawn on its own. Tables that are copies, samples or
   extracts of one another (``table_overlaps``) are collapsed into one node named by the first table and
