@@ -110,3 +110,12 @@ def mapped(
     many rows)."""
     [codes], dictionary = shared_codes(values)
     return pa.array([function(value) for value in dictionary.to_pylist()], type_).take(pa.array(codes))
+
+
+def positions(keys: np.ndarray, among: np.ndarray) -> np.ndarray:
+    """For each key, the position of an equal value in ``among`` (its first, for repeated values), or -1."""
+    if not len(among):
+        return np.full(len(keys), -1)
+    order = np.argsort(among, kind="stable")
+    at = np.minimum(np.searchsorted(among[order], keys), len(among) - 1)
+    return np.where(among[order][at] == keys, order[at], -1)

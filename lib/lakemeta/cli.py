@@ -331,7 +331,7 @@ def _graph(args: argparse.Namespace, config: Config) -> int:
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    overview, views = write_catalog_page(config.catalog, args.out, args.inds, config.fks.schema_of)
+    overview, views = write_catalog_page(config.catalog, args.out, config.fks.schema_of, args.inds)
     print(
         f"{len(overview)} schemas, {sum(info['fks'] for info in overview.values())} accepted FKs, "
         f"{len(views)} schema graphs drawn in {args.out}"

@@ -91,6 +91,6 @@ def test_a_tables_schema_is_its_folder_unless_a_pattern_maps_it():
     schema_of = config.fks.schema_of
     assert schema_of("flat/shop_orders") == "shop" and schema_of("flat/hr_staff") == "flat"
     assert schema_of("erp_2019/invoices") == schema_of("erp/invoices") == "erp"
-    assert schema_of("orders") == ""  # the lake's root
+    assert schema_of("orders") == "" and schema_of("a/b/c") == "a/b"  # the lake's root; a folder's path
     with pytest.raises(ValueError, match=r"fks\.schemas"):
         load_config({"fks": {"schemas": {"flat/*": ""}}}, environ={})

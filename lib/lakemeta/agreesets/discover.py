@@ -180,6 +180,8 @@ def refresh_keys_and_dependencies(
                 catalog.read(STATE, list(shapes))
                 .groupBy("table_name")
                 .applyInArrow(derive, _DERIVED_SCHEMA)
+                # the minimal keys and FDs of tables of at most agree_sets.max_columns columns, their LHS
+                # at most max_lhs_size: bounded per table, the results written from the driver
                 .toArrow()
             )
     is_ucc = pc.equal(derived["kind"], "ucc")

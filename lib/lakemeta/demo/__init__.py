@@ -22,7 +22,6 @@ from lakemeta.config import Config, IngestConfig
 from lakemeta.demo.dag_runs import airflow_environment, run_dags
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.fks.schema_view import write_catalog_page
-from lakemeta.fks.signals import folder
 from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.lake.tables import table_path
 from lakemeta.pipeline import Pipeline
@@ -189,13 +188,13 @@ def _on_the_server(
         "TPC-H pairs accepted. The accepted FKs per schema (folder):"
     )
     shown = ["fk_table", "fk_columns", "pk_table", "pk_columns", "emd", "coverage", "same_folder"]
-    for schema, fks in accepted.groupby(accepted.fk_table.map(folder)):
+    for schema, fks in accepted.groupby(accepted.fk_table.map(config.fks.schema_of)):
         print(f"\n{schema or '(lake root)'}: {len(fks)} accepted")
         print(format_table(fks[shown], 20))
     overlaps = read_catalog_table(catalog, "table_overlaps")
     print(f"\n{len(overlaps)} pairs of tables that are copies, samples or extracts of one another:")
     print(format_table(overlaps, 20))
-    _, views = write_catalog_page(catalog, workdir / "schemas.html")
+    _, views = write_catalog_page(catalog, workdir / "schemas.html", config.fks.schema_of)
     print(f"\nthe schemas drawn ({len(views)} schema graphs; lakemeta graph): {workdir / 'schemas.html'}")
     print(
         "\ntables joinable with web/cities_0002 on (city, country) (MATE, top 5; lakemeta_joinable_search):"

@@ -43,13 +43,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.arrays import mapped, run_starts, shared_codes
+from lakemeta.arrays import mapped, positions, run_starts, shared_codes
 from lakemeta.config import FkConfig
 from lakemeta.fks import model
 from lakemeta.fks.names import name_columns
 from lakemeta.fks.overlaps import joined_groups
 from lakemeta.fks.ranking import names_match
-from lakemeta.fks.signals import both_ways, counts_from_first_values, filled
+from lakemeta.fks.signals import both_ways, counts_from_first_values, filled, reverses, sides
 
 CHOICE_COLUMNS = pa.schema(
     [
@@ -79,11 +79,7 @@ _DIGITS = 9  # scores and EMD_n equal up to float rounding are no evidence eithe
 
 def _dependents(candidates: pa.Table) -> np.ndarray:
     """Each candidate's dependent (its table and columns) as an integer code."""
-    [codes], _ = shared_codes(
-        pc.binary_join_element_wise(
-            candidates["fk_table"], pc.binary_join(candidates["fk_columns"], "\x1f"), "\x1e"
-        )
-    )
+    [codes], _ = shared_codes(sides(candidates)[0])
     return codes
 
 
@@ -326,13 +322,10 @@ def overlapping(candidates: pa.Table, overlaps: pa.Table) -> np.ndarray:
         candidates["fk_table"], candidates["pk_table"], overlaps["left_table"], overlaps["right_table"]
     )
     size = max(len(tables), 1)
-    pairs = np.minimum(fk, pk) * size + np.maximum(fk, pk)
-    found = np.minimum(left, right) * size + np.maximum(left, right)
-    order = np.argsort(found, kind="stable")
-    at = np.searchsorted(found[order], pairs)
-    at = np.minimum(at, max(len(found) - 1, 0))
-    hit = (found[order][at] == pairs) if len(found) else np.zeros(len(pairs), bool)
-    return np.where(hit, order[at] if len(found) else -1, -1)
+    return positions(
+        np.minimum(fk, pk) * size + np.maximum(fk, pk),
+        np.minimum(left, right) * size + np.maximum(left, right),
+    )
 
 
 def with_pair_flags(candidates: pa.Table, overlaps: pa.Table) -> pa.Table:
@@ -350,28 +343,15 @@ def with_pair_flags(candidates: pa.Table, overlaps: pa.Table) -> pa.Table:
 IDENTITY = ["fk_table", "fk_columns", "pk_table", "pk_columns"]
 
 
-def _sides(candidates: pa.Table) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
-    """Each candidate's dependent and key as one string each."""
-    return tuple(
-        pc.binary_join_element_wise(candidates[table], _joined(candidates[columns]), "\x1e")
-        for table, columns in (("fk_table", "fk_columns"), ("pk_table", "pk_columns"))
-    )
-
-
 def demoted_reverses(accepted: pa.Table) -> pa.Table:
     """Of accepted candidates (``IDENTITY`` and ``score``; module docstring, 5), those left unaccepted
     because their reverse is accepted too: two keys included in one another hold one reference at most
     (a subtype's key references its supertype's, not both ways), so the better scored stays accepted and at
     equal scores neither does (two tables numbered 1..N whose ids match by name, told apart by nothing).
     ``IDENTITY`` and ``reason``."""
-    dependent, key = _sides(accepted)
-    (forward, backward), sides = shared_codes(dependent, key)
-    size = max(len(sides), 1)
-    pairs = forward * size + backward
-    order = np.argsort(pairs, kind="stable")
-    at = np.minimum(np.searchsorted(pairs[order], backward * size + forward), max(len(pairs) - 1, 0))
-    has_reverse = (pairs[order][at] == backward * size + forward) if len(pairs) else np.zeros(0, bool)
-    reverse = np.where(has_reverse, order[at] if len(pairs) else 0, 0)
+    found = reverses(accepted)
+    has_reverse = found >= 0
+    reverse = np.maximum(found, 0)
     score = np.round(filled(accepted, "score", 0.0), _DIGITS)
     tied = has_reverse & (score == score[reverse])
     demoted = has_reverse & (score <= score[reverse])
@@ -391,8 +371,8 @@ def one_way(chosen: pa.Table) -> pa.Table:
     if not demoted.num_rows:
         return chosen
     at = pc.index_in(
-        pc.binary_join_element_wise(*_sides(chosen), "\x1d"),
-        value_set=pc.binary_join_element_wise(*_sides(demoted), "\x1d"),
+        pc.binary_join_element_wise(*sides(chosen), "\x1d"),
+        value_set=pc.binary_join_element_wise(*sides(demoted), "\x1d"),
     )
     hit = pc.is_valid(at)
     answer_set = pc.if_else(hit, pa.scalar(2, pa.int32()), chosen["answer_set"])

@@ -56,9 +56,9 @@ from lakemeta.fks.choice import (
     with_pair_flags,
 )
 from lakemeta.fks.keys import Key
+from lakemeta.fks.overlaps import INCLUSIONS_NEEDED, find_overlaps, joined_groups
 from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
-from lakemeta.fks.overlaps import find_overlaps, joined_groups
-from lakemeta.fks.signals import SAMPLE_COVERAGE, ColumnTypes
+from lakemeta.fks.signals import ColumnTypes
 from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
 
 log = logging.getLogger(__name__)
@@ -318,13 +318,7 @@ def discover_in_executors(
     # only for a key included in a key, or keys of other values than integers): of the lake's millions,
     # the few the tasks read; the pairs are sent to every task when they are few, so that the inclusions
     # are filtered where they are read, not shuffled to be joined.
-    pairs = (
-        kept.where(f"(fk_is_key AND coverage >= {SAMPLE_COVERAGE!r}) OR NOT coalesce(pk_is_integer, false)")
-        .select(*_pair_of("fk_table", "pk_table"))
-        .distinct()
-        .persist()
-    )
-    persisted.append(pairs)
+    pairs = persist(kept.where(INCLUSIONS_NEEDED).select(*_pair_of("fk_table", "pk_table")).distinct())
     n_pairs = pairs.count()
     included = included.join(
         F.broadcast(pairs) if n_pairs <= _BROADCAST_PAIRS else pairs, ["pair_left", "pair_right"], "left_semi"

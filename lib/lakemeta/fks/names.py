@@ -23,7 +23,7 @@ need more (Rostin et al. 2009 and HoPF, Jiang & Naumann 2020, weigh name feature
 * **Generic tokens** (``GENERIC``): ``id``, ``key``, ``code``, ``nr``, ``no``, ``sk``, ... say a column
   is an identifier, not what it identifies.
 
-The features of a candidate (``name_features``), each over the pairs of F's and P's columns:
+The features of a candidate (``name_columns``), each over the pairs of F's and P's columns:
 
 * ``name_equal``: the two names are the same, whole or without their table prefixes;
 * ``name_similarity``: the share of P's name tokens, generic ones left out, that F's tokens match (a key
@@ -46,7 +46,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import cache, lru_cache
 
 import numpy as np
@@ -176,20 +175,6 @@ def _table_words(table: str) -> tuple[str, ...]:
     return tokens(table.rsplit("/", 1)[-1])
 
 
-@dataclass(frozen=True)
-class NameFeatures:
-    """The name features of one candidate (module docstring)."""
-
-    name_equal: bool
-    name_similarity: float
-    names_key_table: bool
-    fk_identifier: bool
-    key_names_own_table: bool
-    fk_names_own_table: bool
-    fk_table_extends_key_table: bool
-    key_table_extends_fk_table: bool
-
-
 def _similarity(fk: tuple[str, ...], pk: tuple[str, ...], pk_words: tuple[str, ...]) -> float:
     wanted = [token for token in pk if token not in GENERIC] or pk_words
     if not wanted:
@@ -221,22 +206,6 @@ def _extends(words: tuple[str, ...], others: tuple[str, ...]) -> bool:
     ``konten``, ``film_kategorie`` and ``film``): a detail of the other, which references it rather than
     the reverse."""
     return words != others and "".join(words) != "".join(others) and _holds_words(words, others)
-
-
-def name_features(fk_table: str, fk_columns: list[str], pk_table: str, pk_columns: list[str]) -> NameFeatures:
-    """The name features of the candidate ``fk_table.fk_columns`` -> ``pk_table.pk_columns``; for several
-    columns, each column pair's, all of them (``name_equal``, ``names_key_table``,
-    ``fk_identifier``), any (``key_names_own_table``, ``fk_names_own_table``) or their mean
-    (``name_similarity``)."""
-    table = pa.table(
-        {
-            "fk_table": [fk_table],
-            "fk_columns": [list(fk_columns)],
-            "pk_table": [pk_table],
-            "pk_columns": [list(pk_columns)],
-        }
-    )
-    return NameFeatures(**{name: values[0].item() for name, values in name_columns(table).items()})
 
 
 class _Interned:
@@ -271,7 +240,10 @@ def _per_distinct(function: Callable[..., object], *codes: np.ndarray) -> np.nda
 
 
 def name_columns(candidates: pa.Table) -> dict[str, np.ndarray]:
-    """``NameFeatures`` of each candidate (fk_table, fk_columns, pk_table, pk_columns) as arrays. A lake's
+    """The name features (module docstring) of each candidate (fk_table, fk_columns, pk_table, pk_columns),
+    an array each; for several columns, each column pair's, all of them (``name_equal``,
+    ``names_key_table``, ``fk_identifier``), any (``key_names_own_table``, ``fk_names_own_table``) or
+    their mean (``name_similarity``). A lake's
     candidates are millions, its names few: each column's tokens are found once, and each feature is
     computed once per distinct combination of the token tuples it reads."""
     n = candidates.num_rows

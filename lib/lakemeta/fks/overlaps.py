@@ -56,6 +56,13 @@ SCHEMA = pa.schema(
 )
 
 
+INCLUSIONS_NEEDED = f"(fk_is_key AND coverage >= {SAMPLE_COVERAGE!r}) OR NOT coalesce(pk_is_integer, false)"
+"""The candidates (SQL over ``SCORED``) whose table pairs ``find_overlaps`` may match columns for: a key
+included in a key covering a share of it (``key_inclusions``), or a key of other values than integers
+(``mutual_keys``, ``same_shape``). The inclusions of the other pairs decide nothing, so the executors read
+only these pairs' (``fks.in_executors``)."""
+
+
 def joined_groups(pairs: Iterable[tuple[str, str]]) -> dict[str, str]:
     """Each table of the pairs and its group's first table, the groups being the connected components of
     the pairs (union-find): overlap groups (``schema_view``), schema graphs (``choice``)."""

@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from lakemeta.fks.overlaps import joined_groups
-from lakemeta.fks.signals import folder
 from lakemeta.storage import Location
 
 _LAYER_GAP = 110.0
@@ -155,8 +154,8 @@ def _label(node: str, view: SchemaView) -> str:
 def schema_views(
     fks: list[dict],
     overlaps: list[tuple[str, str]],
-    inds: list[dict] | None = None,
-    schema_of: Callable[[str], str] = folder,
+    inds: list[dict] | None,
+    schema_of: Callable[[str], str],
 ) -> tuple[dict[str, dict], list[SchemaView]]:
     """The lake overview (per schema: tables seen, accepted FKs, overlap groups) and the laid-out views of
     every schema graph, from the accepted FKs (rows of ``fk_candidates``), the overlapping table pairs and,
@@ -318,7 +317,7 @@ def render_page(overview: dict[str, dict], views: list[SchemaView], title: str) 
 
 
 def write_catalog_page(
-    catalog: Location, path: Path, inds: bool = False, schema_of: Callable[[str], str] = folder
+    catalog: Location, path: Path, schema_of: Callable[[str], str], inds: bool = False
 ) -> tuple[dict[str, dict], list[SchemaView]]:
     """Read the catalog's accepted FKs, overlaps and (``inds``) INDs with delta-rs, write the page to
     ``path``, and return what it shows (``schema_of`` as ``schema_views``')."""

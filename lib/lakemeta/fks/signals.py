@@ -30,7 +30,8 @@ From the keys and the tables' schemas, after the scoring (``candidates.with_key_
 
 From the places, in the choice (``choice.choose_per_dependent``):
 
-* ``same_folder``: both tables sit in one folder of the lake, which is how lakes keep a schema together.
+* ``same_folder``: both tables sit in one schema (a folder of the lake unless ``fks.schemas`` maps it,
+  ``FkConfig.schema_of``), which is how lakes keep a schema together.
 
 The names' features are ``names``'; the choice weighs all of them with the learned score (``model``).
 """
@@ -43,7 +44,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.arrays import shared_codes
+from lakemeta.arrays import positions, shared_codes
 from lakemeta.sketches.discover import type_family
 
 _INTEGER = r"^-?[0-9]+$"
@@ -94,11 +95,6 @@ def span(cells: np.ndarray, n_cells: int) -> tuple[float, float]:
     return float(cells.min()) / n_cells, float(cells.max() + 1) / n_cells
 
 
-def folder(table: str) -> str:
-    """The folder of a table's path relative to the lake root ("" at the root)."""
-    return table.rsplit("/", 1)[0] if "/" in table else ""
-
-
 def filled(candidates: pa.Table, name: str, fill: float | bool = 0) -> np.ndarray:
     """A column of the candidates as a numpy array, its nulls ``fill``."""
     return pc.fill_null(candidates[name], fill).to_numpy()
@@ -145,15 +141,23 @@ class ColumnTypes:
         self.shape = {table: tuple(f for _, _, f in sorted(listed)) for table, listed in by_table.items()}
 
 
+def sides(candidates: pa.Table) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
+    """Each candidate's dependent (its table and columns) and key (likewise), as one string each."""
+    return tuple(
+        pc.binary_join_element_wise(candidates[table], pc.binary_join(candidates[columns], "\x1f"), "\x1e")
+        for table, columns in (("fk_table", "fk_columns"), ("pk_table", "pk_columns"))
+    )
+
+
+def reverses(candidates: pa.Table) -> np.ndarray:
+    """For each candidate, the row of its reverse among the candidates (the key's columns as dependent of
+    the dependent's), or -1."""
+    (dependent, key), found = shared_codes(*sides(candidates))
+    size = max(len(found), 1)
+    return positions(key * size + dependent, dependent * size + key)
+
+
 def both_ways(candidates: pa.Table) -> np.ndarray:
     """Whether each candidate's reverse is a candidate too: keys included in one another (``overlaps``
     takes copies from them, ``model`` weighs them)."""
-    fk = pc.binary_join_element_wise(
-        candidates["fk_table"], pc.binary_join(candidates["fk_columns"], "\x1f"), "\x1e"
-    )
-    pk = pc.binary_join_element_wise(
-        candidates["pk_table"], pc.binary_join(candidates["pk_columns"], "\x1f"), "\x1e"
-    )
-    (fk_codes, pk_codes), sides = shared_codes(fk, pk)
-    forward = fk_codes * len(sides) + pk_codes
-    return np.isin(pk_codes * len(sides) + fk_codes, forward)
+    return reverses(candidates) >= 0

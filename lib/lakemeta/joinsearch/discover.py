@@ -332,6 +332,9 @@ def _items_with_values(
     started = time.perf_counter()
     wanted = arrow_frame(catalog.spark, pa.table({"value": values.cast(pa.string())}))
     frame = items.join(wanted, "value", "left_semi").select(*columns)
+    # the posting lists of the query's values (MATE's Alg. 1 holds them in memory): the query table's
+    # distinct key values times the cells of the lake holding each; a value held by thousands of columns
+    # (a dense lake's small integers) makes it large, which the search index's layout is to address
     rows = frame.toArrow()
     read.seconds += time.perf_counter() - started
     if is_connect(catalog.spark):

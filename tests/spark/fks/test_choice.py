@@ -192,6 +192,6 @@ def test_ranges_of_a_key_rank_below_random_samples_and_tuples_prune_multi_column
     assert several[("ranges/grid_refs", ("gx", "gy"))]["inclusion_estimate"] >= 0.9
     assert not [table for table, _ in several if table == "ranges/crossed"]  # pruned on its tuples
     page_path = pipeline.config.catalog.local_path().parent / "schemas.html"
-    write_catalog_page(pipeline.config.catalog, page_path)
+    write_catalog_page(pipeline.config.catalog, page_path, pipeline.config.fks.schema_of)
     page = page_path.read_text(encoding="utf-8")
     assert "(order_ref) \u2192 (order_id)" in page  # accepted FKs drawn

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import pyarrow as pa
 import pytest
 
-from lakemeta.fks.names import bare_tokens, in_compound, name_features, same_word, tokens
+from lakemeta.fks.names import bare_tokens, in_compound, name_columns, same_word, tokens
 
 
 @pytest.mark.parametrize(
@@ -46,6 +49,21 @@ def test_word_forms_and_compounds_match() -> None:
     assert not same_word("date", "data") and not same_word("order", "ordinal")
     assert in_compound("gastgeberstadt", "stadt") and in_compound("kundenkonto", "konto")
     assert not in_compound("stadt", "gastgeberstadt") and not in_compound("produktmenge", "produkt")
+
+
+def name_features(
+    fk_table: str, fk_columns: list[str], pk_table: str, pk_columns: list[str]
+) -> SimpleNamespace:
+    """The name features of one candidate."""
+    candidate = pa.table(
+        {
+            "fk_table": [fk_table],
+            "fk_columns": [fk_columns],
+            "pk_table": [pk_table],
+            "pk_columns": [pk_columns],
+        }
+    )
+    return SimpleNamespace(**{name: values[0].item() for name, values in name_columns(candidate).items()})
 
 
 @pytest.mark.parametrize(

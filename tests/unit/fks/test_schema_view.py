@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from lakemeta.config import FkConfig
 from lakemeta.fks.schema_view import Edge, layers, order_layers, render_page, schema_views
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
@@ -41,7 +42,7 @@ def test_layers_put_referencing_tables_above_and_break_cycles() -> None:
 
 
 def test_views_per_schema_graph_with_overlaps_collapsed() -> None:
-    overview, views = schema_views(FKS, [("shop/parts", "shop/parts_2024")])
+    overview, views = schema_views(FKS, [("shop/parts", "shop/parts_2024")], None, FkConfig().schema_of)
     drawn = {(v.schema, tuple(v.nodes)) for v in views}
     assert drawn == {
         (
@@ -81,7 +82,7 @@ def test_the_page_searches_and_zooms_in_a_real_browser(tmp_path: Path) -> None:
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
 
-    overview, views = schema_views(FKS, [("shop/parts", "shop/parts_2024")])
+    overview, views = schema_views(FKS, [("shop/parts", "shop/parts_2024")], None, FkConfig().schema_of)
     page = tmp_path / "schemas.html"
     page.write_text(render_page(overview, views, "test lake"), encoding="utf-8")
     options = webdriver.ChromeOptions()

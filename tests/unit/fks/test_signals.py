@@ -10,7 +10,6 @@ from lakemeta.fks.signals import (
     both_ways,
     common_divisor,
     counts_from_first_values,
-    folder,
     integer_key,
     span,
     step,
@@ -55,10 +54,6 @@ def test_the_step_is_the_dependents_common_divisor_beyond_the_keys() -> None:
 def test_span_is_the_first_and_last_cell_over_the_cells() -> None:
     assert span(np.array([3, 0, 7]), 8) == (0.0, 1.0)
     assert span(np.array([2, 3]), 10) == (0.2, 0.4)
-
-
-def test_the_folder_of_a_table_is_its_path_without_the_last_part() -> None:
-    assert folder("tpcds/store_sales") == "tpcds" and folder("a/b/c") == "a/b" and folder("orders") == ""
 
 
 @pytest.mark.parametrize(
