@@ -46,7 +46,7 @@ from lakemeta.catalog.layout import (
 )
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
 from lakemeta.catalog.store import newest_publication, published_versions, read_small
-from lakemeta.quality.gate import AUDITS_SHOWN, QUALITY_FOLDER, results_file_kind
+from lakemeta.quality.results import AUDITS_SHOWN, QUALITY_FOLDER, results_file_kind
 from lakemeta.registry import open_catalog
 from lakemeta.storage import Location
 

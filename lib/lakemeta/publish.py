@@ -22,7 +22,8 @@ from pyspark.sql.types import StructType
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.store import published_versions
 from lakemeta.crash_points import crash_point
-from lakemeta.quality.gate import AUDITED, Audit, require_success
+from lakemeta.quality.gate import AUDITED, require_success
+from lakemeta.quality.results import Audit
 from lakemeta.spark.jobs import describe_jobs
 from lakemeta.storage import Location
 

@@ -25,7 +25,8 @@ from lakemeta.config import (
 from lakemeta.joinsearch.discover import format_matches, parse_key_columns
 from lakemeta.logs import configure_logging
 from lakemeta.pipeline import Pipeline
-from lakemeta.quality.gate import Audit, require_success
+from lakemeta.quality.gate import require_success
+from lakemeta.quality.results import Audit
 from lakemeta.registry import DISCOVERY_STEPS, STATE_COMPONENTS
 from lakemeta.spark import get_session, metastore_conf
 

@@ -27,7 +27,7 @@ from lakemeta.inds.columns import INPUTS
 from lakemeta.inds.kept import COMPUTED_IN
 from lakemeta.lake.batches import BatchUnreadableError
 from lakemeta.pipeline import Pipeline
-from lakemeta.quality.gate import Audit
+from lakemeta.quality.results import Audit
 from lakemeta.registry import all_schemas, state_schemas
 from lakemeta.storage import Location
 

@@ -22,7 +22,7 @@ from deltalake import write_deltalake
 from lakemeta import crash_points
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
-from lakemeta.quality.gate import Audit
+from lakemeta.quality.results import Audit
 from lakemeta.storage import Location, StorageError
 
 from ..quick_jvm import QUICK_JVM

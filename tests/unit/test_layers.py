@@ -70,6 +70,52 @@ def test_imports_run_downward(module: str):
     assert upward == [], f"{module} (layer {layer(module)}) imports from above: {upward}"
 
 
+def import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of ``graph`` (module -> the modules it imports): its strongly connected components of
+    more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph[module]):
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = [stack.pop()]
+            while component[-1] != module:
+                component.append(stack.pop())
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_import_circles_are_found():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert import_circles(graph) == [["a", "b", "c"]]
+    assert import_circles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_circle():
+    """No module imports, directly or through others, a module that imports it: counting the imports
+    inside functions too, which hide a circle from Python but not from a reader."""
+    graph = {
+        module: {target for target in imported(tree) if target in MODULES and target != module}
+        for module, tree in MODULES.items()
+    }
+    assert import_circles(graph) == []
+
+
 def is_core(module: str) -> bool:
     """A package's paper-core module: not its Spark adapters (state.py, discover.py, and the modules
     those read tables with), not its package file."""

@@ -15,7 +15,8 @@ from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of,
 from lakemeta.catalog.store import Txn
 from lakemeta.maintenance import maintain_catalog, maintain_table
 from lakemeta.publish import publication_is_current
-from lakemeta.quality.gate import AUDITED, QUALITY_FOLDER, audit_file, batches_file
+from lakemeta.quality.gate import AUDITED
+from lakemeta.quality.results import QUALITY_FOLDER, audit_file, batches_file
 from lakemeta.storage import Location
 
 PUBLISHED_AT = pa.timestamp("us", tz="UTC")

@@ -17,7 +17,7 @@ import pandas as pd
 
 from lakemeta.lake.batches import Batch
 from lakemeta.lake.tables import spark_schema, table_path
-from lakemeta.quality.gate import Check
+from lakemeta.quality.results import Check
 from lakemeta.storage import Location
 
 

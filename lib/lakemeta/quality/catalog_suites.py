@@ -25,7 +25,7 @@ import great_expectations as gx
 import pandas as pd
 from great_expectations.expectations.row_conditions import Column
 
-from lakemeta.quality.gate import Check
+from lakemeta.quality.results import Check
 
 E = gx.expectations
 

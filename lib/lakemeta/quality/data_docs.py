@@ -28,7 +28,7 @@ from great_expectations.data_context.types.resource_identifiers import (
 )
 from great_expectations.exceptions import InvalidKeyError
 
-from lakemeta.quality.gate import AUDITS_SHOWN
+from lakemeta.quality.results import AUDITS_SHOWN
 from lakemeta.storage import Location
 
 SITE_NAME = "lakemeta_quality"

@@ -21,7 +21,7 @@ import importlib
 import json
 import logging
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,16 +29,13 @@ import pandas as pd
 
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS
 from lakemeta.crash_points import crash_point
+from lakemeta.quality.results import QUALITY_FOLDER, Audit, audit_file, batches_file
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
 
 AUDITED = [name for name in CATALOG_SCHEMAS if name != "published"]
-QUALITY_FOLDER = "_quality"
-AUDITS_SHOWN = 10  # the audits the Data Docs show, each a sizeable set of pages even for a small catalog
 
-
-_AUDIT_TIME = "%Y%m%dT%H%M%S%fZ"
 
 # What the audits import, Great Expectations with them, a slow import: imported ahead by
 # ``import_audit_modules``.
@@ -67,64 +64,8 @@ def import_audit_modules() -> None:
     threading.Thread(target=run, name="lakemeta-audit-imports", daemon=True).start()
 
 
-def audit_file(audited_at: datetime) -> str:
-    """The name of the results file of an audit: by its time, so that names sort in time order."""
-    return f"audit-{audited_at.strftime(_AUDIT_TIME)}.json"
-
-
-def batches_file(run_id: int) -> str:
-    """The name of the results file of a run's batch audit (a retry of the audit writes it again)."""
-    return f"batches-run-{run_id}.json"
-
-
-def results_file_kind(name: str) -> tuple[str, datetime | int] | None:
-    """Which results file ``name`` is: ("audit", its time) or ("batches", its run); None for neither."""
-    stem = name.removesuffix(".json")
-    if stem != name and stem.startswith("audit-"):
-        try:
-            return "audit", datetime.strptime(stem.removeprefix("audit-"), _AUDIT_TIME).replace(tzinfo=UTC)
-        except ValueError:
-            return None
-    run = stem.removeprefix("batches-run-")
-    return ("batches", int(run)) if stem != name and run != stem and run.isdigit() else None
-
-
-@dataclass(frozen=True)
-class Check:
-    """A suite and the frame it validates: the table ``asset`` (the suite's name when None) as a frame;
-    ``parameters`` are the values of the suite's ``$PARAMETER`` references."""
-
-    name: str
-    frame: pd.DataFrame
-    expectations: list
-    asset: str | None = None
-    parameters: dict = field(default_factory=dict)
-
-    @property
-    def asset_name(self) -> str:
-        return self.asset or self.name
-
-
 class QualityGateError(RuntimeError):
     """The catalog failed validation; nothing was published."""
-
-
-@dataclass(frozen=True)
-class Audit:
-    path: Location  # the validation results, JSON
-    number: int  # the audit's time in microseconds since the epoch: publications in order, each once
-    success: bool
-    versions: dict[str, int]  # the audited version of each catalog table
-    failures: list[str]  # one line per failed expectation
-    data_docs: Location | None = None  # the Data Docs' index page, when this audit rendered them
-
-    @staticmethod
-    def load(path: Location | str) -> Audit:
-        path = Location.parse(path)
-        recorded = json.loads(path.read_text())
-        return Audit(
-            path, recorded["number"], recorded["success"], recorded["versions"], recorded["failures"]
-        )
 
 
 def _failure(suite: str, table: str, outcome: dict) -> str:

@@ -21,7 +21,8 @@ from lakemeta.catalog.store import Txn, arrow_schema
 from lakemeta.config import Config
 from lakemeta.pipeline import Pipeline
 from lakemeta.publish import publish_catalog
-from lakemeta.quality.gate import Audit, QualityGateError, audit_batches
+from lakemeta.quality.gate import QualityGateError, audit_batches
+from lakemeta.quality.results import Audit
 
 from ..lake_changes import process
 
