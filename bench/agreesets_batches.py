@@ -49,7 +49,7 @@ from lakemeta.agreesets.batch_delta import agree_set_delta
 from lakemeta.agreesets.values import comparable_table
 from lakemeta.config import AgreeSetConfig, Config
 from lakemeta.lake.snapshots import read_table
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.reference.dynast import DynASt
 from lakemeta.spark import get_session
 

@@ -67,7 +67,7 @@ from lakemeta.config import Config, add_settings_argument, load_config, parse_se
 from lakemeta.hashing import canonical
 from lakemeta.inds.config import many_config
 from lakemeta.inds.discover import discover_inclusion_dependencies
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.registry import DISCOVERY_STEPS
 from lakemeta.sketches.discover import estimate_inclusions
 from lakemeta.spark import get_session

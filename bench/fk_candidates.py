@@ -49,13 +49,13 @@ from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.fks.choice import choose, stored_signals
-from lakemeta.fks.discover import run_step as fk_candidates_step
+from lakemeta.fks.discover import run_discovery as fk_candidates_step
 from lakemeta.fks.randomness import distinct_tuples, emd_n
 from lakemeta.fks.ranking import answer_set
 from lakemeta.hashing import canonical
 from lakemeta.lake.snapshots import read_columns
 from lakemeta.lake.tables import table_path
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 BENCH = Path(__file__).resolve().parent
 RESULT = BENCH / "results" / "fk_candidates.json"

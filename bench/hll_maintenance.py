@@ -46,7 +46,7 @@ from lakemeta.config import Config, SketchConfig
 from lakemeta.demo import generate_tpch
 from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.table_changes import SIGN
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.sketches.hll import add_counters, counter_delta, empty_counters
 from lakemeta.sketches.state import KEYS, SCHEMA, HllCounters, tally
 from lakemeta.spark import get_session

@@ -48,8 +48,8 @@ from small_change import change, tpch
 
 from lakemeta.config import Config
 from lakemeta.demo.webtables import write_web_tables
-from lakemeta.maintenance import maintain_catalog
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.maintenance import maintain_catalog
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.ports import free_port
 from lakemeta.spark import get_session
 from lakemeta.spark.connect import TOKEN_VARIABLE, running_server

@@ -60,7 +60,7 @@ from lakemeta.inds.bloom import BloomParams
 from lakemeta.inds.columns import INPUTS
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.discover import ManyRun, discover_inclusion_dependencies, lake_columns
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.spark.jobs import describe_jobs
 from lakemeta.values.state import ColumnValues
 

@@ -57,7 +57,7 @@ from lakemeta.demo import write_tpch_lake
 from lakemeta.demo.webtables import write_web_tables
 from lakemeta.lake.snapshots import data_files
 from lakemeta.lake.tables import discover_tables, source_column, spark_schema
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.registry import DISCOVERY_STEPS
 from lakemeta.spark import get_session
 from lakemeta.storage import Location

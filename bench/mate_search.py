@@ -318,7 +318,7 @@ def precision_by_row_width(samples: list[pa.Table], n_generated: int, n_queries:
 def spark_maintenance(tables: list[pa.Table], rng: np.random.Generator, n_changed: int) -> dict:
     """PostingLists.update on a Delta lake: the first build, a batch changing ``n_changed`` tables, and a
     rebuild from the final snapshots (which must equal the incrementally maintained state)."""
-    from lakemeta.pipeline import Pipeline
+    from lakemeta.orchestration.pipeline import Pipeline
     from lakemeta.spark import get_session
 
     shutil.rmtree(SCRATCH, ignore_errors=True)
@@ -381,7 +381,7 @@ def delta_path(n_samples: int, corpus: list[pa.Table], workload: list) -> dict:
     """MATE and SCR through ``find_joinable`` on Delta posting lists (module docstring, ``--delta-path``);
     the corpus's first ``n_samples`` tables are sample tables."""
     from lakemeta.joinsearch.discover import MATE, SCR, find_joinable
-    from lakemeta.pipeline import Pipeline
+    from lakemeta.orchestration.pipeline import Pipeline
     from lakemeta.spark import get_session
 
     root = SCRATCH / "delta_path"

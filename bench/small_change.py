@@ -75,7 +75,8 @@ CONNECT_PASSES = 3  # passes of both DAGs in one process (``dags``), four other 
 WARM_FIRST_RUNS = 3  # first runs on the warmed server, each over a lake of its own (``first_run``)
 
 # The tasks of lakemeta_incremental and lakemeta_discovery in an order their dependencies allow: a Spark
-# task as (task id, step, arguments); a Python task of lakemeta.tasks as (task id, None, ()).
+# task as (task id, step, arguments); a Python task of lakemeta.orchestration.python_tasks as
+# (task id, None, ()).
 INCREMENTAL_TASKS = [
     ("detect_batches", None, ()),
     ("scan_batches", "scan_batches", ()),
@@ -207,7 +208,8 @@ def tasks_seconds(tasks: dict) -> list[float]:
 
 def submit_pass(lake: Path, catalog: Path, env: dict[str, str], logs: Path) -> dict:
     """The tasks of both DAGs in order, each Spark task a spark-submit of its job (a JVM per task)."""
-    from lakemeta import steps, tasks
+    from lakemeta.orchestration import python_tasks
+    from lakemeta.orchestration.steps import run_step
 
     os.environ.update({"LAKEMETA_LAKE": str(lake), "LAKEMETA_CATALOG": str(catalog)})
     config = Config(lake=lake, catalog=catalog)
@@ -216,11 +218,11 @@ def submit_pass(lake: Path, catalog: Path, env: dict[str, str], logs: Path) -> d
     for task_id, step, arguments in [*INCREMENTAL_TASKS, *DISCOVERY_TASKS]:
         started = time.perf_counter()
         if step is None:
-            outcome = getattr(tasks, task_id)()
+            outcome = getattr(python_tasks, task_id)()
             if task_id == "detect_batches" and not outcome:
                 raise RuntimeError("the submit pass found no change")
         elif step == "audit_catalog":  # the gate needs no Spark: in this process, as a Python task
-            audit = steps.audit_catalog([])
+            audit = run_step("audit_catalog")
         else:
             command = [str(BIN / "spark-submit"), "--master", "local[*]", "--name", f"lakemeta {task_id}"]
             command += ["--driver-memory", "4g", "--jars", ",".join(delta_jars())]

@@ -6,7 +6,7 @@ steps whose results it reads: keys and FDs from the agree-sets, BML inclusion es
 then the FK candidates (whose phase 1 reads the estimates and whose keys come from the agree-sets); then
 the quality gate audits the catalog as written (Great Expectations; the results' path is in its log),
 and only when it passes are the audited versions published to the Spark SQL database `lakemeta`. Each
-param is handed to every discovery step as a configuration setting (`--set section.key=value`); a param
+param is handed to every discovery step as a configuration setting (`section.key=value`); a param
 left empty leaves the configured value in force (the task reads the configuration, the parse does not).
 """
 
@@ -14,8 +14,13 @@ from __future__ import annotations
 
 from airflow.sdk import dag
 
-from lakemeta.dag_settings import STATE_ASSET, configured_param, dag_arguments, settings_arguments
-from lakemeta.orchestration.dag_tasks import publish_step, quality_gate_step, spark_step
+from lakemeta.orchestration.dag_settings import (
+    STATE_ASSET,
+    configured_param,
+    dag_arguments,
+    param_settings,
+)
+from lakemeta.orchestration.spark_tasks import publish_step, quality_gate_step, spark_step
 from lakemeta.registry import DISCOVERY_STEPS
 
 # Param name -> the configuration value it sets.
@@ -127,8 +132,8 @@ SETTINGS = {
     **dag_arguments(),
 )
 def lakemeta_discovery() -> None:
-    settings = settings_arguments(SETTINGS)
-    steps = {s.name: spark_step(s.name, "discover", [s.name, *settings]) for s in DISCOVERY_STEPS}
+    settings = param_settings(SETTINGS)
+    steps = {s.name: spark_step(s.name, "discover", settings, step=s.name) for s in DISCOVERY_STEPS}
     for step in DISCOVERY_STEPS:
         [steps[before] for before in step.after] >> steps[step.name]  # e.g. the FK search reads the keys
     read_by_others = {name for step in DISCOVERY_STEPS for name in step.after}

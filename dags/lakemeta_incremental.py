@@ -7,7 +7,7 @@ registry (`lakemeta.registry.STATE_COMPONENTS`, one task `update_<component>` ea
 batches are audited for schema drift (reported in the log and the results; no JVM), then commit the
 watermarks, which publishes the asset `lakemeta_state` that schedules `lakemeta_discovery`. The Spark
 steps run on the Spark Connect server of the `lakemeta_connect` connection
-(`lakemeta.orchestration.dag_tasks`), no JVM per task. The lake and catalog come from LAKEMETA_LAKE /
+(`lakemeta.orchestration.spark_tasks`), no JVM per task. The lake and catalog come from LAKEMETA_LAKE /
 LAKEMETA_CATALOG / LAKEMETA_CONFIG in the task's environment; the steps are idempotent, so retries are
 safe.
 """
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from airflow.sdk import dag, task
 
-from lakemeta.dag_settings import STATE_ASSET, dag_arguments, incremental_schedule
-from lakemeta.orchestration.dag_tasks import spark_step
+from lakemeta.orchestration.dag_settings import STATE_ASSET, dag_arguments, incremental_schedule
+from lakemeta.orchestration.python_tasks import batch_audit, detect_batches
+from lakemeta.orchestration.spark_tasks import spark_step
 from lakemeta.registry import STATE_COMPONENTS
-from lakemeta.tasks import batch_audit, detect_batches
 
 
 @dag(
@@ -32,7 +32,9 @@ from lakemeta.tasks import batch_audit, detect_batches
 def lakemeta_incremental() -> None:
     detect = task.short_circuit(task_id="detect_batches")(detect_batches)()
     scan = spark_step("scan_batches", "scan_batches")
-    state_updates = [spark_step(entry.task_id, "update_state", [entry.name]) for entry in STATE_COMPONENTS]
+    state_updates = [
+        spark_step(entry.task_id, "update_state", component=entry.name) for entry in STATE_COMPONENTS
+    ]
     audit = task(task_id="batch_audit")(batch_audit)()
     commit = spark_step("commit_batches", "commit_batches", outlets=[STATE_ASSET])
     detect >> scan >> state_updates >> commit

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from airflow.sdk import Param, dag
 
-from lakemeta.dag_settings import configured_param, dag_arguments, settings_arguments
-from lakemeta.orchestration.dag_tasks import spark_step
+from lakemeta.orchestration.dag_settings import configured_param, dag_arguments, param_settings
+from lakemeta.orchestration.spark_tasks import spark_step
 
 # Param name -> the configuration value it sets.
 SETTINGS = {"k": "joinsearch.k", "hash_bits": "joinsearch.hash_bits"}
@@ -63,15 +63,10 @@ def lakemeta_joinable_search() -> None:
     spark_step(
         "joinable_search",
         "joinable_search",
-        [
-            "--query",
-            "{{ params.query }}",
-            "--key",
-            "{{ params.key_columns | join(',') }}",
-            "--query-id",
-            "{{ run_id }}",
-            *settings_arguments(SETTINGS),
-        ],
+        param_settings(SETTINGS),
+        query="{{ params.query }}",
+        key="{{ params.key_columns | join(',') }}",
+        query_id="{{ run_id }}",
     )
 
 

@@ -1,5 +1,5 @@
 """lakemeta_maintenance: daily, compact, checkpoint and VACUUM every state and catalog table
-(`lakemeta.maintenance`), keeping the versions of the retention window
+(`lakemeta.orchestration.maintenance`), keeping the versions of the retention window
 (`maintenance.retention_days`) and the published ones.
 
 Wiring only. One Python task: delta-rs does the work, no Spark. It holds the state lease alone, so a run's
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from airflow.sdk import dag, task
 
-from lakemeta.dag_settings import dag_arguments, maintenance_schedule
-from lakemeta.tasks import maintain_catalog
+from lakemeta.orchestration.dag_settings import dag_arguments, maintenance_schedule
+from lakemeta.orchestration.python_tasks import maintain_catalog
 
 
 @dag(

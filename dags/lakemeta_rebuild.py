@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from airflow.sdk import Param, dag
 
-from lakemeta.dag_settings import dag_arguments
-from lakemeta.orchestration.dag_tasks import publish_step, quality_gate_step, spark_step
+from lakemeta.orchestration.dag_settings import dag_arguments
+from lakemeta.orchestration.spark_tasks import publish_step, quality_gate_step, spark_step
 
 
 @dag(

@@ -7,7 +7,7 @@
 # writes the .pyc files it compiles, so without them every process compiled each module it imports from
 # source, every time: each Airflow task, Spark Python worker, CLI run and test worker. `import pandas` took
 # 2.7 s against 0.8 s compiled, a DAG task's imports 10.8 s against 4.0 s. lakemeta's own modules (editable)
-# are left as they are: compiled, importing lakemeta.scan and lakemeta.pipeline took no measurably less.
+# are left as they are: compiled, importing lakemeta.scan and the pipeline took no measurably less.
 # Usage: infra/setup.sh PYTHON   (the interpreter the venv is made from)
 set -euo pipefail
 repo_root=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,8 +1,6 @@
-"""spark-submit entry point: commit the run's batches (lakemeta.steps.commit_batches)."""
+"""spark-submit entry point: commit the run's batches (lakemeta.orchestration.steps.commit_batches)."""
 
-import sys
-
-from lakemeta.steps import commit_batches
+from lakemeta.orchestration.steps import job_parser, run_job
 
 if __name__ == "__main__":
-    commit_batches(sys.argv[1:])
+    run_job(job_parser("commit_batches").parse_args())

@@ -1,8 +1,6 @@
-"""spark-submit entry point: drop the state and recompute it (lakemeta.steps.rebuild_state)."""
+"""spark-submit entry point: drop the state and recompute it (lakemeta.orchestration.steps.rebuild_state)."""
 
-import sys
-
-from lakemeta.steps import rebuild_state
+from lakemeta.orchestration.steps import job_parser, run_job
 
 if __name__ == "__main__":
-    rebuild_state(sys.argv[1:])
+    run_job(job_parser("rebuild_state").parse_args())

@@ -1,8 +1,7 @@
-"""spark-submit entry point: read a run's batches once for all components (lakemeta.steps.scan_batches)."""
+"""spark-submit entry point: read a run's batches once for all state components
+(lakemeta.orchestration.steps.scan_batches)."""
 
-import sys
-
-from lakemeta.steps import scan_batches
+from lakemeta.orchestration.steps import job_parser, run_job
 
 if __name__ == "__main__":
-    scan_batches(sys.argv[1:])
+    run_job(job_parser("scan_batches").parse_args())

@@ -4,7 +4,7 @@
 # on 127.0.0.1:$LAKEMETA_CONNECT_PORT (15002), unless it is set already. The server and its clients share
 # a token (SPARK_CONNECT_AUTHENTICATE_TOKEN), generated once into $AIRFLOW_HOME/connect-token (mode 600).
 # The DAGs' own settings (schedule, timeouts, notifications) are environment variables too, read when the
-# DAG files are parsed: lakemeta.dag_settings and docs/operations.md's Airflow section list them.
+# DAG files are parsed: lakemeta.orchestration.dag_settings and docs/operations.md list them.
 lakemeta_root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 export AIRFLOW_HOME=${AIRFLOW_HOME:-$lakemeta_root/.airflow}
 export AIRFLOW__CORE__DAGS_FOLDER=$lakemeta_root/dags

@@ -23,7 +23,7 @@ trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
     while true; do
         lakemeta connect-server --port "$LAKEMETA_CONNECT_PORT" &
         server=$!
-        if [ "${LAKEMETA_WARM_UP:-1}" = 1 ]; then  # the first task then finds the server warm (lakemeta.warm_up)
+        if [ "${LAKEMETA_WARM_UP:-1}" = 1 ]; then  # the first task then finds the server warm
             lakemeta --remote "sc://localhost:$LAKEMETA_CONNECT_PORT" warm-up \
                 >>"$AIRFLOW_HOME/connect-warm-up.log" 2>&1 &
         fi

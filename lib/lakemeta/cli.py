@@ -25,7 +25,7 @@ from lakemeta.logs import configure_logging
 from lakemeta.storage import StorageError
 
 if TYPE_CHECKING:  # the pipeline imports pyspark: only commands that run Spark load it
-    from lakemeta.pipeline import Pipeline
+    from lakemeta.orchestration.pipeline import Pipeline
 
 log = logging.getLogger("lakemeta")
 
@@ -230,7 +230,7 @@ def _ingest(args: argparse.Namespace, config: Config) -> int:
 
 
 def _pipeline(config: Config, metastore: bool = False) -> Pipeline:
-    from lakemeta.pipeline import Pipeline
+    from lakemeta.orchestration.pipeline import Pipeline
     from lakemeta.spark import get_session, metastore_conf
 
     lake, catalog = config.require_paths()
@@ -262,7 +262,7 @@ def _audit_and_publish(pipeline: Pipeline) -> int:
 
 
 def _run(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.pipeline import Pipeline
+    from lakemeta.orchestration.pipeline import Pipeline
 
     planner = Pipeline(None, config)  # Delta logs only: no JVM is started for nothing to do
     if planner.detect_batches() is None and planner.results_current():
@@ -299,7 +299,7 @@ def _confirm_rebuild(config: Config) -> None:
 
 
 def _maintain(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.maintenance import maintain_catalog
+    from lakemeta.orchestration.maintenance import maintain_catalog
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
@@ -363,9 +363,9 @@ def _connect_server(args: argparse.Namespace, config: Config) -> int:
 
 
 def _warm_up(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.orchestration.warm_up import warm_up
     from lakemeta.spark import get_session
     from lakemeta.spark.connect import wait_until_serving_url
-    from lakemeta.warm_up import warm_up
 
     if not config.spark_remote:
         raise ValueError("warm-up warms a Spark Connect server: give --remote (or LAKEMETA_SPARK_REMOTE)")

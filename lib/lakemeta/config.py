@@ -249,7 +249,7 @@ class ScanConfig:
 
 @dataclasses.dataclass(frozen=True)
 class MaintenanceConfig:
-    """Table maintenance of the catalog (``lakemeta.maintenance``)."""
+    """Table maintenance of the catalog (``lakemeta.orchestration.maintenance``)."""
 
     # Versions committed this many days back stay readable (time travel, ``show --as-of``); the published
     # versions stay readable however old.

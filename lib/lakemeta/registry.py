@@ -1,9 +1,10 @@
 """The registry of the pipeline's steps: the state components and the discovery steps, in run order.
 
-`lakemeta run` (``Pipeline.run``), the jobs under ``jobs/`` (``lakemeta.steps``), the DAG files and the DAG
-integrity test all read the run order and the names from here, so adding a state component is one module
-holding a :class:`~lakemeta.component.StateComponent` subclass and one entry in :data:`STATE_COMPONENTS`,
-and adding a discovery step is one ``discover.py`` module with a ``run_step`` function and one entry in
+`lakemeta run` (``Pipeline.run``), the steps of the DAGs and of the jobs under ``jobs/``
+(``lakemeta.orchestration.steps``), the DAG files and the DAG integrity test all read the run order and
+the names from here, so adding a state component is one module holding a
+:class:`~lakemeta.component.StateComponent` subclass and one entry in :data:`STATE_COMPONENTS`, and adding
+a discovery step is one ``discover.py`` module with a ``run_discovery`` function and one entry in
 :data:`DISCOVERY_STEPS`.
 
 Entries name their implementation by import path rather than importing it: DAG files read the registry
@@ -44,7 +45,7 @@ class ComponentEntry:
 @dataclass(frozen=True)
 class DiscoveryStep:
     """A discovery step: its name (the DAG task and the job argument), the module whose
-    ``run_step(catalog, lake, config, committed)`` runs it over the state of the committed run
+    ``run_discovery(catalog, lake, config, committed)`` runs it over the state of the committed run
     ``committed``, the steps whose results it reads, and whether the commit of a run already did its
     work for the changed tables (then `lakemeta run` leaves it out, and the discovery DAG runs it so that
     a run triggered with other thresholds redoes it for every table)."""
@@ -92,7 +93,7 @@ def state_components() -> list[type[StateComponent]]:
 
 def discovery_step(step: DiscoveryStep) -> Callable[[Catalog, Location, Config, int | None], object]:
     """The function that runs a registered discovery step."""
-    return importlib.import_module(step.module).run_step
+    return importlib.import_module(step.module).run_discovery
 
 
 def state_schemas() -> dict[str, StructType]:

@@ -18,8 +18,8 @@ batches commit.
 Exactly once: the staged rows are a function of the plan, so a scan killed before it recorded its result
 (``_scan.json``, written last) is simply run again. Once recorded, a scan is never redone for its run, so
 every component of a run sees the same rows and the same failed tables. A scan covers the components that
-still needed the plan when it ran; a component updated alone (``lakemeta.steps update_state``) without a
-scan covering it gets a scan of its own, which must read the tables the first one read. The staging folder
+still needed the plan when it ran; a component updated alone (the step ``update_state``) without a scan
+covering it gets a scan of its own, which must read the tables the first one read. The staging folder
 goes when the run commits.
 """
 

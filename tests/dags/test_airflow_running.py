@@ -36,8 +36,8 @@ import pytest
 from lakemeta import crash_points
 from lakemeta.config import load_config
 from lakemeta.demo.airflow_api import AirflowApi
-from lakemeta.lineage import dataset_name
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.lineage import dataset_name
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.ports import free_port
 from lakemeta.reference.s3_server import SECRET_KEY, S3Server
 from lakemeta.registry import STATE_COMPONENTS, all_schemas
@@ -217,7 +217,7 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         "AIRFLOW__API__PORT": str(port),
         "LAKEMETA_CONFIG": str(root / "lakemeta.yaml"),
         # One scheduled incremental run rather than one per hour (a run could otherwise start again while
-        # the test runs); read when the DAG files are parsed (lakemeta.dag_settings).
+        # the test runs); read when the DAG files are parsed (lakemeta.orchestration.dag_settings).
         "LAKEMETA_INCREMENTAL_SCHEDULE": "@once",
         # The retries after the SIGKILLs below come after 5 s, not 30 s: the test waits less, and checks
         # that the setting reaches the tasks the scheduler runs.
@@ -227,8 +227,8 @@ def airflow(tmp_path_factory: pytest.TempPathFactory, cluster: str, s3: S3Server
         "LAKEMETA_DRIVER_MEMORY": "2g",
         "SPARK_CONF_DIR": str(root / "spark-conf"),
         **QUICK_JVM,
-        # No warm-up of the Connect server (start.sh's, lakemeta.warm_up, tested on its own): it would run
-        # beside the DAG runs on the test machine's two cores, once per server start.
+        # No warm-up of the Connect server (start.sh's, lakemeta.orchestration.warm_up, tested on its own): it
+        # would run beside the DAG runs on the test machine's two cores, once per server start.
         "LAKEMETA_WARM_UP": "0",
         # The DAG files are parsed once: they do not change while the test runs.
         "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import email
+import inspect
 import json
 import socket
 import threading
@@ -17,7 +18,8 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.airflow
 
 
-# What the DAG files read when they are parsed (lakemeta.dag_settings): unset, each has its default.
+# What the DAG files read when they are parsed (lakemeta.orchestration.dag_settings): unset, each has its
+# default.
 DAG_VARIABLES = (
     "LAKEMETA_INCREMENTAL_SCHEDULE",
     "LAKEMETA_TASK_TIMEOUT_MINUTES",
@@ -109,13 +111,13 @@ def upstream(dag) -> dict[str, list[str]]:
 
 
 def step_of(task) -> str:
-    """The step of ``lakemeta.steps`` a Spark task runs."""
+    """The step of ``lakemeta.orchestration.steps.STEPS`` a Spark task runs."""
     return task.op_args[0]
 
 
-def arguments_of(task) -> list[str]:
-    """The arguments (templates) a Spark task hands its step."""
-    return task.op_args[1]
+def parameters_of(task) -> dict:
+    """The parameters (templates) a Spark task hands its step, but its settings."""
+    return {name: value for name, value in task.op_kwargs.items() if name != "settings"}
 
 
 def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect_server_in_the_pool(
@@ -123,8 +125,7 @@ def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect
 ):
     from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperator
 
-    from lakemeta import steps
-    from lakemeta.orchestration.dag_tasks import run_step
+    from lakemeta.orchestration.steps import STEPS, run_step
 
     for dag_id in DAG_IDS:
         for task in dagbag.dags[dag_id].tasks:
@@ -133,14 +134,16 @@ def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect
             # the maintenance is delta-rs's. (The quality gate is a step: the server loads the snapshots
             # the publication reads while it audits.)
             if task.task_id in ("detect_batches", "batch_audit", "maintain_catalog"):
-                assert task.python_callable.__module__ == "lakemeta.tasks"
+                assert task.python_callable.__module__ == "lakemeta.orchestration.python_tasks"
                 assert task.pool == "default_pool"
                 continue
             assert isinstance(task, PySparkOperator) and task.python_callable is run_step
             assert task.conn_id == "lakemeta_connect"
             assert task.pool == "lakemeta_spark" and task.pool_slots == 1  # the server's steps are capped
-            assert callable(getattr(steps, step_of(task)))  # the same step a job under jobs/ runs
+            # The same step a job under jobs/ runs, with parameters its function takes.
             assert (REPO / "jobs" / f"{step_of(task)}.py").exists()
+            accepted = inspect.signature(STEPS[step_of(task)].run).parameters
+            assert set(parameters_of(task)) <= set(accepted) - {"pipeline"}
 
 
 def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on(dagbag):
@@ -159,7 +162,7 @@ def test_incremental_dag_updates_state_and_publishes_the_asset_discovery_runs_on
     for entry in STATE_COMPONENTS:  # one job for every component, which it names
         task = dag.get_task(entry.task_id)
         assert step_of(task) == "update_state"
-        assert arguments_of(task) == [entry.name]
+        assert parameters_of(task) == {"component": entry.name}
     assert upstream(dag) == {
         "detect_batches": [],
         "scan_batches": ["detect_batches"],
@@ -189,7 +192,7 @@ def test_a_registered_state_component_gets_its_task(dagbag, monkeypatch: pytest.
     entry = registry.ComponentEntry("row_counts", "tests.spark.test_registry:RowCounts")
     monkeypatch.setattr(registry, "STATE_COMPONENTS", (*registry.STATE_COMPONENTS, entry))
     dag = DagBag(dag_folder=str(REPO / "dags" / "lakemeta_incremental.py")).dags["lakemeta_incremental"]
-    assert arguments_of(dag.get_task("update_row_counts")) == ["row_counts"]
+    assert parameters_of(dag.get_task("update_row_counts")) == {"component": "row_counts"}
     assert upstream(dag)["update_row_counts"] == ["scan_batches"]
     assert "update_row_counts" in dag.get_task("commit_batches").upstream_task_ids
 
@@ -204,7 +207,7 @@ def test_discovery_dag_wiring_and_params(dagbag, tmp_path: Path):
     for step in DISCOVERY_STEPS:  # the registry's steps, each after the steps it reads
         task = dag.get_task(step.name)
         assert step_of(task) == "discover"
-        assert arguments_of(task)[0] == step.name
+        assert parameters_of(task) == {"step": step.name}
         assert set(step.after) <= task.upstream_task_ids
     assert upstream(dag) == {
         "keys_and_dependencies": [],
@@ -214,7 +217,7 @@ def test_discovery_dag_wiring_and_params(dagbag, tmp_path: Path):
         "quality_gate": ["fk_candidates", "inclusion_dependencies"],
         "publish": ["quality_gate"],
     }
-    assert "{{ ti.xcom_pull(task_ids='quality_gate') }}" in arguments_of(dag.get_task("publish"))
+    assert parameters_of(dag.get_task("publish")) == {"audit": "{{ ti.xcom_pull(task_ids='quality_gate') }}"}
     # No param has a default of its own: the configuration the task reads decides.
     assert set(triggered(dag.params, {}).values()) == {None}
     for bad in (
@@ -257,8 +260,7 @@ def configuration_of(task, params: dict, config_file: Path):
     """The configuration the task's step reads: the file's, overridden by the settings it is handed."""
     from lakemeta.config import load_config, parse_settings
 
-    args = task.render_template(arguments_of(task), {"params": params, "run_id": "manual__1"})
-    settings = [args[i + 1] for i, arg in enumerate(args) if arg == "--set"]
+    settings = task.render_template(task.op_kwargs["settings"], {"params": params, "run_id": "manual__1"})
     return load_config(parse_settings(settings), environ={"LAKEMETA_CONFIG": str(config_file)})
 
 
@@ -298,7 +300,11 @@ def test_joinable_search_dag_validates_its_params(dagbag, tmp_path: Path):
     assert dag.schedule is None or dag.timetable.summary == "None"
     (task,) = dag.tasks
     assert step_of(task) == "joinable_search"
-    assert "{{ run_id }}" in arguments_of(task)
+    assert parameters_of(task) == {
+        "query": "{{ params.query }}",
+        "key": "{{ params.key_columns | join(',') }}",
+        "query_id": "{{ run_id }}",
+    }
     good = {"query": "shop/orders", "key_columns": ["id", "note"], "k": 5, "hash_bits": 128}
     assert triggered(dag.params, good) == good
     for query in ("queries/q.csv", "sales 2024 ü", "a..b/c.csv"):

@@ -15,7 +15,7 @@ from deltalake import write_deltalake
 
 from lakemeta.config import Config
 from lakemeta.demo.dag_runs import DagRunError, airflow_environment, run_dags
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.storage import Location
 
 pytestmark = pytest.mark.airflow

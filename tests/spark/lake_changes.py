@@ -11,7 +11,7 @@ from pyspark.sql import SparkSession
 
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.ingest import TABLE_PROPERTIES
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.registry import all_schemas
 from lakemeta.storage import Location
 

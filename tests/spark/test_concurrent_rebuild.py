@@ -19,7 +19,7 @@ import pytest
 
 from lakemeta import crash_points
 from lakemeta.config import Config
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.registry import state_schemas
 from lakemeta.storage import Location
 

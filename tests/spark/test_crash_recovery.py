@@ -26,7 +26,7 @@ from lakemeta.config import Config
 from lakemeta.inds.columns import INPUTS
 from lakemeta.inds.kept import COMPUTED_IN
 from lakemeta.lake.batches import BatchUnreadableError
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.quality.results import Audit
 from lakemeta.registry import all_schemas, state_schemas
 from lakemeta.storage import Location

@@ -22,7 +22,7 @@ from lakemeta.config import Config, ScanConfig, SketchConfig
 from lakemeta.demo.dense import change_dense_tables, write_dense_lake
 from lakemeta.hashing import canonical
 from lakemeta.lake.tables import spark_schema
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.sketches.discover import type_family
 
 from .inds.test_discover import brute_force

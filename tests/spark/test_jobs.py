@@ -75,7 +75,7 @@ print("checked")
 """
 
 
-# The tasks of a DAG run on the run's session (lakemeta.orchestration.dag_tasks): what one task leaves in
+# The tasks of a DAG run on the run's session (lakemeta.orchestration.spark_tasks): what one task leaves in
 # it, the next finds; a session the server ended gives the task a session of its own.
 RUN_SESSION = """
 import sys, uuid

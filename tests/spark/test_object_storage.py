@@ -21,7 +21,7 @@ from deltalake import write_deltalake
 
 from lakemeta import crash_points
 from lakemeta.config import Config
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.quality.results import Audit
 from lakemeta.storage import Location, StorageError
 
@@ -32,19 +32,19 @@ from .test_crash_recovery import Killed, catalog_rows, full_run
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 KILLED_AT = "after merge state/hll_counters"
+REPO = Path(__file__).resolve().parents[2]
 
 
 # The publish job (jobs/publish_catalog.py) in a process of its own with a metastore, as Airflow's publish
 # task runs it; then every view of the database ``lakemeta`` as JSON, name -> the view's SQL.
 PUBLISH_AND_LIST_VIEWS = """
-import json, sys
+import json, runpy
 from pyspark.sql import SparkSession
-from lakemeta.steps import publish_catalog
-publish_catalog(sys.argv[1:])
+runpy.run_path(JOB, run_name="__main__")
 spark = SparkSession.getActiveSession()
 views = [row.viewName for row in spark.sql("SHOW VIEWS IN lakemeta").collect()]
 print(json.dumps({name: spark.sql(f"SHOW CREATE TABLE lakemeta.{name}").first()[0] for name in views}))
-"""
+""".replace("JOB", repr(str(REPO / "jobs" / "publish_catalog.py")))
 
 
 def publish_killed_and_retried(lake: Path | Location, catalog: Path | Location, audit: Audit) -> None:

@@ -18,7 +18,7 @@ from lakemeta.config import Config
 from lakemeta.hashing import ColumnHashes
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from .lake_changes import create_foreign_table, create_spark_table, drop_table, random_change, random_rows
 

@@ -11,7 +11,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config, FkConfig
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.storage import Location
 
 from .test_crash_recovery import run_killed_at

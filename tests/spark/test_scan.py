@@ -13,7 +13,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config, load_config
 from lakemeta.lake.snapshots import file_groups
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.registry import STATE_COMPONENTS
 from lakemeta.scan import STAGING, BatchScan
 

@@ -8,7 +8,7 @@ import pytest
 
 from lakemeta.config import AgreeSetConfig, Config, IndConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, write_tpch_lake
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from .fks.test_choice import candidates
 from .inds.test_discover import brute_force, discovered

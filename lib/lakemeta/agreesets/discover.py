@@ -248,7 +248,7 @@ def unique_column_flags(
     )
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> None:
+def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> None:
     """The discovery step ``keys_and_dependencies``: keys and FDs of every table with ``config``'s
     thresholds, for runs triggered with another ``max_fd_error`` (a run's commit derives them for its
     changed tables already). Agree-sets are the only input: the lake itself is not read."""

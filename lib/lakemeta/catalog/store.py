@@ -60,7 +60,8 @@ COMPACT_PAST_FILES = 8  # files of a small table past which an append compacts i
 _CONTRACT_FILE = "_contract.json"  # the contract the catalog last met (``Catalog.ensure_tables``)
 _REFLECTS_LOOKBACK = 20  # commits; past them a discovery recomputes everything, which is always correct
 # Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
-# of the same write (a retried step skips it: what it would write is there); ``lakemeta.lineage`` listens.
+# of the same write (a retried step skips it: what it would write is there); the orchestration's lineage
+# listens.
 write_observers: list[Callable[[str], None]] = []
 
 

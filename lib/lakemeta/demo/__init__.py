@@ -24,7 +24,7 @@ from lakemeta.demo.webtables import write_web_tables
 from lakemeta.fks.schema_view import write_catalog_page
 from lakemeta.lake.ingest import find_sources, ingest
 from lakemeta.lake.tables import table_path
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.show import format_table, read_catalog_table
 from lakemeta.spark import get_session
 from lakemeta.spark.connect import running_server

@@ -373,7 +373,7 @@ def _discover_on_driver(
     return ranked, overlaps, outcomes, stages
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> int:
+def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> int:
     """The discovery step ``fk_candidates`` (``lakemeta.registry``), after ``inclusion_estimates`` and
     ``keys_and_dependencies`` whose results it reads: the candidates' outcomes kept for the next run
     (``SCORED_STATE``, its commit recording the run and settings it reflects), ``table_overlaps``, and

@@ -568,7 +568,7 @@ def discover_inclusion_dependencies(
     )
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> int:
+def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> int:
     """The discovery step ``inclusion_dependencies`` (``lakemeta.registry``): all valid unary INDs among
     the lake's committed tables into ``inclusion_dependencies`` (replaced whole, each IND's first run
     kept and the changes recorded: ``lakemeta.catalog.relationships``), computed again only for the

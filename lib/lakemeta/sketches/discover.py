@@ -27,7 +27,7 @@ columns, are estimated again from the joint distribution of their register pairs
 three times more accurate there. The pairs that reach the floor, and those whose bound is too wide to say
 (``undetermined``, no estimate), are written to ``inclusion_estimates`` with their ``status``,
 replacing its content (or the rows of the changed tables) in one commit (a deterministic function of the
-state, so a retried run writes the same rows). ``run_step`` runs it as the discovery step
+state, so a retried run writes the same rows). ``run_discovery`` runs it as the discovery step
 ``inclusion_estimates`` (:mod:`lakemeta.registry`); it reads the state only, not the lake.
 
 Where it runs. The driver holds one row per column (names, types, cardinalities, blocks), never more
@@ -563,7 +563,7 @@ def _in_executors(
         raise
 
 
-def run_step(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> PairCounts:
+def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: int | None) -> PairCounts:
     """The discovery step ``inclusion_estimates``: it reads the state only, not the lake, and estimates
     again only the pairs with a column of a table changed since the last discovery. The rows replace the
     table's content (or its rows of the changed tables) in one commit, which records the run and settings

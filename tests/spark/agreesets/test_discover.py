@@ -16,7 +16,7 @@ import pytest
 
 from lakemeta.config import AgreeSetConfig, Config, IngestConfig
 from lakemeta.lake.ingest import find_sources, ingest
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from tests.unit.agreesets.test_dependencies import EXPECTED
 
 from ..lake_changes import process

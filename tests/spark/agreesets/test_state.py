@@ -20,7 +20,7 @@ from deltalake import write_deltalake
 
 from lakemeta.agreesets.state import AgreeSets
 from lakemeta.config import AgreeSetConfig, Config, ScanConfig
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from tests.unit.agreesets.brute import agree_set
 
 from ..lake_changes import (

@@ -130,7 +130,7 @@ def test_spark_and_python_put_a_table_in_the_same_bucket(spark):
 
 
 def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(spark, tmp_path: Path):
-    from lakemeta.maintenance import maintain_catalog
+    from lakemeta.orchestration.maintenance import maintain_catalog
     from lakemeta.values.state import ColumnValues
 
     catalog = open_catalog(spark, tmp_path)

@@ -19,7 +19,7 @@ from deltalake import write_deltalake
 
 from lakemeta.config import Config
 from lakemeta.fks.schema_view import write_catalog_page
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from ..lake_changes import process
 

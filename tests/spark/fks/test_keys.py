@@ -14,7 +14,7 @@ from deltalake import write_deltalake
 
 from lakemeta.config import AgreeSetConfig, Config
 from lakemeta.fks.keys import Key, find_keys
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from ..lake_changes import process
 

@@ -13,7 +13,7 @@ from deltalake import DeltaTable
 from lakemeta.config import Config
 from lakemeta.fks.training import canonical
 from lakemeta.lake.sqlite import foreign_keys, write_database
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from ..lake_changes import process
 

@@ -17,7 +17,7 @@ from lakemeta.cli import main
 from lakemeta.config import AgreeSetConfig, Config, IndConfig, ScanConfig
 from lakemeta.hashing import canonical
 from lakemeta.inds.filters import TABLE_2_NULL_VALUES
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from ..lake_changes import process
 

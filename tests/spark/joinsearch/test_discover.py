@@ -22,7 +22,7 @@ from lakemeta.joinsearch.discover import SCR, find_joinable, load_query_table
 from lakemeta.joinsearch.normalise import normalise_values
 from lakemeta.lake.ingest import IngestError, SourceFile, ingest
 from lakemeta.lake.snapshots import read_table
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.storage import Location
 
 from ..lake_changes import process

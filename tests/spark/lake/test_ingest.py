@@ -15,7 +15,7 @@ import pytest
 from lakemeta import crash_points
 from lakemeta.config import Config, IngestConfig
 from lakemeta.lake.ingest import IngestError, find_sources, ingest
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.show import read_catalog_table
 
 pytestmark = pytest.mark.spark

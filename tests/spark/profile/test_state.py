@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakemeta.config import Config
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from ..lake_changes import create_spark_table, process, state_rows
 

@@ -16,11 +16,11 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta import steps
 from lakemeta.catalog.store import Txn, arrow_schema
 from lakemeta.config import Config
-from lakemeta.pipeline import Pipeline
-from lakemeta.publish import publish_catalog
+from lakemeta.orchestration.pipeline import Pipeline
+from lakemeta.orchestration.publish import publish_catalog
+from lakemeta.orchestration.steps import run_step, step_config
 from lakemeta.quality.gate import QualityGateError, audit_batches
 from lakemeta.quality.results import Audit
 
@@ -61,8 +61,8 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     assert run_name(passed) in index.read_text() and "accepted_fks_reference_keys" in index.read_text()
     # The DAG's gate task and jobs/audit_catalog.py run the step: the path of a passing audit of the same
     # versions, for the publication.
-    arguments = ["--lake", str(lake), "--catalog", str(catalog)]
-    stepped = Audit.load(steps.audit_catalog(arguments))
+    config = step_config(lake=str(lake), catalog=str(catalog))
+    stepped = Audit.load(run_step("audit_catalog", config))
     assert stepped.success and stepped.versions == passed.versions and stepped.path != passed.path
 
     bad_fks = pa.Table.from_pylist(
@@ -85,7 +85,7 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     failed = pipeline.audit()
     assert not failed.success and failed.path != passed.path
     with pytest.raises(QualityGateError, match="accepted_fks_reference_keys"):
-        steps.audit_catalog(arguments)  # the task fails: nothing is published
+        run_step("audit_catalog", config)  # the task fails: nothing is published
     text = "\n".join(failed.failures)
     assert "fk_candidates: expect_column_values_to_be_between emd" in text and "1.5" in text
     assert "fk_candidates: expect_compound_columns_to_be_unique" in text

@@ -15,7 +15,7 @@ import pytest
 from lakemeta.config import Config, SketchConfig
 from lakemeta.hashing import hash_strings, hash_tuples
 from lakemeta.lake.snapshots import read_table
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.sketches.hll import DEFAULT_PRECISION, counter_delta, registers
 from lakemeta.sketches.state import (
     HllCounters,

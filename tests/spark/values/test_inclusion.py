@@ -14,7 +14,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config, ScanConfig, SketchConfig
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 
 from ..lake_changes import process
 

@@ -14,7 +14,7 @@ import pytest
 from lakemeta.config import Config, ScanConfig
 from lakemeta.hashing import canonical, hash_strings
 from lakemeta.lake.snapshots import read_table
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.values.hashes import tally
 from lakemeta.values.state import ColumnValues
 

@@ -12,7 +12,7 @@ def detect_batches() -> bool:
     """Plan a run from the Delta logs (or resume the unfinished one); False when no table changed and no
     run was opened, which skips the rest of the DAG run: no state step, no commit, no asset, no
     discovery."""
-    from lakemeta.pipeline import Pipeline
+    from lakemeta.orchestration.pipeline import Pipeline
 
     configure_logging()
     return Pipeline(None, load_config()).detect_batches() is not None
@@ -30,9 +30,9 @@ def batch_audit() -> str | None:
 
 
 def maintain_catalog() -> int:
-    """Compact, checkpoint and VACUUM the configured catalog's tables (``lakemeta.maintenance``);
-    the number of tables maintained."""
-    from lakemeta.maintenance import maintain_catalog as maintain
+    """Compact, checkpoint and VACUUM the configured catalog's tables (``maintenance``); the number of
+    tables maintained."""
+    from lakemeta.orchestration.maintenance import maintain_catalog as maintain
 
     configure_logging()
     config = load_config()

@@ -10,11 +10,11 @@ import pytest
 
 from lakemeta.config import Config, FkConfig, ScanConfig
 from lakemeta.lake.batches import Plan
-from lakemeta.pipeline import DERIVED_TABLES, Pipeline
+from lakemeta.orchestration.pipeline import DERIVED_TABLES, Pipeline
 from lakemeta.registry import DISCOVERY_STEPS, all_schemas, state_schemas
 from lakemeta.storage import Location
 
-from .lake_changes import (
+from ..lake_changes import (
     append_rows,
     create_foreign_table,
     create_spark_table,
@@ -24,7 +24,7 @@ from .lake_changes import (
     random_rows,
     state_rows,
 )
-from .test_crash_recovery import run_killed_at
+from ..test_crash_recovery import run_killed_at
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

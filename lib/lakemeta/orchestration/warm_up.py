@@ -24,7 +24,7 @@ import pyarrow as pa
 from pyspark.sql import SparkSession
 
 from lakemeta.config import Config
-from lakemeta.pipeline import Pipeline
+from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.scan import STAGING
 
 log = logging.getLogger(__name__)

@@ -126,11 +126,8 @@ def configured_param(setting: str, *, type: str, description: str, **schema: Any
     )
 
 
-def settings_arguments(settings: Mapping[str, str]) -> list[str]:
-    """``--set setting=value`` for each param (name -> configuration value it sets); a param left empty
-    renders ``null``, which leaves the configured value in force (``lakemeta.config.load_config``)."""
-    return [
-        argument
-        for param, setting in settings.items()
-        for argument in ("--set", f"{setting}={{{{ params.{param} | tojson }}}}")
-    ]
+def param_settings(settings: Mapping[str, str]) -> list[str]:
+    """A step's settings (``SECTION.KEY=VALUE``, as ``--set`` takes them) from the DAG run's params (name
+    -> the configuration value it sets); a param left empty renders ``null``, which leaves the configured
+    value in force (``lakemeta.config.load_config``)."""
+    return [f"{setting}={{{{ params.{param} | tojson }}}}" for param, setting in settings.items()]

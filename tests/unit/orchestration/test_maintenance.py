@@ -1,4 +1,4 @@
-"""Table maintenance (``lakemeta.maintenance``) on a catalog written with delta-rs: compaction,
+"""Table maintenance (``lakemeta.orchestration.maintenance``) on a catalog written with delta-rs: compaction,
 VACUUM within the retention, and the published version kept however short the retention."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from deltalake import DeltaTable, Field, write_deltalake
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of, writer_properties
 from lakemeta.catalog.store import Txn
-from lakemeta.maintenance import maintain_catalog, maintain_table
-from lakemeta.publish import publication_is_current
+from lakemeta.orchestration.maintenance import maintain_catalog, maintain_table
+from lakemeta.orchestration.publish import publication_is_current
 from lakemeta.quality.gate import AUDITED
 from lakemeta.quality.results import QUALITY_FOLDER, audit_file, batches_file
 from lakemeta.storage import Location

@@ -2,17 +2,17 @@
 
 Each task is the Spark provider's ``@task.pyspark`` operator on the connection ``lakemeta_connect`` (type
 ``spark_connect``): the task process opens a session of the server (``lakemeta.spark.connect``), runs the
-step of ``lakemeta.steps`` on it with the task's arguments, and closes its client, so no task starts a
-JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers other than these DAGs.
+step of ``lakemeta.orchestration.steps`` on it with the task's parameters, and closes its client, so no
+task starts a JVM. The jobs under jobs/ run the same steps under spark-submit, for schedulers other than
+these DAGs.
 
 The Spark tasks of one DAG run share one session (``connect.run_session_id``), which keeps its Python
-workers warm from task to task; the server ends it once idle. The state updates are the exception: each
-opens a session of its own and releases it. They run side by side, and each tags its commit with its
-component's Delta transaction through the session's configuration (``Catalog.transaction``), which in a
-shared session one update could set while another commits.
+workers warm from task to task; the server ends it once idle. The steps that commit under a Delta
+transaction set in the session's configuration (``Step.own_session``: the state updates, the rebuild) are
+the exception: each opens a session of its own and releases it.
 
 With Airflow's OpenLineage provider configured, each task's COMPLETE event lists the tables its step
-read and wrote (``lakemeta.lineage``).
+read and wrote (``lineage``).
 """
 
 from __future__ import annotations
@@ -25,19 +25,9 @@ from airflow.providers.apache.spark.operators.spark_pyspark import PySparkOperat
 from airflow.providers.standard.operators.python import PythonOperator
 from airflow.sdk import Asset, BaseHook
 
-from lakemeta.dag_settings import PUBLISHED_ASSET, SPARK_POOL
+from lakemeta.orchestration.dag_settings import PUBLISHED_ASSET, SPARK_POOL
+from lakemeta.orchestration.steps import STEPS, run_step
 from lakemeta.spark.connect import AIRFLOW_CONNECTION
-
-# Steps that commit under a Delta transaction set in the session's configuration (module docstring).
-_OWN_SESSION_STEPS = frozenset({"update_state", "rebuild_state"})
-
-
-def run_step(step: str, argv: list[str], spark=None) -> Any:  # noqa: ANN001 (the provider's session)
-    """Run ``lakemeta.steps.<step>`` with ``argv`` on the task's Connect session ``spark``; what it
-    returns is the task's XCom (the quality gate's results path, which the publication reads)."""
-    from lakemeta import steps  # the pipeline and pyspark load when the task runs, not when a DAG parses
-
-    return getattr(steps, step)(argv, spark=spark)
 
 
 class SparkStepOperator(PySparkOperator):
@@ -46,7 +36,7 @@ class SparkStepOperator(PySparkOperator):
     step read and wrote."""
 
     def execute(self, context: Any) -> Any:
-        from lakemeta import lineage  # loads the configuration, the lake and the registry: at run time
+        from lakemeta.orchestration import lineage  # loads the catalog and the lake: at run time
 
         self.run_id = context["run_id"]
         watch = lineage.StepWatch(self.op_args[0]) if lineage.lineage_enabled() else None
@@ -57,7 +47,7 @@ class SparkStepOperator(PySparkOperator):
                 self.step_lineage = watch.finish()
 
     def execute_callable(self) -> Any:
-        if self.op_args[0] in _OWN_SESSION_STEPS:
+        if STEPS[self.op_args[0]].own_session:
             return super().execute_callable()  # the provider's: a session of the task's own, released
         from lakemeta.spark.connect import attach_session, run_session_id
 
@@ -81,21 +71,27 @@ class SparkStepOperator(PySparkOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The provider's lineage of the step (the DefaultExtractor calls this after ``execute``)."""
-        from lakemeta import lineage
+        from lakemeta.orchestration import lineage
 
         return getattr(self, "step_lineage", lineage.StepLineage()).operator_lineage()
 
 
 def spark_step(
-    task_id: str, step: str, arguments: Sequence[str] = (), outlets: Sequence[Asset] = ()
+    task_id: str,
+    step: str,
+    /,
+    settings: Sequence[str] = (),
+    outlets: Sequence[Asset] = (),
+    **parameters: Any,
 ) -> PySparkOperator:
-    """The task that runs step ``step`` of ``lakemeta.steps`` (``discover``, ``update_state``...) with
-    ``arguments`` (templated) on the Connect server of the ``lakemeta_connect`` connection, in the pool
-    ``lakemeta_spark``."""
+    """The task that runs step ``step`` of ``lakemeta.orchestration.steps.STEPS`` (``discover``,
+    ``update_state``...) with ``parameters`` and the ``settings`` (``SECTION.KEY=VALUE``), both templated,
+    on the Connect server of the ``lakemeta_connect`` connection, in the pool ``lakemeta_spark``."""
     return SparkStepOperator(
         task_id=task_id,
         python_callable=run_step,
-        op_args=[step, list(arguments)],
+        op_args=[step],
+        op_kwargs={"settings": list(settings), **parameters},
         conn_id=AIRFLOW_CONNECTION,
         pool=SPARK_POOL,
         outlets=list(outlets),
@@ -103,9 +99,9 @@ def spark_step(
 
 
 def quality_gate_step() -> PySparkOperator:
-    """The quality gate over the catalog as written (``lakemeta.steps.audit_catalog``): its results path
-    is the task's XCom. A Spark task though the gate itself needs no Spark: the server loads the audited
-    tables' snapshots while the task audits them, which the publication task then finds loaded."""
+    """The quality gate over the catalog as written (``steps.audit_catalog``): its results path is the
+    task's XCom. A Spark task though the gate itself needs no Spark: the server loads the audited tables'
+    snapshots while the task audits them, which the publication task then finds loaded."""
     return spark_step("quality_gate", "audit_catalog")
 
 
@@ -115,6 +111,6 @@ def publish_step() -> PySparkOperator:
     return spark_step(
         "publish",
         "publish_catalog",
-        ["--audit", "{{ ti.xcom_pull(task_ids='quality_gate') }}"],
         outlets=[PUBLISHED_ASSET],
+        audit="{{ ti.xcom_pull(task_ids='quality_gate') }}",
     )

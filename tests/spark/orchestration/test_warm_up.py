@@ -10,7 +10,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from lakemeta.config import Config
-from lakemeta.warm_up import warm_up
+from lakemeta.orchestration.warm_up import warm_up
 
 pytestmark = pytest.mark.spark
 
@@ -23,7 +23,7 @@ def test_warm_up_runs_a_first_and_an_incremental_run_and_leaves_nothing(spark, t
     runs = [
         r.getMessage()
         for r in caplog.records
-        if r.name == "lakemeta.pipeline" and "tables changed" in r.getMessage()
+        if r.name == "lakemeta.orchestration.pipeline" and "tables changed" in r.getMessage()
     ]
     assert [message.split(",")[0] for message in runs] == [
         "run 1: 3 tables changed",

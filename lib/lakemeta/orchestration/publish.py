@@ -37,7 +37,7 @@ def _path_identifier(path: str) -> str:
 
 
 # Commits that rewrite or delete a table's files without changing its rows (Delta's dataChange=false):
-# those of table maintenance (lakemeta.maintenance), after which nothing needs auditing again.
+# those of table maintenance (lakemeta.orchestration.maintenance), after which nothing needs auditing again.
 _ROWS_KEPT = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
 
 

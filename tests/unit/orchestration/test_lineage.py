@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakemeta.catalog import Catalog, Txn, store
-from lakemeta.lineage import StepWatch, TableVersion, dataset_name
+from lakemeta.orchestration.lineage import StepWatch, TableVersion, dataset_name
 from lakemeta.registry import state_schemas
 from lakemeta.storage import Location
 

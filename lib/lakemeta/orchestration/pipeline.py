@@ -25,7 +25,7 @@ from lakemeta.config import Config
 from lakemeta.joinsearch.discover import JoinableMatch, search_lake
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.lake.tables import check_lake
-from lakemeta.publish import load_snapshots_ahead, publication_is_current, publish_catalog
+from lakemeta.orchestration.publish import load_snapshots_ahead, publication_is_current, publish_catalog
 from lakemeta.quality.gate import audit_batches, audit_catalog, import_audit_modules
 from lakemeta.quality.results import Audit
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
