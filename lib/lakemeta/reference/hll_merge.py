@@ -2,18 +2,18 @@
 
 The state ``state/hll_counters`` is merged by ``Catalog.merge_counts`` (one Delta MERGE of signed counts,
 :class:`lakemeta.sketches.state.HllCounters`); this is the same merge on one column's counters
-(:class:`lakemeta.sketches.hll.HllCounters`), which the tests use to check that counters maintained under
-insertions and deletions equal the counters built from the final multiset.
+(:class:`lakemeta.sketches.hll.ColumnHllCounters`), which the tests use to check that counters maintained
+under insertions and deletions equal the counters built from the final multiset.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from lakemeta.sketches.hll import HllCounters, add_counters
+from lakemeta.sketches.hll import ColumnHllCounters, add_counters
 
 
-def merge_counters(state: HllCounters, delta: HllCounters) -> HllCounters:
+def merge_counters(state: ColumnHllCounters, delta: ColumnHllCounters) -> ColumnHllCounters:
     """state + delta, zero counts dropped (BML §4: a heap node goes when its counter reaches zero).
 
     Raises ValueError if any count would become negative: the delta deletes occurrences the state lacks.

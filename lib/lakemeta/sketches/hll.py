@@ -1,11 +1,11 @@
 """HyperLogLog with deletions (BML §4): per bucket, per rho, the number of row occurrences.
 
-State. ``HllCounters`` at one high precision ``p``: for each bucket of the top ``p`` hash bits and each rho,
-how many row occurrences (duplicates counted) of the column hash there. BML §4 keeps a max-heap of at most
-l - m nodes per bucket, each node a rho with a counter; the sorted (bucket, rho, count) arrays here are that
-heap laid flat, and they are also the rows of the ``state/hll_counters`` Delta table. A batch gives a delta
-of the same shape (counts may be negative); merging adds it and drops zeros (``Catalog.merge_counts``; in
-memory, ``lakemeta.reference.hll_merge``). Counts never go below zero: a delete of a value that was never
+State. ``ColumnHllCounters`` at one high precision ``p``: for each bucket of the top ``p`` hash bits and each
+rho, how many row occurrences (duplicates counted) of the column hash there. BML §4 keeps a max-heap of at
+most l - m nodes per bucket, each node a rho with a counter; the sorted (bucket, rho, count) arrays here are
+that heap laid flat, and they are also the rows of the ``state/hll_counters`` Delta table. A batch gives a
+delta of the same shape (counts may be negative); merging adds it and drops zeros (``Catalog.merge_counts``;
+in memory, ``lakemeta.reference.hll_merge``). Counts never go below zero: a delete of a value that was never
 inserted is an error, not a silent clamp.
 
 Metric. The HLL register of a bucket is the largest rho with a positive count (Definition 2, Eq. 2);
@@ -43,7 +43,7 @@ _RHO_MASK = (1 << _RHO_BITS) - 1
 
 
 @dataclass(frozen=True)
-class HllCounters:
+class ColumnHllCounters:
     """Counters of one column at precision p, sorted by (bucket, rho), no zero counts.
 
     As stored state every count is positive; as a batch delta counts may be negative.
@@ -58,7 +58,7 @@ class HllCounters:
         return int(self.bucket.shape[0])
 
     def __eq__(self, other: object) -> bool:
-        if not isinstance(other, HllCounters):
+        if not isinstance(other, ColumnHllCounters):
             return NotImplemented
         return (
             self.p == other.p
@@ -79,10 +79,10 @@ def _check_precision(p: int) -> None:
         raise ValueError(f"precision must be in [0, {MAX_PRECISION}], got {p}")
 
 
-def empty_counters(p: int = DEFAULT_PRECISION) -> HllCounters:
+def empty_counters(p: int = DEFAULT_PRECISION) -> ColumnHllCounters:
     """The state of a column with no values."""
     _check_precision(p)
-    return HllCounters(p, np.zeros(0, np.uint32), np.zeros(0, np.uint8), np.zeros(0, np.int64))
+    return ColumnHllCounters(p, np.zeros(0, np.uint32), np.zeros(0, np.uint8), np.zeros(0, np.int64))
 
 
 @njit(cache=True, nogil=True)
@@ -113,8 +113,8 @@ def _aggregate(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.nda
     return unique_keys[nonzero], sums[nonzero]
 
 
-def _from_keys(p: int, keys: np.ndarray, counts: np.ndarray) -> HllCounters:
-    return HllCounters(
+def _from_keys(p: int, keys: np.ndarray, counts: np.ndarray) -> ColumnHllCounters:
+    return ColumnHllCounters(
         p, (keys >> _RHO_BITS).astype(np.uint32), (keys & _RHO_MASK).astype(np.uint8), counts.astype(np.int64)
     )
 
@@ -142,7 +142,7 @@ def _dense_tally(hashes: np.ndarray, signs: np.ndarray, p: int) -> tuple[np.ndar
 
 def counter_delta(
     hashes: np.ndarray, signs: np.ndarray | None = None, p: int = DEFAULT_PRECISION
-) -> HllCounters:
+) -> ColumnHllCounters:
     """Counter delta of a batch: occurrences per (bucket, rho), +1 per inserted and -1 per deleted row.
 
     ``hashes`` are the non-null value hashes of the batch's rows (``lakemeta.hashing.hash_strings``),
@@ -161,7 +161,7 @@ def counter_delta(
     return _from_keys(p, keys, counts)
 
 
-def add_counters(a: HllCounters, b: HllCounters) -> HllCounters:
+def add_counters(a: ColumnHllCounters, b: ColumnHllCounters) -> ColumnHllCounters:
     """a + b with zero counts dropped; counts may be negative (partial deltas of one batch add up)."""
     if a.p != b.p:
         raise ValueError(f"precision mismatch: p={a.p} and p={b.p}")
@@ -169,7 +169,7 @@ def add_counters(a: HllCounters, b: HllCounters) -> HllCounters:
     return _from_keys(a.p, keys, counts)
 
 
-def registers(counters: HllCounters, m: int | None = None) -> np.ndarray:
+def registers(counters: ColumnHllCounters, m: int | None = None) -> np.ndarray:
     """HLL registers (uint8, 2^m of them; m = p when None): per bucket the largest rho with a positive count.
 
     Eq. 2 (Definition 2) over the values present; an empty bucket has register 0.
@@ -311,7 +311,7 @@ _REGISTERS_HEADER = struct.Struct("<4sBB")  # magic, version, m
 _COUNT_DTYPES = {1: np.int8, 2: np.int16, 4: np.int32, 8: np.int64}
 
 
-def counters_to_bytes(counters: HllCounters) -> bytes:
+def counters_to_bytes(counters: ColumnHllCounters) -> bytes:
     """Compact bytes: header, then bucket (uint16 if p <= 16 else uint32), rho (uint8) and count in the
     narrowest signed integer width holding every count, each array little-endian."""
     peak = int(np.abs(counters.count).max()) if len(counters) else 0
@@ -327,7 +327,7 @@ def counters_to_bytes(counters: HllCounters) -> bytes:
     )
 
 
-def counters_from_bytes(data: bytes) -> HllCounters:
+def counters_from_bytes(data: bytes) -> ColumnHllCounters:
     magic, version, p, width, n = _COUNTERS_HEADER.unpack_from(data)
     if magic != b"LMHC" or version != 1:
         raise ValueError("not lakemeta HLL counters (version 1)")
@@ -338,7 +338,7 @@ def counters_from_bytes(data: bytes) -> HllCounters:
     rho = np.frombuffer(data, np.uint8, n, pos)
     pos += n
     count = np.frombuffer(data, np.dtype(_COUNT_DTYPES[width]).newbyteorder("<"), n, pos)
-    return HllCounters(p, bucket.astype(np.uint32), rho.copy(), count.astype(np.int64))
+    return ColumnHllCounters(p, bucket.astype(np.uint32), rho.copy(), count.astype(np.int64))
 
 
 def registers_to_bytes(regs: np.ndarray) -> bytes:

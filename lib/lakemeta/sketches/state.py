@@ -44,8 +44,6 @@ from lakemeta.hashing import ColumnHashes, hash_tuples
 from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name, source_column
 from lakemeta.profile.state import ColumnProfile
-
-# Qualified: hll.HllCounters (one column's counters, in memory) shares its name with the component below.
 from lakemeta.sketches import hll
 from lakemeta.spark.jobs import describe_jobs
 
@@ -65,7 +63,9 @@ SCHEMA = StructType(
 )
 
 
-def tally(running: dict[str, hll.HllCounters], rows: pa.Table, column_hashes: ColumnHashes, p: int) -> None:
+def tally(
+    running: dict[str, hll.ColumnHllCounters], rows: pa.Table, column_hashes: ColumnHashes, p: int
+) -> None:
     """Add the counter delta of ``rows`` (signed by ``_lm_sign``; their value hashes ``column_hashes``) to
     the running delta of each column of ``running``: +1 per inserted and -1 per deleted occurrence per
     (bucket, rho)."""
