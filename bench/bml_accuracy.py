@@ -99,7 +99,7 @@ from lakemeta.sketches.hll import (
     registers,
 )
 from lakemeta.sketches.joint import joint_inclusion
-from lakemeta.sketches.tiles import ESTIMATED, UNDETERMINED, ValueSets, estimate_tile
+from lakemeta.sketches.pair_tiles import ESTIMATED, UNDETERMINED, ValueSets, estimate_tile
 from lakemeta.values.hashes import shared_count
 from lakemeta.values.inclusion import countable
 

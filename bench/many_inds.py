@@ -26,7 +26,7 @@ pipeline's scan first and timed apart: it is the incremental state every run mai
   (``inds.containment``), against every candidate through Spark's anti-join (Alg. 7 distributed, the
   baseline: ``driver_validation_values=0``); a warm-up of each, then ours, the baseline, the baseline,
   ours; the validation stage's mean time of each and their ratio; the same INDs or the run fails.
-- Signatures sized to their columns against the paper's one m (``inds.sized``; baseline
+- Signatures sized to their columns against the paper's one m (``inds.sized_signatures``; baseline
   ``max_doublings=0``): the candidates left to validate, Many's time, signature bytes per column; a warm-up
   of each, then ours, the baseline, the baseline, ours; the same INDs or the run fails.
 - Candidates proposed versus valid INDs for several Bloom settings (m, k, p) - the false-positive cost -
@@ -61,7 +61,7 @@ from lakemeta.inds.columns import INPUTS
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.discover import ManyRun, discover_inclusion_dependencies, lake_columns
 from lakemeta.orchestration.pipeline import Pipeline
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.values.state import ColumnValues
 
 BENCH = Path(__file__).resolve().parent
@@ -295,8 +295,9 @@ def driver_validation(catalog: Catalog, label: str) -> dict:
 
 
 def sized_signatures(catalog: Catalog, label: str) -> dict:
-    """Signatures sized to their columns (``inds.sized``) against the paper's one m for all: candidates left
-    to validate, stage times (order alternated after a warm-up), signature bytes per column; same INDs."""
+    """Signatures sized to their columns (``inds.sized_signatures``) against the paper's one m for all:
+    candidates left to validate, stage times (order alternated after a warm-up), signature bytes per column;
+    same INDs."""
     baseline = dataclasses.replace(DEFAULT, max_doublings=0)
     timed_many(catalog, DEFAULT)
     timed_many(catalog, baseline)

@@ -92,9 +92,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory, s3_server: S3Server | None) 
             # 19 % of the driver's samples in UnsafeProjection.create, 13 % in the regex that measures
             # the generated code), and each test plans new shapes. Its first incremental run took 37 CPU
             # seconds against 53, the crash tests 262 s against 294. The results are the same; the
-            # Connect servers (tests/dags/test_airflow_running.py on the cluster, tests/spark/test_jobs.py)
-            # and the drivers tests start in processes of their own keep code generation, and the
-            # cluster's catalog is compared with this session's.
+            # Connect servers (tests/dags/test_airflow_running.py on the cluster,
+            # tests/spark/spark/test_portable.py) and the drivers tests start in processes of their own keep
+            # code generation, and the cluster's catalog is compared with this session's.
             "spark.sql.codegen.factoryMode": "NO_CODEGEN",
             "spark.sql.codegen.wholeStage": "false",
         },

@@ -48,7 +48,7 @@ from lakemeta.config import Config
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import TableChange, TablePartial
 from lakemeta.scan import BatchScan
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

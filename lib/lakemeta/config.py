@@ -135,8 +135,8 @@ class IndConfig:
     # the 20,000 tables of bench/many_inds.py; docs/performance.md, "Measurements behind the code"), while a
     # first discovery of a lake stays distributed.
     driver_signature_values: int = 100_000
-    # Beyond the paper (lakemeta.inds.sized): a column's signature doubles m up to this many times so that
-    # a large column's does not fill up (k optimal for its size); candidates are checked again at the
+    # Beyond the paper (lakemeta.inds.sized_signatures): a column's signature doubles m up to this many times
+    # so that a large column's does not fill up (k optimal for its size); candidates are checked again at the
     # finer level. 0 keeps the paper's one m for every column. At 5 a signature is at most 5.2 KiB.
     max_doublings: int = 5
 

@@ -50,8 +50,8 @@ from lakemeta.lake.batches import Batch, BatchUnreadableError, Plan, unreadable_
 from lakemeta.lake.snapshots import file_groups
 from lakemeta.lake.table_changes import BatchRead, TableChange, TablePartial
 from lakemeta.lake.tables import table_path
-from lakemeta.spark.jobs import describe_jobs
 from lakemeta.spark.placement import MapBody, balanced_tasks, map_on_driver, map_tasks, reads_tables_on_driver
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

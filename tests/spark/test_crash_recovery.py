@@ -24,7 +24,7 @@ from deltalake import DeltaTable, write_deltalake
 from lakemeta import crash_points
 from lakemeta.config import Config
 from lakemeta.inds.columns import INPUTS
-from lakemeta.inds.kept import COMPUTED_IN
+from lakemeta.inds.kept_inputs import COMPUTED_IN
 from lakemeta.lake.batches import BatchUnreadableError
 from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.quality.results import Audit
@@ -81,9 +81,9 @@ def run_killed_at(pipeline: Pipeline, label: str, monkeypatch: pytest.MonkeyPatc
 
 
 def current_inputs(table: pa.Table) -> pa.Table:
-    """Of Many's kept inputs (``lakemeta.inds.kept``) each column's newest row, the one holding its inputs,
-    without the run it was computed in. The outdated rows, and the run, tell which runs a discovery ran
-    over: a crash that cut a discovery short before the next run was planned has it done over that run."""
+    """Of Many's kept inputs (``lakemeta.inds.kept_inputs``) each column's newest row, the one holding its
+    inputs, without the run it was computed in. The outdated rows, and the run, tell which runs a discovery
+    ran over: a crash that cut a discovery short before the next run was planned has it done over that run."""
     keys = ["table_name", "column_name"]
     newest = table.group_by(keys).aggregate([(COMPUTED_IN, "max")]).rename_columns([*keys, COMPUTED_IN])
     return table.join(newest, [*keys, COMPUTED_IN], join_type="inner").drop_columns([COMPUTED_IN])

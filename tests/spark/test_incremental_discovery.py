@@ -21,7 +21,7 @@ from lakemeta.fks.discover import RESULTS as FK_RESULTS
 from lakemeta.fks.discover import SCORED_STATE, discover_fk_candidates
 from lakemeta.inds.config import many_config
 from lakemeta.inds.discover import RESULTS, discover_inclusion_dependencies
-from lakemeta.inds.kept import COMPUTED_IN, read_kept_inputs
+from lakemeta.inds.kept_inputs import COMPUTED_IN, read_kept_inputs
 from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.sketches.discover import TARGET, estimate_inclusions
 from lakemeta.values.inclusion import PAIR

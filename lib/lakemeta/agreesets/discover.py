@@ -35,7 +35,7 @@ from lakemeta.agreesets.dependencies import approximate_fds, minimal_fds, minima
 from lakemeta.agreesets.multiset import AgreeSetMultiset
 from lakemeta.catalog import Catalog
 from lakemeta.config import AgreeSetConfig, Config
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

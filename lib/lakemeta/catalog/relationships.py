@@ -25,7 +25,7 @@ from pyspark.sql.types import ArrayType
 
 from lakemeta.catalog.discovery_runs import committed_batches
 from lakemeta.catalog.store import Catalog, Txn, is_in_sql, of_tables
-from lakemeta.spark.jobs import arrow_frame
+from lakemeta.spark.portable import arrow_frame
 
 CHANGES = "relationship_changes"
 

@@ -44,7 +44,7 @@ from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
 from lakemeta.catalog.merges import merged_counts, negative_count_error
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
-from lakemeta.spark.jobs import arrow_frame
+from lakemeta.spark.portable import arrow_frame
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

@@ -81,8 +81,8 @@ from lakemeta.fks.overlaps import find_overlaps
 from lakemeta.fks.signals import ColumnTypes
 from lakemeta.lake.batches import committed_bytes
 from lakemeta.lake.tables import table_path
-from lakemeta.spark.jobs import arrow_frame, describe_jobs
 from lakemeta.spark.placement import collect_balanced, reads_tables_on_driver
+from lakemeta.spark.portable import arrow_frame, describe_jobs
 from lakemeta.storage import Location
 from lakemeta.values.state import ColumnValues
 

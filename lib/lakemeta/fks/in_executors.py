@@ -59,7 +59,7 @@ from lakemeta.fks.keys import Key
 from lakemeta.fks.overlaps import INCLUSIONS_NEEDED, find_overlaps, joined_groups
 from lakemeta.fks.overlaps import SCHEMA as OVERLAP_SCHEMA
 from lakemeta.fks.signals import ColumnTypes
-from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
+from lakemeta.spark.portable import arrow_frame, default_parallelism, describe_jobs
 
 log = logging.getLogger(__name__)
 

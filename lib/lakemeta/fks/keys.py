@@ -57,8 +57,8 @@ from lakemeta.hashing import combine_hashes
 from lakemeta.lake.batches import committed_bytes
 from lakemeta.lake.tables import table_path
 from lakemeta.sketches.hll import relative_standard_error
-from lakemeta.spark.jobs import describe_jobs
 from lakemeta.spark.placement import collect_balanced, reads_tables_on_driver
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

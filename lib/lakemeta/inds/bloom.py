@@ -85,8 +85,8 @@ def words_at(params: BloomParams, levels: np.ndarray) -> np.ndarray:
 def sized_signatures(
     hashes: np.ndarray, col_offsets: np.ndarray, levels: np.ndarray, params: BloomParams
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Signatures of many columns, column c's with m doubled ``levels[c]`` times (``inds.sized``), as
-    (word_offsets, words): column c's words are ``words[word_offsets[c]:word_offsets[c + 1]]``. At level 0
+    """Signatures of many columns, column c's with m doubled ``levels[c]`` times (``inds.sized_signatures``),
+    as (word_offsets, words): column c's words are ``words[word_offsets[c]:word_offsets[c + 1]]``. At level 0
     a signature is the paper's (``signatures_from_hashes``)."""
     hashes = np.ascontiguousarray(hashes, dtype=np.uint64)
     col_offsets = np.ascontiguousarray(col_offsets, dtype=np.int64)

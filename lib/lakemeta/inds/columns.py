@@ -1,9 +1,9 @@
 """Many's inputs per column, taken from the value sets (``state/column_values``) instead of the tables.
 
 For each column: its Bloom signature (Alg. 3 with the passes of §4.3), with m doubled for a large column
-(``inds.sized``), built from the 64-bit hashes of its distinct canonical values, which are the hashes
-``bloom.signature_from_strings`` derives the k·p bit positions from, so the signature is the one the values
-give; its number of distinct non-null values
+(``inds.sized_signatures``), built from the 64-bit hashes of its distinct canonical values, which are the
+hashes ``bloom.signature_from_strings`` derives the k·p bit positions from, so the signature is the one the
+values give; its number of distinct non-null values
 (|dependentSet| / |referencedSet| of Alg. 11); and the statistics of the filters (§3.2): rows holding a
 value, distinct such values (a configured null representation is recognised by its hash) and whether every
 such value is an integer literal (the state marks each value); and, for a column of at most
@@ -39,8 +39,8 @@ from lakemeta.hashing import hash_strings
 from lakemeta.inds.bloom import BloomParams, sized_signatures, words_at
 from lakemeta.inds.config import ManyConfig
 from lakemeta.inds.filters import ColumnStats
-from lakemeta.inds.sized import fold_to_base, levels_for, levels_of
-from lakemeta.spark.jobs import arrow_frame, describe_jobs
+from lakemeta.inds.sized_signatures import fold_to_base, levels_for, levels_of
+from lakemeta.spark.portable import arrow_frame, describe_jobs
 from lakemeta.values.state import ColumnValues
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,8 @@ class ColumnInputs:
 
     table_names: pa.StringArray
     column_names: pa.StringArray
-    # column c's signature at its level (``inds.sized``): words[signature_offsets[c]:signature_offsets[c + 1]]
+    # column c's signature at its level (``inds.sized_signatures``):
+    # words[signature_offsets[c]:signature_offsets[c + 1]]
     signature_offsets: np.ndarray
     signature_words: np.ndarray
     levels: np.ndarray
@@ -205,7 +206,7 @@ def compute_inputs(
 ) -> ColumnInputs:
     """Many's inputs of the given columns, in their order, from their value sets; a column without a
     value has an empty signature and zero counts. ``set_sizes`` are the columns' distinct counts as the
-    catalog's ``columns`` records them, which choose each signature's level (``inds.sized``)."""
+    catalog's ``columns`` records them, which choose each signature's level (``inds.sized_signatures``)."""
     n, params, kept_values = len(column_names), config.params, config.driver_validation_values
     levels = levels_for(set_sizes, params, config.max_doublings)
     asked = pa.table(

@@ -22,7 +22,7 @@ class ManyConfig:
     indexed: bool = True
     filters: FilterConfig = field(default_factory=FilterConfig)
     driver_validation_values: int = IndConfig.driver_validation_values  # lakemeta.inds.containment
-    max_doublings: int = IndConfig.max_doublings  # lakemeta.inds.sized
+    max_doublings: int = IndConfig.max_doublings  # lakemeta.inds.sized_signatures
     driver_signature_values: int = IndConfig.driver_signature_values  # lakemeta.inds.columns
 
 

@@ -10,8 +10,8 @@ Why beyond the paper: in a lake of many small tables most candidates are between
 Spark's join costs a job's scheduling and a shuffle for merges of a few dozen values each. On the
 20,000-table corpus of ``bench/many_inds.py`` every candidate is such a pair, and validation here takes a
 small fraction of its time through Spark (docs/performance.md, "Measurements behind the code"). The kept
-hashes also serve the finer check of ``inds.sized``: a small dependent's values are looked up in a large
-referenced column's sized signature.
+hashes also serve the finer check of ``inds.sized_signatures``: a small dependent's values are looked up in a
+large referenced column's sized signature.
 """
 
 from __future__ import annotations

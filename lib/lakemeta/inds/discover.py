@@ -11,7 +11,7 @@ canonical values as 64-bit hashes with their row counts, maintained per batch wi
    p·m bits per column) and shipped to the tasks; the IND-Proposer (Alg. 4-6 with the indexed
    bit-vectors of §4.5) runs on column ranges in parallel tasks, as Alg. 8's workers (Alg. 9), with the
    filters of Alg. 10; the same task drops what needs no value set read: a dependent with more values
-   than its referenced column, the sized signatures' finer check (``inds.sized``), and a candidate
+   than its referenced column, the sized signatures' finer check (``inds.sized_signatures``), and a candidate
    between two small columns checked on their kept value hashes (``inds.containment``).
 3. The IND-Validator (Alg. 7) checks every candidate left exactly against the stored value sets: the
    dependent column's value hashes joined with the candidate and anti-joined with the referenced column's,
@@ -72,13 +72,13 @@ from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config
 from lakemeta.inds.containment import contained
 from lakemeta.inds.filters import column_filters, coverage, low_coverage
-from lakemeta.inds.kept import KeptInputs, keep_inputs, read_kept_inputs
+from lakemeta.inds.kept_inputs import KeptInputs, keep_inputs, read_kept_inputs
 from lakemeta.inds.matrix import SignatureMatrix
 from lakemeta.inds.proposer import STRATEGIES, column_ranges, propose_changed, propose_range
-from lakemeta.inds.sized import may_be_contained
+from lakemeta.inds.sized_signatures import may_be_contained
 from lakemeta.lake.tables import is_plain_type_name
-from lakemeta.spark.jobs import arrow_frame, default_parallelism, describe_jobs
 from lakemeta.spark.placement import MapBody
+from lakemeta.spark.portable import arrow_frame, default_parallelism, describe_jobs
 from lakemeta.storage import Location
 from lakemeta.values.state import ColumnValues
 
@@ -214,7 +214,7 @@ def _checked(inputs: ColumnInputs, config: ManyConfig, candidates: np.ndarray) -
     rows. Beyond Alg. 7: a dependent column with more distinct values than its referenced one cannot be
     included in it (Bloom signatures of large columns fill up and propose both directions of such pairs;
     the larger dependent side is the costliest to validate, and it is left out unread); then the
-    signatures sized to their columns rule out most of the rest (``inds.sized``); then a candidate
+    signatures sized to their columns rule out most of the rest (``inds.sized_signatures``); then a candidate
     between two columns whose value hashes are kept is validated on them (``containment``)."""
     possible = inputs.set_sizes[candidates[:, 0]] <= inputs.set_sizes[candidates[:, 1]]
     possible[possible] = _finer_check(inputs, candidates[possible], config)
@@ -268,7 +268,7 @@ def _candidate_tasks(
 
 
 def _finer_check(inputs: ColumnInputs, candidates: np.ndarray, config: ManyConfig) -> np.ndarray:
-    """Which candidates the signatures sized to their columns still allow (``inds.sized``)."""
+    """Which candidates the signatures sized to their columns still allow (``inds.sized_signatures``)."""
     hash_offsets, hashes, has_hashes = inputs.hash_rows
     return may_be_contained(
         candidates[:, 0],

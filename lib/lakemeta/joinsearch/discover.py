@@ -64,7 +64,7 @@ from lakemeta.joinsearch.xash import XashHasher
 from lakemeta.lake.batches import plan_batches, watermarks
 from lakemeta.lake.ingest import CSV_SUFFIXES, PARQUET_SUFFIXES, read_csv_rows
 from lakemeta.lake.snapshots import read_table
-from lakemeta.spark.jobs import arrow_frame, is_connect
+from lakemeta.spark.portable import arrow_frame, is_connect
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

@@ -32,7 +32,7 @@ from tqdm import tqdm
 from lakemeta.config import IngestConfig
 from lakemeta.crash_points import crash_point
 from lakemeta.lake.tables import source_column, table_path
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ from lakemeta.quality.gate import audit_batches, audit_catalog, import_audit_mod
 from lakemeta.quality.results import Audit
 from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
 from lakemeta.scan import BatchScan, remove_staging
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

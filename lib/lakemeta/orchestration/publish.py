@@ -24,7 +24,7 @@ from lakemeta.catalog.store import published_versions
 from lakemeta.crash_points import crash_point
 from lakemeta.quality.gate import AUDITED, require_success
 from lakemeta.quality.results import Audit
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)

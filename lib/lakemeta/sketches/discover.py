@@ -67,8 +67,7 @@ from lakemeta.catalog.discovery_runs import changed_since
 from lakemeta.catalog.store import is_in, is_in_sql, of_tables
 from lakemeta.config import Config, ScanConfig, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
-from lakemeta.sketches.state import HllCounters, column_sketches, counter_sketches, register_matrix
-from lakemeta.sketches.tiles import (
+from lakemeta.sketches.pair_tiles import (
     EXACT,
     PENDING,
     STATUS,
@@ -79,7 +78,8 @@ from lakemeta.sketches.tiles import (
     assign_blocks,
     estimate_tile,
 )
-from lakemeta.spark.jobs import arrow_frame, describe_jobs
+from lakemeta.sketches.state import HllCounters, column_sketches, counter_sketches, register_matrix
+from lakemeta.spark.portable import arrow_frame, describe_jobs
 from lakemeta.storage import Location
 from lakemeta.values.inclusion import PAIR, shared_values, value_sets
 from lakemeta.values.state import ColumnValues

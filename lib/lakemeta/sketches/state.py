@@ -45,7 +45,7 @@ from lakemeta.lake.table_changes import SIGN, TableChange, TablePartial
 from lakemeta.lake.tables import holds_plain_values, is_plain_type_name, source_column
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches import hll
-from lakemeta.spark.jobs import describe_jobs
+from lakemeta.spark.portable import describe_jobs
 
 log = logging.getLogger(__name__)
 

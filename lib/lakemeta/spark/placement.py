@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakemeta.spark.jobs import default_parallelism
+from lakemeta.spark.portable import default_parallelism
 
 
 def balanced_tasks(

@@ -43,7 +43,7 @@ def shared_counts(
     """|X ∩ Y| for each pair (first[i], second[i]) of value sets kept side by side: set c's hashes are
     ``hashes[offsets[c]:offsets[c + 1]]``, sorted and distinct. One merge of the two sorted runs per pair,
     the work of the smaller and larger together, in numba: the inclusion step counts millions of pairs of
-    small columns this way inside its tiles (``sketches.tiles``)."""
+    small columns this way inside its tiles (``sketches.pair_tiles``)."""
     result = np.zeros(len(first), dtype=np.int64)
     for i in range(len(first)):
         a, a_end = offsets[first[i]], offsets[first[i] + 1]

@@ -4,7 +4,7 @@
 This is the hybrid BML §7 names as future work: an HLL sketch cannot tell whether a few values lie in a
 column of millions (BML's Theorem 1: no sublinear sketch can), but the state holds every column's values
 as 64-bit hashes. Where both columns are small the inclusion step's tiles hold both value sets and count
-|X ∩ Y| themselves (``sketches.tiles``); a small column against a large one is counted here, in Spark, by
+|X ∩ Y| themselves (``sketches.pair_tiles``); a small column against a large one is counted here, in Spark, by
 joining the small column's values with the large one's: the work is min(|X|, |Y|) rows per pair, which is
 why only pairs with a side of at most ``sketches.exact_max_distinct`` values are counted. |X| is the exact
 distinct count of the value set. Counts are exact up to 64-bit hash collisions (``values.hashes``).
@@ -18,7 +18,7 @@ import pyspark.sql.functions as F
 from pyspark.sql import DataFrame
 
 from lakemeta.catalog import Catalog
-from lakemeta.spark.jobs import arrow_frame
+from lakemeta.spark.portable import arrow_frame
 from lakemeta.values.state import ColumnValues
 
 PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]

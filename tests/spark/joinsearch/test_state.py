@@ -34,7 +34,7 @@ from lakemeta.joinsearch.state import (
 from lakemeta.joinsearch.superkey import super_keys_from_binary
 from lakemeta.lake.ingest import TABLE_PROPERTIES
 from lakemeta.orchestration.pipeline import Pipeline
-from lakemeta.spark.jobs import arrow_frame
+from lakemeta.spark.portable import arrow_frame
 
 from ..lake_changes import create_foreign_table, create_spark_table, drop_table, random_change, random_rows
 

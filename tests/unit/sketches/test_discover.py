@@ -10,7 +10,7 @@ from lakemeta.sketches.bml import EXACT_MARGINAL, estimate_inclusion
 from lakemeta.sketches.discover import column_facts, compatible, type_family
 from lakemeta.sketches.dominance import RegisterIndex
 from lakemeta.sketches.hll import counter_delta, estimate_cardinality, registers
-from lakemeta.sketches.tiles import (
+from lakemeta.sketches.pair_tiles import (
     ESTIMATED,
     EXACT,
     PENDING,

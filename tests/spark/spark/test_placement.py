@@ -11,8 +11,8 @@ import pyspark.sql.functions as F
 import pytest
 from pyspark.sql.types import ArrayType, LongType, StringType, StructField, StructType
 
-from lakemeta.spark.jobs import default_parallelism, describe_jobs
 from lakemeta.spark.placement import balanced_tasks, collect_balanced, map_tasks
+from lakemeta.spark.portable import default_parallelism, describe_jobs
 
 pytestmark = pytest.mark.spark
 

@@ -1,5 +1,5 @@
-"""Signatures sized to their column (``inds.sized``): the level rule, folding to the paper's signature, and
-the finer check, which never rules out a true inclusion and equals the rule written plainly."""
+"""Signatures sized to their column (``inds.sized_signatures``): the level rule, folding to the paper's
+signature, and the finer check, which never rules out a true inclusion and equals the rule written plainly."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from lakemeta.arrays import binary_rows, uint64_rows
 from lakemeta.inds.bloom import BloomParams, signatures_from_hashes, sized_signatures, words_at
-from lakemeta.inds.sized import fold_to_base, levels_for, levels_of, may_be_contained
+from lakemeta.inds.sized_signatures import fold_to_base, levels_for, levels_of, may_be_contained
 
 
 def test_the_level_is_the_fewest_doublings_at_which_k_is_optimal() -> None:

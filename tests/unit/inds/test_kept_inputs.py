@@ -1,6 +1,6 @@
-"""Many's kept inputs (``lakemeta.inds.kept``) over random sequences of discoveries: tables changed, added
-and dropped, columns added and dropped, retries of a discovery, discoveries from scratch. After each, the
-newest row of every column is the inputs the discovery computed, exactly; no row of a dropped column is
+"""Many's kept inputs (``lakemeta.inds.kept_inputs``) over random sequences of discoveries: tables changed,
+added and dropped, columns added and dropped, retries of a discovery, discoveries from scratch. After each,
+the newest row of every column is the inputs the discovery computed, exactly; no row of a dropped column is
 left; outdated rows stay within their share; a retried discovery writes nothing twice. On delta-rs, no
 Spark."""
 
@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from lakemeta.catalog import Catalog
 from lakemeta.inds.bloom import BloomParams, signature_from_hashes
 from lakemeta.inds.columns import INPUTS, ColumnInputs
-from lakemeta.inds.kept import COMPUTED_IN, OUTDATED_SHARE, keep_inputs, read_kept_inputs
+from lakemeta.inds.kept_inputs import COMPUTED_IN, OUTDATED_SHARE, keep_inputs, read_kept_inputs
 from lakemeta.storage import Location
 
 # enough columns that a batch of a table or two leaves the outdated rows within their share: appended

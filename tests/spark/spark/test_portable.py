@@ -1,4 +1,4 @@
-"""What the library asks of a session beyond DataFrames (``lakemeta.spark.jobs``), under classic Spark and
+"""What the library asks of a session beyond DataFrames (``lakemeta.spark.portable``), under classic Spark and
 over a real Spark Connect server alike. The Connect session lives in a process of its own: once pyspark
 has made one, its functions build Connect columns for every session of the process."""
 
@@ -15,14 +15,14 @@ import pytest
 from lakemeta.config import Config
 from lakemeta.ports import free_port
 from lakemeta.spark.connect import TOKEN_VARIABLE, running_server
-from lakemeta.spark.jobs import (
+from lakemeta.spark.portable import (
     arrow_frame,
     default_parallelism,
     describe_jobs,
     is_connect,
 )
 
-from ..quick_jvm import QUICK_JVM
+from ...quick_jvm import QUICK_JVM
 
 pytestmark = pytest.mark.spark
 
@@ -66,7 +66,7 @@ OVER_CONNECT = """
 import sys
 from pathlib import Path
 from lakemeta.spark import get_session
-from lakemeta.spark.jobs import is_connect
+from lakemeta.spark.portable import is_connect
 from tests.spark.test_jobs import check_session
 session = get_session(app_name="test", remote=sys.argv[1])
 assert is_connect(session)
@@ -105,7 +105,7 @@ def test_a_session_of_a_connect_server(tmp_path: Path) -> None:
     def client(script: str, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [sys.executable, "-c", script, *args],
-            cwd=Path(__file__).resolve().parents[2],
+            cwd=Path(__file__).resolve().parents[3],
             env=env,
             capture_output=True,
             text=True,
