@@ -6,7 +6,7 @@ Both run on the same local[2] session over the same Parquet data, in one process
   per-(bucket, rho) tally in numba inside executors, then Spark's sum per (column, bucket, rho)),
   materialised with the ``noop`` sink, so both sides compute and discard their result;
 * and, for the whole step, the scan and the first update of ``hll_counters`` (an append: the state holds
-  no rows yet, ``Catalog.merge_counts``), from the table ingested as Delta.
+  no rows yet, ``catalog.counts.merge_counts``), from the table ingested as Delta.
 
 Two floors, measured in the same runs, bound what any design that tallies in Python workers can reach:
 * ``arrow_transfer``: the same columns shipped to the Python workers by ``mapInArrow`` and dropped there;

@@ -15,8 +15,8 @@ subtracts; the three parts are:
   batch small enough to merge on the driver.
 * :meth:`StateComponent.merge`: the delta into the stored state, in one idempotent Delta commit tagged with
   the run (Delta's ``txnAppId`` / ``txnVersion``), so a retried run never applies a batch twice. The default
-  is the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, rows whose counts reach
-  zero are removed, a count that would turn negative stops the run before anything is written.
+  is the shared MERGE of signed counts (``catalog.counts.merge_counts``): counts are added, rows whose counts
+  reach zero are removed, a count that would turn negative stops the run before anything is written.
 * :meth:`StateComponent.derive`: metrics of every column derived from the stored state (for the catalog's
   ``columns``), or None for a component whose results come from a discovery step.
 
@@ -44,6 +44,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import StructType
 
 from lakemeta.catalog import Catalog, Txn
+from lakemeta.catalog.counts import merge_counts
 from lakemeta.config import Config
 from lakemeta.lake.batches import Plan
 from lakemeta.lake.table_changes import TableChange, TablePartial
@@ -134,7 +135,8 @@ class StateComponent(ABC):
         """Apply ``delta`` to the stored state in one commit tagged with the run; False when the run had
         already been applied. The default is the shared MERGE of signed counts, then what it changed in
         the log."""
-        merged = self.catalog.merge_counts(
+        merged = merge_counts(
+            self.catalog,
             self.state_table(),
             delta.rows,
             keys=self.merge_keys,
@@ -151,7 +153,7 @@ class StateComponent(ABC):
                 plan.run_id,
                 self.name,
                 len(plan.batches),
-                # an append into an empty table (``Catalog.merge_counts``) records its rows as output rows
+                # an append into an empty table (``merge_counts``) records its rows as output rows
                 metrics.get("numTargetRowsInserted", metrics.get("numOutputRows", 0)),
                 metrics.get("numTargetRowsUpdated", 0),
                 metrics.get("numTargetRowsDeleted", 0),

@@ -116,8 +116,8 @@ def step_of(task) -> str:
 
 
 def parameters_of(task) -> dict:
-    """The parameters (templates) a Spark task hands its step, but its settings."""
-    return {name: value for name, value in task.op_kwargs.items() if name != "settings"}
+    """The parameters (templates) a Spark task hands its step."""
+    return task.op_kwargs["parameters"]
 
 
 def test_every_task_but_planning_and_the_audits_is_a_retried_step_on_the_connect_server_in_the_pool(

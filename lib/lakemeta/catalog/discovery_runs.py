@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakemeta.catalog.freshness import recorded_reflects
 from lakemeta.catalog.store import Catalog, Txn
 
 
@@ -75,7 +76,7 @@ def changed_since(catalog: Catalog, results: Sequence[str], settings: str) -> se
     in a run after any result's, so after it every table has changed."""
     runs = []
     for name in results:
-        reflects = catalog.reflects(name)
+        reflects = recorded_reflects(catalog.delta_table(name))
         if reflects is None or reflects.get("settings") != settings:
             return None
         runs.append(reflects["run"])

@@ -1,9 +1,9 @@
 """State merges computed on the driver, for a small batch.
 
-A state component applies its delta with one Spark MERGE: ``Catalog.merge_counts``'s clauses add counts,
-remove rows whose counts reach zero, refuse a count that would turn negative and put a replaced table's rows
-in place of its stored ones; the posting lists' insert items and remove row ids. A MERGE costs a one-table
-batch 10-16 Spark jobs and seconds of wall time, nearly all of it per statement rather than per row
+A state component applies its delta with one Spark MERGE: ``catalog.counts.merge_counts``'s clauses add
+counts, remove rows whose counts reach zero, refuse a count that would turn negative and put a replaced
+table's rows in place of its stored ones; the posting lists' insert items and remove row ids. A MERGE costs a
+one-table batch 10-16 Spark jobs and seconds of wall time, nearly all of it per statement rather than per row
 (``bench/small_change.py``; docs/performance.md, "Measurements behind the code"). When the batch's delta
 and the stored rows of its tables are small (``scan.driver_state_bytes``), the driver computes what those
 clauses leave of the tables' rows, row for row, with Arrow (:func:`merged_counts`,
@@ -74,7 +74,7 @@ def merged_counts(
     replaced_tables: Sequence[str],
 ) -> pa.Table:
     """The rows of the tables of ``stored`` (the stored rows of the batch's tables, in the columns of
-    ``delta``) and ``delta`` after ``Catalog.merge_counts``'s MERGE of ``delta`` into table ``name``:
+    ``delta``) and ``delta`` after ``catalog.counts.merge_counts``'s MERGE of ``delta`` into table ``name``:
 
     * a replaced table's rows are its rows in ``delta``;
     * of another table, a key on both sides gets the sums of the ``counts`` and ``delta``'s other

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakemeta.catalog.store import Catalog, arrow_schema, is_in, rows_of_tables
+from lakemeta.catalog.predicates import is_in, rows_of_tables
+from lakemeta.catalog.store import Catalog, arrow_schema
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import re
 import threading
 import uuid
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
@@ -27,12 +26,11 @@ import pyspark.sql.functions as F
 from deltalake.exceptions import TableNotFoundError
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import StructType
 
+from lakemeta.catalog.freshness import commit_metadata
 from lakemeta.catalog.layout import (
     BUCKET_COLUMN,
-    LAYOUT_PROPERTIES,
-    LOG_PROPERTIES,
     arrow_with_bucket,
     bucketed_schema,
     buckets_of,
@@ -41,7 +39,7 @@ from lakemeta.catalog.layout import (
     writer_properties,
 )
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
-from lakemeta.catalog.merges import merged_counts, negative_count_error
+from lakemeta.catalog.predicates import is_in, is_in_sql
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
 from lakemeta.spark.portable import arrow_frame
@@ -51,14 +49,8 @@ log = logging.getLogger(__name__)
 
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
-_NEGATIVE_AT, _NEGATIVE_END = "lakemeta: negative count at <<", ">>"  # around the key in the MERGE's error
 _WANTED = "lakemeta_wanted_table"  # the table names a read asks for, in its semi-join
-_REFLECTS = "lakemeta.reflects"  # commit metadata: what a derived table's content was computed from
-# Delta operations that leave a table's rows as they were (a schema change does not: old rows lack values)
-_CONTENT_KEPT = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES"})
 COMPACT_PAST_FILES = 8  # files of a small table past which an append compacts it (``Catalog.append_small``)
-_CONTRACT_FILE = "_contract.json"  # the contract the catalog last met (``Catalog.ensure_tables``)
-_REFLECTS_LOOKBACK = 20  # commits; past them a discovery recomputes everything, which is always correct
 # Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
 # of the same write (a retried step skips it: what it would write is there); the orchestration's lineage
 # listens.
@@ -79,63 +71,6 @@ class Txn:
     version: int
 
 
-class OutdatedLayoutError(RuntimeError):
-    """A state table was written in an older layout than this version keeps it in."""
-
-
-def is_in(column: str, values: Sequence[str]) -> str:
-    """A delta-rs predicate: ``column`` is one of ``values`` (string literals, single quotes doubled);
-    false when there are none."""
-    if not values:
-        return "false"
-    listed = ", ".join("'{}'".format(value.replace("'", "''")) for value in values)
-    return f"{column} IN ({listed})"
-
-
-def sql_string(value: str) -> str:
-    """A Spark SQL string literal of ``value`` (backslash escapes, Spark's default)."""
-    return "'{}'".format(value.replace("\\", "\\\\").replace("'", "\\'"))
-
-
-def is_in_sql(column: str, values: Sequence[str]) -> str:
-    """A Spark SQL predicate: ``column`` is one of ``values``; false when there are none."""
-    return f"{column} IN ({', '.join(map(sql_string, values))})" if values else "false"
-
-
-def _negative_count_error(keys: Sequence[str], kind: DataType) -> str:
-    """A SQL expression of type ``kind`` that fails the statement, naming the source row's key (as JSON)."""
-    key = ", ".join(f"{sql_string(k)}, s.`{k}`" for k in keys)
-    message = f"concat({sql_string(_NEGATIVE_AT)}, to_json(named_struct({key})), {sql_string(_NEGATIVE_END)})"
-    return f"CAST(raise_error({message}) AS {kind.simpleString()})"
-
-
-@contextlib.contextmanager
-def _naming_negative_counts(name: str) -> Iterator[None]:
-    """Turn the failure of a statement stopped by :func:`_negative_count_error` into NegativeCountError."""
-    try:
-        yield
-    except Exception as error:  # classic sessions raise Py4JJavaError around it, Connect a SparkException
-        found = re.search(f"{_NEGATIVE_AT}(.*?){_NEGATIVE_END}", str(error), re.DOTALL)
-        if found is None:
-            raise
-        raise negative_count_error(name, json.loads(found.group(1))) from error
-
-
-def _metadata(reflects: dict | None) -> dict[str, str]:
-    """A commit's metadata saying what the written content was computed from (``Catalog.reflects``)."""
-    return {} if reflects is None else {_REFLECTS: json.dumps(reflects, sort_keys=True)}
-
-
-def of_tables(table_names: pa.Array | pa.ChunkedArray, tables: Collection[str]) -> np.ndarray:
-    """Which of ``table_names`` are one of ``tables``: a mask."""
-    return pc.is_in(table_names, pa.array(sorted(tables), pa.string())).to_numpy(zero_copy_only=False)
-
-
-def rows_of_tables(rows: pa.Table, tables: Collection[str]) -> pa.Table:
-    """The rows of ``rows`` whose ``table_name`` is one of ``tables``."""
-    return rows.filter(pa.array(of_tables(rows["table_name"], tables)))
-
-
 def arrow_schema(name: str) -> pa.Schema:
     """The Arrow form of the schema of one of the catalog's own tables (results and bookkeeping; a state
     component's table: ``Catalog.arrow_schema``), for delta-rs reads and writes."""
@@ -146,22 +81,6 @@ def read_small(root: Location, name: str) -> pa.Table:
     """A table of the catalog at ``root`` that is small by construction, read with delta-rs: no Spark job,
     and no JVM for the tasks that need none (the audits)."""
     return (root / name).delta_dataset().to_table()
-
-
-def newest_publication(root: Location) -> pa.Table:
-    """The rows of ``published`` of the newest publication: a version of each catalog table, and the audit
-    (none before the first publication)."""
-    published = read_small(root, "published")
-    if published.num_rows == 0:
-        return published
-    return published.filter(pc.equal(published["published_at"], pc.max(published["published_at"])))
-
-
-def published_versions(root: Location) -> dict[str, int]:
-    """The version of each catalog table that the newest publication points the views and ``lakemeta show``
-    at (none before the first publication)."""
-    newest = newest_publication(root).select(["table_name", "version"])
-    return {row["table_name"]: row["version"] for row in newest.to_pylist()}
 
 
 class Catalog:
@@ -252,64 +171,6 @@ class Catalog:
         else:
             table.update_incremental()
         return table
-
-    def ensure_tables(self) -> None:
-        """Create every table of the contract that does not exist yet (empty, with its schema), and add
-        to an existing one the columns its schema has gained since it was created (null in old rows). A
-        state table bucketed by table but written by an older lakemeta, without the bucket, raises
-        :class:`OutdatedLayoutError`: ``lakemeta maintain`` rewrites it (a null bucket would hide rows
-        from the reads and MERGEs that select by bucket).
-
-        Every step opens the catalog, and checking each table opens its Delta log (some 20 tables, 0.15-0.25
-        s a step); so a check that leaves every table as this contract wants records the contract in
-        ``_contract.json``, and a later handle with the same contract reads that one file instead. A
-        contract that changed (a column, a property, a layout) is checked table by table again. Catalog
-        tables are only ever created here and never dropped (a rebuild truncates them), so the record
-        stays true until the contract changes."""
-        contract = self._contract()
-        record = self.root / _CONTRACT_FILE
-        with contextlib.suppress(FileNotFoundError):
-            if record.read_text() == contract:
-                return
-        self._check_tables()
-        record.write_text(contract)
-
-    def _contract(self) -> str:
-        """What ``ensure_tables`` makes of the catalog, as JSON: every table's schema, which tables are
-        bucketed, and the tables' properties."""
-        return json.dumps(
-            {
-                "tables": {name: schema.jsonValue() for name, schema in sorted(self.schemas.items())},
-                "bucketed_by_table": sorted(self.bucketed_by_table),
-                "log_properties": LOG_PROPERTIES,
-                "layout_properties": LAYOUT_PROPERTIES,
-            },
-            sort_keys=True,
-        )
-
-    def _check_tables(self) -> None:
-        for name in self.schemas:
-            schema = self.arrow_schema(name)
-            location = self.location(name)
-            if not location.is_delta_table():
-                if name in self.bucketed_by_table:
-                    location.create_delta(schema, [BUCKET_COLUMN], {**LOG_PROPERTIES, **LAYOUT_PROPERTIES})
-                else:
-                    location.create_delta(schema, configuration=LOG_PROPERTIES)
-                continue
-            table = location.delta_table()
-            configured = table.metadata().configuration
-            if any(configured.get(key) != value for key, value in LOG_PROPERTIES.items()):
-                table.alter.set_table_properties(LOG_PROPERTIES)  # a catalog created before they were set
-            present = {field.name for field in table.schema().fields}
-            if name in self.bucketed_by_table and BUCKET_COLUMN not in present:
-                raise OutdatedLayoutError(
-                    f"{name} at {location.uri} has no {BUCKET_COLUMN}, the layout of an older lakemeta: run "
-                    "`lakemeta maintain` once, which rewrites it partitioned by table bucket"
-                )
-            missing = [field for field in schema if field.name not in present]
-            if missing:
-                table.alter.add_columns([deltalake.Field.from_arrow(field) for field in missing])
 
     def read(self, name: str, tables: Sequence[str] | None = None) -> DataFrame:
         """A table through Spark; only the rows of ``tables`` (by ``table_name``; in a table bucketed by
@@ -457,7 +318,7 @@ class Catalog:
             return
         commit = deltalake.CommitProperties(
             app_transactions=[deltalake.Transaction(txn.app, txn.version)],
-            custom_metadata=_metadata(reflects),
+            custom_metadata=commit_metadata(reflects),
         )
         with self.committing("append", name):
             table = self.delta_table(name)
@@ -482,7 +343,7 @@ class Catalog:
     ) -> None:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
         pipeline's own values) - in one commit (idempotent by nature). ``reflects`` says what the content
-        was computed from (a run, settings); :meth:`reflects` reads it back."""
+        was computed from (a run, settings); ``freshness.recorded_reflects`` reads it back."""
         with self.committing("replace", name):
             try:
                 table = self.delta_table(name)
@@ -494,7 +355,7 @@ class Catalog:
                 mode="overwrite",
                 predicate=predicate,
                 writer_properties=writer_properties(name),
-                commit_properties=deltalake.CommitProperties(custom_metadata=_metadata(reflects)),
+                commit_properties=deltalake.CommitProperties(custom_metadata=commit_metadata(reflects)),
             )
 
     def replace(
@@ -508,7 +369,7 @@ class Catalog:
         if predicate is not None:
             writer = writer.option("replaceWhere", predicate)
         if reflects is not None:
-            writer = writer.option("userMetadata", json.dumps(_metadata(reflects), sort_keys=True))
+            writer = writer.option("userMetadata", json.dumps(commit_metadata(reflects), sort_keys=True))
         with self.committing("replace", name):
             writer.save(self.path(name))
             return int(self.last_commit_metrics(name).get("numOutputRows", 0))
@@ -594,20 +455,6 @@ class Catalog:
             ),
         )
 
-    def reflects(self, name: str) -> dict | None:
-        """What the table's content was computed from (``replace_small``'s ``reflects``), as its newest
-        commit that wrote content says; None when that commit says nothing. Commits that keep the content
-        as it is (maintenance's compaction and VACUUM, a table property set) are passed over: otherwise
-        every daily maintenance would make the next discovery recompute everything."""
-        for commit in self.delta_table(name).history(_REFLECTS_LOOKBACK):
-            # delta-rs writes it as a key of the commit's own; Spark, into the commit's userMetadata
-            recorded = commit.get(_REFLECTS) or json.loads(commit.get("userMetadata") or "{}").get(_REFLECTS)
-            if recorded is not None:
-                return json.loads(recorded)
-            if commit.get("operation") not in _CONTENT_KEPT:
-                return None
-        return None
-
     def update_small(self, name: str, predicate: str, new_values: dict[str, object]) -> None:
         """Set ``new_values`` on the rows matching ``predicate`` (built from the pipeline's own values,
         never from identifiers a user supplied)."""
@@ -652,107 +499,6 @@ class Catalog:
         finally:
             self.spark.conf.unset(_TXN_APP)
             self.spark.conf.unset(_TXN_VERSION)
-
-    def merge_counts(
-        self,
-        name: str,
-        delta: DataFrame,
-        keys: Sequence[str],
-        counts: Sequence[str],
-        tables: Sequence[str],
-        replaced_tables: Sequence[str],
-        txn: Txn,
-        replace_columns: Sequence[str] = (),
-    ) -> bool:
-        """Add ``delta``'s counts to the stored multiset, in one idempotent commit; False when ``txn`` had
-        already committed (nothing is computed then).
-
-        ``delta`` holds, per key, the change of each count column of the ``tables`` of a plan. For tables
-        in ``replaced_tables`` (tables rebuilt from their snapshot, or dropped) it holds their complete
-        counts instead: their stored rows are replaced and rows the delta lacks are deleted. A row whose
-        counts all reach zero is removed, and a count that would turn negative raises
-        :class:`NegativeCountError` and nothing is written.
-        ``replace_columns`` are descriptive columns taken from the delta as they are (for example a
-        column's data type).
-
-        While the table holds no rows (a first run, a rebuild) the delta is appended instead: against an
-        empty table the MERGE would only insert, after joining the delta with the table to find the files
-        it touches (the four state updates of ``bench/small_change.py``'s first run: 33 Spark jobs as
-        appends, 52 as MERGEs). A negative count fails the append as it fails the MERGE.
-
-        ``delta`` given as an Arrow table (a small batch's: ``StateComponent.update``) is merged on the
-        driver instead (``lakemeta.catalog.merges``): the stored rows of its tables are read, merged with it
-        as the MERGE's clauses would, and written in their place with delta-rs, under the same crash points.
-        """
-        if self.already_applied(name, txn):
-            log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
-            report_written(name)
-            return False
-        replaced = list(replaced_tables)
-        if isinstance(delta, pa.Table):
-            schema = pa.schema([self.arrow_schema(name).field(c) for c in delta.column_names])
-            delta = delta.cast(schema)
-            return self.merge_small(
-                name,
-                sorted(set(tables) | set(replaced)),
-                txn,
-                lambda stored: merged_counts(name, stored.cast(schema), delta, keys, counts, replaced),
-                delta.column_names,
-            )
-
-        def is_replaced(column: str) -> str:
-            return is_in_sql(column, replaced)
-
-        stop = _negative_count_error(keys, self.schemas[name][counts[0]].dataType)
-        if not self.holds_rows(name):
-            below_zero = " OR ".join(f"s.`{c}` < 0" for c in counts)
-            rows = delta.alias("s").withColumn(
-                counts[0],
-                F.expr(
-                    f"CASE WHEN NOT {is_replaced('s.table_name')} AND ({below_zero}) THEN {stop} "
-                    f"ELSE s.`{counts[0]}` END"
-                ),
-            )
-            # Crash points keep the MERGE's labels: "after merge <table>" names the state update's commit
-            # whichever way it writes (docs/operations.md, "Operations").
-            with _naming_negative_counts(name), self.transaction(txn), self.committing("merge", name):
-                self.append(name, rows)
-            return True
-
-        on = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
-        added = {c: f"t.`{c}` + s.`{c}`" for c in counts}
-        described = {c: f"s.`{c}`" for c in replace_columns}
-
-        def update(values: Mapping[str, str]) -> str:
-            return "UPDATE SET " + ", ".join(f"t.`{c}` = {value}" for c, value in values.items())
-
-        clauses = [
-            f"WHEN MATCHED AND {is_replaced('s.table_name')} THEN "
-            + update({**{c: f"s.`{c}`" for c in counts}, **described})
-        ]
-        # A count that would turn negative fails the MERGE itself (raise_error in the clause it takes), so
-        # nothing is committed; checked inside the one join the MERGE does anyway rather than in a join of
-        # the delta with the whole stored state before it.
-        below_zero = " OR ".join(f"({value}) < 0" for value in added.values())
-        clauses.append(f"WHEN MATCHED AND ({below_zero}) THEN UPDATE SET t.`{counts[0]}` = {stop}")
-        all_zero = " AND ".join(f"({value}) = 0" for value in added.values())
-        clauses.append(f"WHEN MATCHED AND {all_zero} THEN DELETE")
-        clauses.append(f"WHEN MATCHED THEN {update({**added, **described})}")
-        absent_below_zero = " OR ".join(f"s.`{c}` < 0" for c in counts)
-        clauses.append(
-            f"WHEN NOT MATCHED AND NOT {is_replaced('s.table_name')} AND ({absent_below_zero}) "
-            f"THEN INSERT (`{counts[0]}`) VALUES ({stop})"
-        )
-        clauses.append("WHEN NOT MATCHED THEN INSERT *")
-        if replaced:
-            clauses.append(f"WHEN NOT MATCHED BY SOURCE AND {is_replaced('t.table_name')} THEN DELETE")
-        # The MERGE reads its source twice (to find the files it touches, then to write). Delta computes it
-        # once and keeps it for both (``merge.materializeSource=auto`` does for any source not read from
-        # Delta tables alone, as the staged partial rows are not): a persist here only made a second copy,
-        # filled by jobs of its own. ``none`` (the source computed twice) measured no faster on a tiny lake.
-        with _naming_negative_counts(name), self.transaction(txn), self.committing("merge", name):
-            self.merge_into(name, delta, on, clauses, tables)
-        return True
 
     def holds_rows(self, name: str) -> bool:
         """Whether table ``name`` holds any row, from its files' record counts in the Delta log (no scan;

@@ -58,8 +58,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakemeta.agreesets.discover import tracked_tables
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
+from lakemeta.catalog.predicates import is_in_sql
 from lakemeta.catalog.relationships import replace_relationships
-from lakemeta.catalog.store import arrow_schema, is_in_sql
+from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, settings_of
 from lakemeta.fks.candidates import (
     DESCRIPTOR,

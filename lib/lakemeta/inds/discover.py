@@ -65,8 +65,8 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
+from lakemeta.catalog.predicates import of_tables
 from lakemeta.catalog.relationships import replace_relationships, touching
-from lakemeta.catalog.store import of_tables
 from lakemeta.config import Config, ScanConfig, settings_of
 from lakemeta.inds.columns import INPUTS, ColumnInputs, compute_inputs
 from lakemeta.inds.config import ManyConfig, many_config

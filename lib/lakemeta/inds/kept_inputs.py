@@ -20,7 +20,8 @@ import pyarrow.compute as pc
 
 from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.store import Txn, of_tables
+from lakemeta.catalog.predicates import of_tables
+from lakemeta.catalog.store import Txn
 from lakemeta.inds.columns import INPUTS, ColumnInputs
 
 # The share of outdated rows past which the kept inputs are rewritten rather than appended to: their read
@@ -84,7 +85,7 @@ def keep_inputs(
     """Keep ``inputs`` (every column's), computed again for ``changed_tables`` only and reusing ``kept``
     for the others (None, None: all computed), over the committed run ``reflects["run"]``: the changed
     tables' rows appended, once per committed run, or every column's row written alone (see the module).
-    ``reflects`` goes with the commit (``Catalog.reflects``)."""
+    ``reflects`` goes with the commit (``catalog.freshness.recorded_reflects``)."""
     committed = reflects["run"]
     computed_in = pa.scalar(committed, pa.int64())
     n_columns = len(inputs.table_names)

@@ -93,7 +93,7 @@ from pyspark.sql.types import (
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.merges import matched
-from lakemeta.catalog.store import is_in_sql
+from lakemeta.catalog.predicates import is_in_sql
 from lakemeta.component import StateComponent, StateDelta
 from lakemeta.config import JoinSearchConfig
 from lakemeta.hashing import ColumnHashes, spark_xxhash64

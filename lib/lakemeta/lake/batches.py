@@ -37,7 +37,8 @@ import pyarrow.compute as pc
 from deltalake.exceptions import TableNotFoundError
 
 from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.store import is_in, read_small
+from lakemeta.catalog.predicates import is_in
+from lakemeta.catalog.store import read_small
 from lakemeta.lake.snapshots import data_files, snapshot_size
 from lakemeta.lake.tables import discover_tables, table_path
 from lakemeta.storage import Location

@@ -45,7 +45,8 @@ from lakemeta.catalog.layout import (
     writer_properties,
 )
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, Lease
-from lakemeta.catalog.store import newest_publication, published_versions, read_small
+from lakemeta.catalog.publication import newest_publication, published_versions
+from lakemeta.catalog.store import read_small
 from lakemeta.quality.results import AUDITS_SHOWN, QUALITY_FOLDER, results_file_kind
 from lakemeta.registry import open_catalog
 from lakemeta.storage import Location

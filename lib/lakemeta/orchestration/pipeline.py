@@ -17,6 +17,7 @@ from pyspark.sql import SparkSession
 from tqdm import tqdm
 
 from lakemeta.agreesets.discover import refresh_keys_and_dependencies
+from lakemeta.catalog.contract import ensure_tables
 from lakemeta.catalog.discovery_runs import newest_committed_run, record_discovery, stale_steps
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.catalog.store import report_written
@@ -54,7 +55,7 @@ class Pipeline:
         # Both places are checked before anything is written: a wrong bucket, endpoint or credential, or a
         # lake with no Delta table for a new catalog, stops here with nothing written.
         check_lake(lake, new_catalog=not catalog_root.exists())
-        self.catalog.ensure_tables()
+        ensure_tables(self.catalog)
 
     def detect_batches(self) -> Plan | None:
         """The run in progress, planned now when none is; None, and no run opened, when no table

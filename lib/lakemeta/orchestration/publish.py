@@ -20,7 +20,7 @@ import pyarrow as pa
 from pyspark.sql.types import StructType
 
 from lakemeta.catalog import Catalog, Txn
-from lakemeta.catalog.store import published_versions
+from lakemeta.catalog.publication import published_versions
 from lakemeta.crash_points import crash_point
 from lakemeta.quality.gate import AUDITED, require_success
 from lakemeta.quality.results import Audit

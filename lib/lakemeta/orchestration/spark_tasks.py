@@ -91,7 +91,7 @@ def spark_step(
         task_id=task_id,
         python_callable=run_step,
         op_args=[step],
-        op_kwargs={"settings": list(settings), **parameters},
+        op_kwargs={"parameters": parameters, "settings": list(settings)},
         conn_id=AIRFLOW_CONNECTION,
         pool=SPARK_POOL,
         outlets=list(outlets),

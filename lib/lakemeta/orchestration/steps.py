@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -145,16 +145,18 @@ def step_config(settings: Sequence[str] = (), lake: str | None = None, catalog: 
 
 def run_step(
     name: str,
-    /,
+    parameters: Mapping[str, Any] | None = None,
     config: Config | None = None,
     spark: SparkSession | None = None,
     settings: Sequence[str] = (),
-    **parameters: Any,
 ) -> Any:
-    """Run step ``name`` with ``parameters`` on ``spark`` (the Connect session Airflow opened for the task)
-    or, without one, on a session of this process (under spark-submit, or the configured
-    ``spark_remote``); ``config`` is :func:`step_config`'s with ``settings`` unless given. What the step
-    returns is the task's XCom (the quality gate's results path, which the publication reads)."""
+    """Run step ``name`` with ``parameters`` (its function's keyword arguments) on ``spark`` (the Connect
+    session Airflow opened for the task) or, without one, on a session of this process (under
+    spark-submit, or the configured ``spark_remote``); ``config`` is :func:`step_config`'s with
+    ``settings`` unless given. What the step returns is the task's XCom (the quality gate's results path,
+    which the publication reads). No ``**kwargs``: Airflow hands a callable that takes them the whole task
+    context."""
+    parameters = dict(parameters or {})
     from lakemeta.orchestration.pipeline import Pipeline
     from lakemeta.spark import get_session, metastore_conf
 
@@ -189,4 +191,4 @@ def job_parser(name: str) -> argparse.ArgumentParser:
 
 def run_job(args: argparse.Namespace, **parameters: Any) -> Any:
     """Run the step of a job's parsed command line (:func:`job_parser`) with ``parameters``."""
-    return run_step(args.step, step_config(args.settings, args.lake, args.catalog), **parameters)
+    return run_step(args.step, parameters, step_config(args.settings, args.lake, args.catalog))

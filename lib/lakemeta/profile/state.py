@@ -152,7 +152,7 @@ class ColumnProfile(StateComponent):
 
 def updated_counts(stored: pa.Table, delta: pa.Table, replaced_tables: Sequence[str]) -> pa.Table:
     """The profile rows of the tables of ``stored`` and ``delta`` after the batch, as the shared MERGE of
-    counts leaves them (``Catalog.merge_counts``): a replaced table's rows are the delta's; another
+    counts leaves them (``catalog.counts.merge_counts``): a replaced table's rows are the delta's; another
     table's, per column, the stored counts plus the delta's, with the delta's ordinal and data type (a
     column on one side alone as it is there). Sorted by table and ordinal."""
     names = SCHEMA.fieldNames()

@@ -1,7 +1,7 @@
 """The merge of HLL counters (BML §4) in memory: the reference for the state's MERGE.
 
-The state ``state/hll_counters`` is merged by ``Catalog.merge_counts`` (one Delta MERGE of signed counts,
-:class:`lakemeta.sketches.state.HllCounters`); this is the same merge on one column's counters
+The state ``state/hll_counters`` is merged by ``catalog.counts.merge_counts`` (one Delta MERGE of signed
+counts, :class:`lakemeta.sketches.state.HllCounters`); this is the same merge on one column's counters
 (:class:`lakemeta.sketches.hll.ColumnHllCounters`), which the tests use to check that counters maintained
 under insertions and deletions equal the counters built from the final multiset.
 """

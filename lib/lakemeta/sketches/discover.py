@@ -64,7 +64,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.discovery_runs import changed_since
-from lakemeta.catalog.store import is_in, is_in_sql, of_tables
+from lakemeta.catalog.predicates import is_in, is_in_sql, of_tables
 from lakemeta.config import Config, ScanConfig, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
 from lakemeta.sketches.pair_tiles import (

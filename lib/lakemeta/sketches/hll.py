@@ -4,9 +4,9 @@ State. ``ColumnHllCounters`` at one high precision ``p``: for each bucket of the
 rho, how many row occurrences (duplicates counted) of the column hash there. BML §4 keeps a max-heap of at
 most l - m nodes per bucket, each node a rho with a counter; the sorted (bucket, rho, count) arrays here are
 that heap laid flat, and they are also the rows of the ``state/hll_counters`` Delta table. A batch gives a
-delta of the same shape (counts may be negative); merging adds it and drops zeros (``Catalog.merge_counts``;
-in memory, ``lakemeta.reference.hll_merge``). Counts never go below zero: a delete of a value that was never
-inserted is an error, not a silent clamp.
+delta of the same shape (counts may be negative); merging adds it and drops zeros
+(``catalog.counts.merge_counts``; in memory, ``lakemeta.reference.hll_merge``). Counts never go below zero: a
+delete of a value that was never inserted is an error, not a silent clamp.
 
 Metric. The HLL register of a bucket is the largest rho with a positive count (Definition 2, Eq. 2);
 registers at any m <= p are derived by folding (``fold_registers``), exactly, so only precision p is

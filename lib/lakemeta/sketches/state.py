@@ -6,8 +6,8 @@ inserted and -1 per deleted occurrence per (column, bucket, rho) with the numba 
 ``hll.counter_delta``, slice by slice into one running sparse delta per column.
 
 Merge: one idempotent MERGE adds the delta to the stored counts, removes counts that reach zero and refuses
-(before writing) any count that would turn negative (``Catalog.merge_counts``); tables rebuilt from their
-snapshot, and dropped ones, have their counters replaced.
+(before writing) any count that would turn negative (``catalog.counts.merge_counts``); tables rebuilt from
+their snapshot, and dropped ones, have their counters replaced.
 
 Metrics: the registers of a column are the largest rho with a positive count per bucket, computed by one
 Spark aggregation over the state and densified with the column's distinct-count estimate in the executors

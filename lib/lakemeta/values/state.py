@@ -6,8 +6,8 @@ tally +1 per inserted and -1 per deleted row per (column, hash) of each slice wi
 the values that are integer literals, and emit the slice's rows at once; the component's delta sums them
 per value.
 
-Merge: the shared MERGE of signed counts (``Catalog.merge_counts``): counts are added, a value whose count
-reaches zero leaves the set, a count that would turn negative stops the run before anything is written;
+Merge: the shared MERGE of signed counts (``catalog.counts.merge_counts``): counts are added, a value whose
+count reaches zero leaves the set, a count that would turn negative stops the run before anything is written;
 tables rebuilt from their snapshot, and dropped ones, have their values replaced.
 
 Metric: ``n_distinct``, each column's exact number of distinct values (up to 64-bit hash collisions, see

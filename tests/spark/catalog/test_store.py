@@ -13,8 +13,10 @@ import pyarrow as pa
 import pytest
 
 from lakemeta.catalog import Catalog, NegativeCountError, Txn
+from lakemeta.catalog.contract import OutdatedLayoutError, ensure_tables
+from lakemeta.catalog.counts import merge_counts
 from lakemeta.catalog.layout import BUCKET_COLUMN, bucket_column, bucket_of
-from lakemeta.catalog.store import OutdatedLayoutError, arrow_schema
+from lakemeta.catalog.store import arrow_schema
 from lakemeta.registry import open_catalog
 from lakemeta.storage import Location
 
@@ -36,13 +38,13 @@ def merge(
     tables = sorted({row[0] for row in rows} | set(replaced))
     keys, txn = ["table_name", "agree_set"], Txn("test", run)
     delta = delta.toArrow() if on_driver else delta
-    catalog.merge_counts(STATE, delta, keys, ["count"], tables, list(replaced), txn)
+    merge_counts(catalog, STATE, delta, keys, ["count"], tables, list(replaced), txn)
 
 
 @pytest.mark.parametrize("on_driver", [False, True], ids=["spark", "driver"])
 def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path, on_driver: bool):
     catalog = open_catalog(spark, tmp_path)
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     merge(catalog, [("t", ["a"], 2), ("t", ["a", "b"], 1), ("u", ["x"], 4)], 1, on_driver=on_driver)
     merge(catalog, [("t", ["a"], -2), ("t", ["a", "b"], 3), ("t", ["b"], 1)], 2, on_driver=on_driver)
     merge(catalog, [("t", ["a"], 99)], 2, on_driver=on_driver)  # a retry of run 2 carries no new change
@@ -59,7 +61,7 @@ def test_counts_add_drop_at_zero_replace_and_apply_once(spark, tmp_path: Path, o
 @pytest.mark.parametrize("rows", [[("t", ["a"], -2)], [("t", ["new"], -1)]], ids=["below-zero", "absent"])
 def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows, on_driver: bool):
     catalog = open_catalog(spark, tmp_path)
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     merge(catalog, [("t", ["a"], 1)], run=1)
     with pytest.raises(
         NegativeCountError, match=r"negative count in state/agree_sets at \[{'table_name': 't'"
@@ -71,7 +73,7 @@ def test_negative_counts_fail_without_writing(spark, tmp_path: Path, rows, on_dr
 
 def test_an_empty_state_is_appended_to_once_and_refuses_negative_counts(spark, tmp_path: Path):
     catalog = open_catalog(spark, tmp_path)
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     with pytest.raises(
         NegativeCountError, match=r"negative count in state/agree_sets at \[{'table_name': 'u'"
     ):
@@ -94,7 +96,7 @@ def test_a_merge_into_state_bucketed_by_table_reads_only_the_changed_tables_buck
     from lakemeta.registry import state_schemas
 
     catalog = Catalog(spark, tmp_path, {STATE: state_schemas()[STATE]}, bucketed_by_table=[STATE])
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     assert deltalake.DeltaTable(catalog.path(STATE)).metadata().partition_columns == [BUCKET_COLUMN]
     assert (bucket_of("t"), bucket_of("u")) == (168, 62)  # different buckets
     merge(catalog, [("t", ["a"], 1), ("t", ["b"], 1), ("u", ["x"], 4)], run=1)
@@ -134,7 +136,7 @@ def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(s
     from lakemeta.values.state import ColumnValues
 
     catalog = open_catalog(spark, tmp_path)
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     values = ColumnValues.state_table()
     rows = pa.table(
         {
@@ -146,7 +148,7 @@ def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(s
         }
     )
     # as the catalogs of an older lakemeta hold it: partitioned by table_name, no bucket, and no record of
-    # a contract checked (``Catalog.ensure_tables``)
+    # a contract checked (``catalog.contract.ensure_tables``)
     (tmp_path / "_contract.json").unlink()
     (tmp_path / values).rename(tmp_path / "gone")
     deltalake.write_deltalake(str(tmp_path / values), rows, partition_by=["table_name"])
@@ -154,9 +156,9 @@ def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(s
         OutdatedLayoutError,
         match=r"state/column_values .* has no table_bucket.*lakemeta maintain",
     ):
-        open_catalog(spark, tmp_path).ensure_tables()
+        ensure_tables(open_catalog(spark, tmp_path))
     maintain_catalog(Location.parse(tmp_path), timedelta(days=7))
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     stored_values = catalog.read(values, ["b"]).collect()
     assert [(r.table_name, r.column_name, r.hash, r["count"], r[BUCKET_COLUMN]) for r in stored_values] == [
         ("b", "y", 2, 4, bucket_of("b"))
@@ -168,6 +170,6 @@ def test_a_catalog_made_before_a_column_was_added_gains_it(spark, tmp_path: Path
     older = current.remove(len(current) - 1)  # columns are added at the end, as Delta's schema evolution does
     deltalake.DeltaTable.create(str(tmp_path / "fk_candidates"), schema=older)
     catalog = open_catalog(spark, tmp_path)
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     catalog.replace_small("fk_candidates", arrow_schema("fk_candidates").empty_table())
     assert catalog.read_small("fk_candidates").schema.names == current.names

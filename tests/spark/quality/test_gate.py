@@ -62,7 +62,7 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     # The DAG's gate task and jobs/audit_catalog.py run the step: the path of a passing audit of the same
     # versions, for the publication.
     config = step_config(lake=str(lake), catalog=str(catalog))
-    stepped = Audit.load(run_step("audit_catalog", config))
+    stepped = Audit.load(run_step("audit_catalog", config=config))
     assert stepped.success and stepped.versions == passed.versions and stepped.path != passed.path
 
     bad_fks = pa.Table.from_pylist(
@@ -85,7 +85,7 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     failed = pipeline.audit()
     assert not failed.success and failed.path != passed.path
     with pytest.raises(QualityGateError, match="accepted_fks_reference_keys"):
-        run_step("audit_catalog", config)  # the task fails: nothing is published
+        run_step("audit_catalog", config=config)  # the task fails: nothing is published
     text = "\n".join(failed.failures)
     assert "fk_candidates: expect_column_values_to_be_between emd" in text and "1.5" in text
     assert "fk_candidates: expect_compound_columns_to_be_unique" in text

@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.contract import ensure_tables
 from lakemeta.storage import Location
 
 STATE = StructType([StructField("table_name", StringType()), StructField("count", LongType())])
@@ -34,20 +35,20 @@ def test_a_catalog_checked_once_is_not_checked_table_by_table_again(
     tmp_path: Path, opened_tables: list
 ) -> None:
     root = Location.parse(tmp_path)
-    Catalog(None, root, {"state/counts": STATE}).ensure_tables()
+    ensure_tables(Catalog(None, root, {"state/counts": STATE}))
     recorded = json.loads((tmp_path / "_contract.json").read_text())
     assert recorded["tables"]["state/counts"] == STATE.jsonValue()
-    Catalog(None, root, {"state/counts": STATE}).ensure_tables()
-    Catalog(None, root, {"state/counts": STATE}).ensure_tables()
+    ensure_tables(Catalog(None, root, {"state/counts": STATE}))
+    ensure_tables(Catalog(None, root, {"state/counts": STATE}))
     assert opened_tables == []  # the tables were created, never opened, and then only the record was read
 
 
 def test_a_changed_contract_is_checked_again_and_recorded(tmp_path: Path, opened_tables: list) -> None:
     root = Location.parse(tmp_path)
-    Catalog(None, root, {"state/counts": STATE}).ensure_tables()
+    ensure_tables(Catalog(None, root, {"state/counts": STATE}))
     grown = StructType([*STATE.fields, StructField("note", StringType())])
     catalog = Catalog(None, root, {"state/counts": grown})
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     assert "counts" in opened_tables  # every table was opened: the new column is in the table
     assert [field.name for field in catalog.delta_table("state/counts").schema().fields] == [
         "table_name",
@@ -57,12 +58,12 @@ def test_a_changed_contract_is_checked_again_and_recorded(tmp_path: Path, opened
     recorded = json.loads((tmp_path / "_contract.json").read_text())
     assert recorded["tables"]["state/counts"] == grown.jsonValue()
     opened_tables.clear()
-    Catalog(None, root, {"state/counts": grown}).ensure_tables()
+    ensure_tables(Catalog(None, root, {"state/counts": grown}))
     assert opened_tables == []
 
 
 def test_a_record_of_another_contract_does_not_hide_a_missing_table(tmp_path: Path) -> None:
     root = Location.parse(tmp_path)
-    Catalog(None, root).ensure_tables()  # recorded without the state table
-    Catalog(None, root, {"state/counts": STATE}).ensure_tables()
+    ensure_tables(Catalog(None, root))  # recorded without the state table
+    ensure_tables(Catalog(None, root, {"state/counts": STATE}))
     assert (root / "state" / "counts").is_delta_table()

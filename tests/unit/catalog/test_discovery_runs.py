@@ -7,13 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.contract import ensure_tables
 from lakemeta.catalog.discovery_runs import record_discovery, stale_steps
 from lakemeta.storage import Location
 
 
 def test_a_step_is_stale_unless_its_newest_record_names_the_run_and_the_settings(tmp_path: Path) -> None:
     catalog = Catalog(None, Location.parse(tmp_path))
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     assert stale_steps(catalog, ["a", "b"], "s", None) == ["a", "b"]  # never recorded
     record_discovery(catalog, "a", None, "s")  # over an empty state: no run committed yet
     assert stale_steps(catalog, ["a", "b"], "s", None) == ["b"]

@@ -10,7 +10,9 @@ from pathlib import Path
 import pyarrow as pa
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.contract import ensure_tables
 from lakemeta.catalog.discovery_runs import record_discovery
+from lakemeta.catalog.freshness import recorded_reflects
 from lakemeta.catalog.store import COMPACT_PAST_FILES, Txn
 from lakemeta.inds.columns import INPUTS
 from lakemeta.storage import Location
@@ -22,7 +24,7 @@ def _steps(catalog: Catalog) -> list[str]:
 
 def test_a_step_reads_every_commit_through_the_handle_it_keeps(tmp_path: Path) -> None:
     ours, theirs = Catalog(None, Location.parse(tmp_path)), Catalog(None, Location.parse(tmp_path))
-    ours.ensure_tables()
+    ensure_tables(ours)
     with ours.using_state("a step"):
         assert _steps(ours) == []
         kept = ours.delta_table("discovery_runs")
@@ -48,7 +50,7 @@ def test_a_table_a_step_replaces_before_it_exists_is_created(tmp_path: Path) -> 
 
 def test_another_thread_of_a_step_opens_its_own_handle(tmp_path: Path) -> None:
     catalog = Catalog(None, Location.parse(tmp_path))
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     with catalog.using_state("a step"), ThreadPoolExecutor(1) as other_thread:
         kept = catalog.delta_table("runs")
         theirs = other_thread.submit(catalog.delta_table, "runs").result()
@@ -58,7 +60,7 @@ def test_another_thread_of_a_step_opens_its_own_handle(tmp_path: Path) -> None:
 
 def test_a_small_table_appended_to_again_and_again_is_compacted_and_keeps_its_rows(tmp_path: Path) -> None:
     catalog = Catalog(None, Location.parse(tmp_path))
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     reflects = {"run": 3, "settings": "s"}
     row = {"table_name": "t", "column_name": "c", "set_size": 0}
     inputs = pa.Table.from_pylist([row], schema=catalog.arrow_schema(INPUTS))
@@ -71,7 +73,7 @@ def test_a_small_table_appended_to_again_and_again_is_compacted_and_keeps_its_ro
     history = [commit["operation"] for commit in catalog.delta_table(INPUTS).history()]
     assert history.count("OPTIMIZE") == 2
     # the compaction keeps what the rows reflect, and which appends were made: a retry is skipped
-    assert catalog.reflects(INPUTS) == reflects
+    assert recorded_reflects(catalog.delta_table(INPUTS)) == reflects
     catalog.append_small(INPUTS, inputs, Txn("inputs", 0))
     assert catalog.read_small(INPUTS).num_rows == 3 * COMPACT_PAST_FILES
     # a table whose readers skip files by their statistics keeps a file per append

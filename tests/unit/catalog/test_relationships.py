@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.contract import ensure_tables
 from lakemeta.catalog.relationships import CHANGES, replace_relationships, touching
 from lakemeta.storage import Location
 
@@ -48,7 +49,7 @@ def _replaced(stored: pa.Table, rows: pa.Table, changed: set[str] | None) -> tup
     """The result and the recorded changes after replacing ``stored`` with ``rows`` in a new catalog."""
     with tempfile.TemporaryDirectory() as folder:
         catalog = Catalog(None, Location.parse(folder))
-        catalog.ensure_tables()
+        ensure_tables(catalog)
         catalog.replace_small(RESULTS, stored)
         replace_relationships(catalog, RESULTS, rows, "s", 7, changed_tables=changed)
         result = catalog.read_small(RESULTS).to_pylist()

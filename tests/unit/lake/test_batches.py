@@ -13,6 +13,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.contract import ensure_tables
 from lakemeta.lake.batches import open_plan
 from lakemeta.show import read_catalog_table
 from lakemeta.storage import Location
@@ -33,7 +34,7 @@ def test_two_runs_started_at_once_plan_one_run(root: Location, tmp_path: Path) -
     names = [f"t{i:02d}" for i in range(N_TABLES)]
     for name in names:
         (lake / name).write_delta(pa.table({"x": [1, 2, 3]}))
-    Catalog(None, catalog).ensure_tables()
+    ensure_tables(Catalog(None, catalog))
     context = multiprocessing.get_context("spawn")
     barrier, results = context.Barrier(2), context.Queue()
     workdirs = [tmp_path / f"process-{i}" for i in range(2)]

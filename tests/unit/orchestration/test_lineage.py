@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lakemeta.catalog import Catalog, Txn, store
+from lakemeta.catalog.contract import ensure_tables
 from lakemeta.orchestration.lineage import StepWatch, TableVersion, dataset_name
 from lakemeta.registry import state_schemas
 from lakemeta.storage import Location
@@ -50,7 +51,7 @@ def test_the_outputs_are_the_tables_the_step_committed_to_and_the_inputs_the_sta
 
 def test_a_write_an_earlier_attempt_committed_is_still_the_retried_steps_output(catalog: Catalog) -> None:
     root = catalog.root
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     changes = catalog.arrow_schema("relationship_changes").empty_table()
     txn = Txn("a step", 1)
     catalog.append_small("relationship_changes", changes, txn)  # the killed attempt's commit

@@ -11,6 +11,8 @@ import pytest
 from deltalake import DeltaTable, Field, write_deltalake
 
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.contract import ensure_tables
+from lakemeta.catalog.freshness import recorded_reflects
 from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of, writer_properties
 from lakemeta.catalog.store import Txn
 from lakemeta.orchestration.maintenance import maintain_catalog, maintain_table
@@ -232,7 +234,7 @@ def test_what_a_derived_table_reflects_survives_maintenance_and_not_a_schema_cha
     """A discovery reuses its kept state when the newest commit that wrote it says what it reflects:
     compaction, VACUUM and a table property set are passed over; a new column (old rows lack it) is not."""
     catalog = Catalog(None, Location.parse(tmp_path / "catalog"))
-    catalog.ensure_tables()
+    ensure_tables(catalog)
     name, reflects = "inclusion_estimates", {"run": 3, "settings": "s"}
     schema = catalog.arrow_schema(name)
     row = pa.table({field.name: pa.nulls(1, field.type) for field in schema})
@@ -243,6 +245,6 @@ def test_what_a_derived_table_reflects_survives_maintenance_and_not_a_schema_cha
     location.delta_table().alter.set_table_properties({"delta.checkpointInterval": "12"})
     operations = [commit["operation"] for commit in location.delta_table().history(5)]
     assert operations[:4] == ["SET TBLPROPERTIES", "VACUUM END", "VACUUM START", "OPTIMIZE"], operations
-    assert catalog.reflects(name) == reflects
+    assert recorded_reflects(catalog.delta_table(name)) == reflects
     location.delta_table().alter.add_columns([Field("added", "long")])
-    assert catalog.reflects(name) is None
+    assert recorded_reflects(catalog.delta_table(name)) is None
