@@ -44,7 +44,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from lakemeta.catalog.discovery_runs import newest_committed_run
+from lakemeta.catalog.freshness import newest_committed_run
 from lakemeta.config import Config, FkConfig
 from lakemeta.demo import TPCH_FOREIGN_KEYS, WEB_TABLES, generate_tpch
 from lakemeta.demo.webtables import write_web_tables

@@ -298,7 +298,7 @@ class Config:
 
     def discovery_settings(self) -> str:
         """The sections discovery reads, as canonical JSON: results computed with other settings are
-        computed again (``lakemeta.catalog.discovery_runs``). Locations, scheduling, ingest and the scan's
+        computed again (``lakemeta.catalog.freshness``). Locations, scheduling, ingest and the scan's
         task sizes do not change a result."""
         sections = ("sketches", "agree_sets", "joinsearch", "inds", "fks")
         return settings_of(**{name: getattr(self, name) for name in sections})

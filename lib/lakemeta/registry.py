@@ -46,12 +46,14 @@ class ComponentEntry:
 class DiscoveryStep:
     """A discovery step: its name (the DAG task and the job argument), the module whose
     ``run_discovery(catalog, lake, config, committed)`` runs it over the state of the committed run
-    ``committed``, the steps whose results it reads, and whether the commit of a run already did its
-    work for the changed tables (then `lakemeta run` leaves it out, and the discovery DAG runs it so that
-    a run triggered with other thresholds redoes it for every table)."""
+    ``committed``, its record table (the result it writes last, whose commits say what its results reflect:
+    ``lakemeta.catalog.freshness``), the steps whose results it reads, and whether the commit of a run
+    already did its work for the changed tables (then `lakemeta run` leaves it out, and the discovery DAG
+    runs it so that a run triggered with other thresholds redoes it for every table)."""
 
     name: str
     module: str
+    record: str
     after: tuple[str, ...] = ()
     done_by_commit: bool = False
 
@@ -68,11 +70,19 @@ STATE_COMPONENTS: tuple[ComponentEntry, ...] = (
 
 # Run order: each step after the steps it reads (``after``).
 DISCOVERY_STEPS: tuple[DiscoveryStep, ...] = (
-    DiscoveryStep("keys_and_dependencies", "lakemeta.agreesets.discover", done_by_commit=True),
-    DiscoveryStep("inclusion_estimates", "lakemeta.sketches.discover"),
-    DiscoveryStep("inclusion_dependencies", "lakemeta.inds.discover"),
     DiscoveryStep(
-        "fk_candidates", "lakemeta.fks.discover", after=("inclusion_estimates", "keys_and_dependencies")
+        "keys_and_dependencies",
+        "lakemeta.agreesets.discover",
+        "functional_dependencies",
+        done_by_commit=True,
+    ),
+    DiscoveryStep("inclusion_estimates", "lakemeta.sketches.discover", "inclusion_estimates"),
+    DiscoveryStep("inclusion_dependencies", "lakemeta.inds.discover", "inclusion_dependencies"),
+    DiscoveryStep(
+        "fk_candidates",
+        "lakemeta.fks.discover",
+        "state/fk_scored",
+        after=("inclusion_estimates", "keys_and_dependencies"),
     ),
 )
 

@@ -34,6 +34,7 @@ from lakemeta.agreesets.batch_delta import name_lists
 from lakemeta.agreesets.dependencies import approximate_fds, minimal_fds, minimal_uccs
 from lakemeta.agreesets.multiset import AgreeSetMultiset
 from lakemeta.catalog import Catalog
+from lakemeta.catalog.freshness import reflecting
 from lakemeta.config import AgreeSetConfig, Config
 from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
@@ -139,7 +140,11 @@ def tracked_tables(
 
 
 def refresh_keys_and_dependencies(
-    catalog: Catalog, config: AgreeSetConfig, tables: list[str] | None = None, driver_state_bytes: int = 0
+    catalog: Catalog,
+    config: AgreeSetConfig,
+    tables: list[str] | None = None,
+    driver_state_bytes: int = 0,
+    reflects: dict | None = None,
 ) -> None:
     """Recompute ``unique_column_combinations`` and ``functional_dependencies`` of ``tables`` (all tables
     when None) from ``state/agree_sets`` and the row counts of ``state/column_profile`` (both updated before
@@ -151,6 +156,7 @@ def refresh_keys_and_dependencies(
     of ``tables`` is small (``Catalog.reads_on_driver``); the results are written with delta-rs.
     ``max_lhs_size`` bounds the LHS of approximate FDs (exact FDs and UCCs are always complete): the
     level-wise search is exponential in the number of columns (see the module's figures).
+    ``functional_dependencies``, written last, records ``reflects`` (``lakemeta.catalog.freshness``).
     """
     every_table = tables is None
     if every_table:
@@ -194,7 +200,9 @@ def refresh_keys_and_dependencies(
         else "table_name IN (" + ", ".join("'" + t.replace("'", "''") + "'" for t in tables) + ")"
     )
     catalog.replace_small(UCCS, uccs, of_tables)
-    catalog.replace_small(FDS, fds.rename_columns(["table_name", "lhs", "rhs", "error"]), of_tables)
+    catalog.replace_small(
+        FDS, fds.rename_columns(["table_name", "lhs", "rhs", "error"]), of_tables, reflects=reflects
+    )
     exact = int(pc.sum(pc.equal(fds["error"], 0.0)).as_py() or 0)
     log.info(
         "keys and dependencies of %d tables (of %d listed): %d minimal UCCs, %d exact and %d "
@@ -252,4 +260,5 @@ def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: i
     """The discovery step ``keys_and_dependencies``: keys and FDs of every table with ``config``'s
     thresholds, for runs triggered with another ``max_fd_error`` (a run's commit derives them for its
     changed tables already). Agree-sets are the only input: the lake itself is not read."""
-    refresh_keys_and_dependencies(catalog, config.agree_sets)
+    reflects = reflecting(committed, config.discovery_settings(), config)
+    refresh_keys_and_dependencies(catalog, config.agree_sets, reflects=reflects)

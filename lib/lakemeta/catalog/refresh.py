@@ -21,12 +21,16 @@ log = logging.getLogger(__name__)
 
 
 def refresh_tables_and_columns(
-    catalog: Catalog, column_metrics: Sequence[pa.Table], changed: Sequence[str] | None = None
+    catalog: Catalog,
+    column_metrics: Sequence[pa.Table],
+    changed: Sequence[str] | None = None,
+    reflects: dict | None = None,
 ) -> None:
     """Rewrite ``tables`` and ``columns`` from the state, or of ``columns`` only the rows of the ``changed``
     tables (their metrics alone given); ``column_metrics`` are tables keyed by (table_name, column_name)
     holding metric columns of ``columns`` derived from other state components (``n_distinct_estimate``,
-    ``is_unique``, ``n_distinct``); a metric missing for a column is null."""
+    ``is_unique``, ``n_distinct``); a metric missing for a column is null. ``tables``, written last, records
+    ``reflects`` (``lakemeta.catalog.freshness``)."""
     profile = catalog.read_small("state/column_profile")
     columns = profile if changed is None else rows_of_tables(profile, changed)
     for metrics in column_metrics:
@@ -59,6 +63,6 @@ def refresh_tables_and_columns(
     ).filter(pa.array(listed, pa.bool_()))
     predicate = None if changed is None else is_in("table_name", changed)
     catalog.replace_small("columns", columns.select(arrow_schema("columns").names), predicate)
-    catalog.replace_small("tables", tables.sort_by("table_name"))
+    catalog.replace_small("tables", tables.sort_by("table_name"), reflects=reflects)
     scope = "" if changed is None else f" of {len(changed)} changed tables"
     log.info("catalog refreshed: %d tables, %d columns%s", len(tables), count, scope)

@@ -23,7 +23,7 @@ import pyspark.sql.functions as F
 from pyspark.sql import Column, DataFrame
 from pyspark.sql.types import ArrayType
 
-from lakemeta.catalog.discovery_runs import committed_batches
+from lakemeta.catalog.freshness import committed_batches
 from lakemeta.catalog.predicates import is_in_sql, of_tables
 from lakemeta.catalog.store import Catalog, Txn
 from lakemeta.spark.portable import arrow_frame

@@ -28,7 +28,6 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from lakemeta.catalog.freshness import commit_metadata
 from lakemeta.catalog.layout import (
     BUCKET_COLUMN,
     arrow_with_bucket,
@@ -40,6 +39,7 @@ from lakemeta.catalog.layout import (
 )
 from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
 from lakemeta.catalog.predicates import is_in, is_in_sql
+from lakemeta.catalog.reflects import commit_metadata
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
 from lakemeta.spark.portable import arrow_frame
@@ -343,7 +343,7 @@ class Catalog:
     ) -> None:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
         pipeline's own values) - in one commit (idempotent by nature). ``reflects`` says what the content
-        was computed from (a run, settings); ``freshness.recorded_reflects`` reads it back."""
+        was computed from (a run, settings); ``reflects.recorded_reflects`` reads it back."""
         with self.committing("replace", name):
             try:
                 table = self.delta_table(name)
@@ -355,6 +355,17 @@ class Catalog:
                 mode="overwrite",
                 predicate=predicate,
                 writer_properties=writer_properties(name),
+                commit_properties=deltalake.CommitProperties(custom_metadata=commit_metadata(reflects)),
+            )
+
+    def record(self, name: str, reflects: dict) -> None:
+        """Record that table ``name``'s rows, unchanged, reflect ``reflects`` (``lakemeta.catalog.freshness``:
+        a step that found nothing to recompute): a commit that adds no file."""
+        with self.committing("record", name):
+            self.location(name).write_delta(
+                self.arrow_schema(name).empty_table(),
+                self.delta_table(name),
+                mode="append",
                 commit_properties=deltalake.CommitProperties(custom_metadata=commit_metadata(reflects)),
             )
 

@@ -57,7 +57,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.agreesets.discover import tracked_tables
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.discovery_runs import changed_since
+from lakemeta.catalog.freshness import changed_since, reflecting
 from lakemeta.catalog.predicates import is_in_sql
 from lakemeta.catalog.relationships import replace_relationships
 from lakemeta.catalog.store import arrow_schema
@@ -380,7 +380,7 @@ def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: i
     (``SCORED_STATE``, its commit recording the run and settings it reflects), ``table_overlaps``, and
     ``fk_candidates`` replaced (each accepted FK's first run kept and the changes recorded:
     ``lakemeta.catalog.relationships``); returns the accepted count."""
-    reflects = {"run": committed, "settings": outcome_settings(config)}
+    reflects = reflecting(committed, outcome_settings(config), config)
     run = discover_fk_candidates(catalog, lake, config)
     catalog.replace_small(KEY_CHECKS, run.key_checks)
     written = [name for name in arrow_schema(RESULTS).names if name != "first_run"]

@@ -64,7 +64,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.arrays import one_array
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.discovery_runs import changed_since
+from lakemeta.catalog.freshness import changed_since, reflecting
 from lakemeta.catalog.predicates import of_tables
 from lakemeta.catalog.relationships import replace_relationships, touching
 from lakemeta.config import Config, ScanConfig, settings_of
@@ -574,7 +574,7 @@ def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: i
     kept and the changes recorded: ``lakemeta.catalog.relationships``), computed again only for the
     columns of tables changed since the last discovery. Returns the number of INDs kept."""
     many = many_config(config.inds)
-    reflects = {"run": committed, "settings": settings_of(inds=many)}
+    reflects = reflecting(committed, settings_of(inds=many), config)
     run = discover_inclusion_dependencies(
         catalog,
         many,
@@ -599,8 +599,8 @@ def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: i
             )
         finally:
             run.release()
-    # else nothing changed since the kept inputs and result: both stand as they are, and what they
-    # reflect still holds (no batch after the run they name)
+    else:  # nothing changed since the kept inputs and result: both stand as they are, reflecting this run
+        catalog.record(RESULTS, reflects)
     log.info(
         "inclusion dependencies (Many, m=%d k=%d p=%d, %s filters): %d tables (%d changed), %d columns, "
         "%d candidates, %d validated (%d on kept value hashes), %d valid, %d written (%s; "

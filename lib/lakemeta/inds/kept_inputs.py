@@ -85,7 +85,7 @@ def keep_inputs(
     """Keep ``inputs`` (every column's), computed again for ``changed_tables`` only and reusing ``kept``
     for the others (None, None: all computed), over the committed run ``reflects["run"]``: the changed
     tables' rows appended, once per committed run, or every column's row written alone (see the module).
-    ``reflects`` goes with the commit (``catalog.freshness.recorded_reflects``)."""
+    ``reflects`` goes with the commit (``catalog.reflects.recorded_reflects``)."""
     committed = reflects["run"]
     computed_in = pa.scalar(committed, pa.int64())
     n_columns = len(inputs.table_names)

@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from lakemeta.agreesets.discover import refresh_keys_and_dependencies
 from lakemeta.catalog.contract import ensure_tables
-from lakemeta.catalog.discovery_runs import newest_committed_run, record_discovery, stale_steps
+from lakemeta.catalog.freshness import newest_committed_run, record_discovery, reflecting, stale_results
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.catalog.store import report_written
 from lakemeta.component import StateComponent
@@ -37,9 +37,11 @@ from lakemeta.storage import Location
 log = logging.getLogger(__name__)
 
 
-# The catalog tables the commit derives from the state (``tables``, ``columns``): recorded in
-# ``discovery_runs`` beside the discovery steps, so that a commit that died after its watermarks is finished.
+# The catalog tables the commit derives from the state (``tables``, ``columns``): fresh like the discovery
+# steps' results (``tables`` records it), so that a commit that died after its watermarks is finished.
 DERIVED_TABLES = "tables_and_columns"
+# Each result's record table (``lakemeta.catalog.freshness``), in run order.
+RECORDS = {DERIVED_TABLES: "tables", **{step.name: step.record for step in DISCOVERY_STEPS}}
 # The discovery step the commit does for the changed tables (``DiscoveryStep.done_by_commit``).
 KEYS = next(step.name for step in DISCOVERY_STEPS if step.done_by_commit)
 
@@ -66,10 +68,7 @@ class Pipeline:
     def stale_results(self) -> list[str]:
         """The discovery steps (and ``DERIVED_TABLES``) whose results do not reflect the newest committed
         run with this configuration's settings, in run order."""
-        steps = [DERIVED_TABLES, *(step.name for step in DISCOVERY_STEPS)]
-        return stale_steps(
-            self.catalog, steps, self.config.discovery_settings(), newest_committed_run(self.catalog)
-        )
+        return stale_results(self.catalog, RECORDS, self.config)
 
     def results_current(self) -> bool:
         """Whether every result reflects the newest committed run with these settings and is published:
@@ -143,15 +142,15 @@ class Pipeline:
         only refresh the catalog tables, which are recomputed whole from the state.
         """
         root, settings = self.catalog.root, self.config.discovery_settings()
+        records = {name: RECORDS[name] for name in (KEYS, DERIVED_TABLES)}
         changed: list[str] | None = None  # the tables whose rows of `columns` are derived again (None: all)
         with self.catalog.using_state("committing a run"):
             if plan is not None and self._in_progress(plan):
                 # The unchanged tables' keys stay current if they were (derived over the last committed
                 # run with these settings), or when there is no such run: this one covers every table. So
                 # do their rows of `columns`.
-                last = newest_committed_run(self.catalog)
-                first = last is None
-                stale = [] if first else stale_steps(self.catalog, [KEYS, DERIVED_TABLES], settings, last)
+                first = newest_committed_run(self.catalog) is None
+                stale = [] if first else stale_results(self.catalog, records, self.config)
                 keys_current = first or KEYS not in stale
                 if not first and DERIVED_TABLES not in stale:
                     changed = plan.tables
@@ -163,15 +162,15 @@ class Pipeline:
                     self.config.scan.driver_state_bytes,
                 )
                 commit_plan(self.catalog, plan, failed)
-                if keys_current:
-                    record_discovery(self.catalog, KEYS, plan.run_id, settings)
+                if keys_current:  # their rows of the changed tables derived, every table's keys are current
+                    self.catalog.record(RECORDS[KEYS], reflecting(plan.run_id, settings, self.config))
             running = running_plan(root)
             remove_staging(self.catalog, keep_run=running.run_id if running else None)
             committed = newest_committed_run(self.catalog)
             derived = [component.derive(changed) for component in self.components()]
             metrics = [each for each in derived if each is not None]
-            refresh_tables_and_columns(self.catalog, metrics, changed)
-            record_discovery(self.catalog, DERIVED_TABLES, committed, settings)
+            reflects = reflecting(committed, settings, self.config)
+            refresh_tables_and_columns(self.catalog, metrics, changed, reflects)
 
     def discover(self, step: str | None = None, if_stale: bool = False) -> list[str]:
         """Run one discovery step of the registry (by name), or every one that the commit has not done
@@ -186,8 +185,7 @@ class Pipeline:
         settings = self.config.discovery_settings()
         with self.catalog.using_state(step or "discovery"):
             if if_stale:
-                names = [each.name for each in steps]
-                stale = stale_steps(self.catalog, names, settings, newest_committed_run(self.catalog))
+                stale = stale_results(self.catalog, {each.name: each.record for each in steps}, self.config)
                 steps = [each for each in steps if each.name in stale]
             for each in steps:
                 # Read before the step: a run committing meanwhile is not claimed by its record.

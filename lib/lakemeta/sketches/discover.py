@@ -44,7 +44,7 @@ registers, cardinalities, distinct counts, types and tables). So after some batc
 column of a changed table are estimated: the changed columns are put in blocks of their own, and only the
 tiles with such a block are computed (a handful of tiles for a few changed columns, against n_blocks^2);
 the rows of pairs of two unchanged columns are kept from the last discovery, when it ran with the same
-``sketches`` settings (its commit records them, ``discovery_runs.changed_since``). The result equals a
+``sketches`` settings (its commit records them, ``freshness.changed_since``). The result equals a
 discovery from scratch (``tests/spark/sketches/test_discover.py``).
 """
 
@@ -63,7 +63,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.discovery_runs import changed_since
+from lakemeta.catalog.freshness import changed_since, reflecting
 from lakemeta.catalog.predicates import is_in, is_in_sql, of_tables
 from lakemeta.config import Config, ScanConfig, SketchConfig, settings_of
 from lakemeta.profile.state import ColumnProfile
@@ -568,7 +568,7 @@ def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: i
     again only the pairs with a column of a table changed since the last discovery. The rows replace the
     table's content (or its rows of the changed tables) in one commit, which records the run and settings
     they reflect; with no table changed nothing is written."""
-    reflects = {"run": committed, "settings": settings_of(sketches=config.sketches)}
+    reflects = reflecting(committed, settings_of(sketches=config.sketches), config)
     run = estimate_inclusions(
         catalog,
         config.sketches,
@@ -576,6 +576,7 @@ def run_discovery(catalog: Catalog, lake: Location, config: Config, committed: i
         driver_max_pairs=config.scan.driver_max_pairs,
     )
     if run.changed_tables == set():
+        catalog.record(TARGET, reflects)  # its rows, unchanged, reflect this run
         return run.counts
     replaced = run.replaced()
     if run.on_driver:

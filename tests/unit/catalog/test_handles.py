@@ -11,8 +11,8 @@ import pyarrow as pa
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.contract import ensure_tables
-from lakemeta.catalog.discovery_runs import record_discovery
-from lakemeta.catalog.freshness import recorded_reflects
+from lakemeta.catalog.freshness import record_discovery
+from lakemeta.catalog.reflects import recorded_reflects
 from lakemeta.catalog.store import COMPACT_PAST_FILES, Txn
 from lakemeta.inds.columns import INPUTS
 from lakemeta.storage import Location

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.contract import ensure_tables
-from lakemeta.catalog.discovery_runs import record_discovery
+from lakemeta.catalog.freshness import record_discovery
 from lakemeta.catalog.layout import LOG_PROPERTIES
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.storage import Location

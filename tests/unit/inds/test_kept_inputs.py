@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.contract import ensure_tables
-from lakemeta.catalog.freshness import recorded_reflects
+from lakemeta.catalog.reflects import recorded_reflects
 from lakemeta.inds.bloom import BloomParams, signature_from_hashes
 from lakemeta.inds.columns import INPUTS, ColumnInputs
 from lakemeta.inds.kept_inputs import COMPUTED_IN, OUTDATED_SHARE, keep_inputs, read_kept_inputs

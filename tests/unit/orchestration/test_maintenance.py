@@ -12,8 +12,8 @@ from deltalake import DeltaTable, Field, write_deltalake
 
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.contract import ensure_tables
-from lakemeta.catalog.freshness import recorded_reflects
 from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of, writer_properties
+from lakemeta.catalog.reflects import recorded_reflects
 from lakemeta.catalog.store import Txn
 from lakemeta.orchestration.maintenance import maintain_catalog, maintain_table
 from lakemeta.orchestration.publish import publication_is_current
