@@ -127,8 +127,12 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--out", type=Path, default=Path("schemas.html"), help="the page to write (HTML)")
     graph.add_argument("--inds", action="store_true", help="draw the INDs within each schema too")
 
-    show = _add_command(commands, "show", "print a catalog table (no JVM)")
-    show.add_argument("table", help="catalog table, e.g. columns or state/hll_counters")
+    show = _add_command(commands, "show", "print a catalog table, or what each result reflects (no JVM)")
+    show.add_argument(
+        "table",
+        help="catalog table, e.g. columns or state/hll_counters; freshness: the run and settings each "
+        "result reflects, and whether it is current",
+    )
     show.add_argument(
         "--format",
         choices=["table", "json", "csv"],
@@ -340,11 +344,23 @@ def _graph(args: argparse.Namespace, config: Config) -> int:
 
 
 def _show(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.show import format_csv, format_json, format_table, read_catalog_rows
+    from lakemeta.show import (
+        FRESHNESS,
+        format_csv,
+        format_json,
+        format_table,
+        freshness_rows,
+        read_catalog_rows,
+    )
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    rows = read_catalog_rows(config.catalog, args.table, args.version, args.as_of, published=not args.latest)
+    if args.table == FRESHNESS:
+        rows = freshness_rows(config)
+    else:
+        rows = read_catalog_rows(
+            config.catalog, args.table, args.version, args.as_of, published=not args.latest
+        )
     limit = (50 if args.format == "table" else 0) if args.limit is None else args.limit
     if args.format == "table":
         print(format_table(rows.to_pandas(), limit or None))  # says itself how many rows it left out

@@ -87,6 +87,17 @@ DISCOVERY_STEPS: tuple[DiscoveryStep, ...] = (
 )
 
 
+# The catalog tables the commit derives from the state (``tables``, ``columns``): fresh like the discovery
+# steps' results (``tables``, written last, records it), so that a commit that died after its watermarks is
+# finished by the next run.
+DERIVED_TABLES = "tables_and_columns"
+# Each result's record table (``lakemeta.catalog.freshness``), in run order.
+RESULT_RECORDS: dict[str, str] = {
+    DERIVED_TABLES: "tables",
+    **{step.name: step.record for step in DISCOVERY_STEPS},
+}
+
+
 def state_component(entry: ComponentEntry) -> type[StateComponent]:
     """The class of a registered state component."""
     module, name = entry.implementation.split(":")

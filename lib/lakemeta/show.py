@@ -1,5 +1,5 @@
-"""`lakemeta show`: print a catalog table without a JVM (delta-rs), at any version or time, as a text table
-for people or as JSON or CSV for programs."""
+"""`lakemeta show`: print a catalog table without a JVM (delta-rs), at any version or time, or what each
+result reflects (``freshness``), as a text table for people or as JSON or CSV for programs."""
 
 from __future__ import annotations
 
@@ -15,8 +15,13 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 
-from lakemeta.registry import all_schemas
+from lakemeta.catalog.freshness import results_freshness
+from lakemeta.config import Config
+from lakemeta.registry import RESULT_RECORDS, all_schemas, open_catalog
 from lakemeta.storage import Location
+
+# The name `lakemeta show` takes for what each result reflects, beside the catalog tables.
+FRESHNESS = "freshness"
 
 SORT_KEYS = {
     "runs": ["run_id"],
@@ -66,6 +71,25 @@ def read_catalog_rows(
         c for c in ("table_name", "dep_table", "ordinal") if c in rows.column_names
     ]
     return rows.sort_by([(key, "ascending") for key in keys]) if keys else rows  # Arrow's sort is stable
+
+
+def freshness_rows(config: Config) -> pa.Table:
+    """What each result of ``config``'s catalog reflects (``lakemeta.catalog.freshness``), a row each in run
+    order: the table recording it, the committed run it read, whether it was computed with today's
+    discovery settings, and whether it is current (that run is the newest committed one, and the settings
+    are today's). No JVM."""
+    catalog = open_catalog(None, config.catalog)
+    found = results_freshness(catalog, RESULT_RECORDS, config)
+    settings = config.discovery_settings()
+    return pa.table(
+        {
+            "result": [each.step for each in found],
+            "record_table": [each.record for each in found],
+            "run_id": pa.array([each.run for each in found], pa.int64()),
+            "settings_current": [(each.reflects or {}).get("discovery") == settings for each in found],
+            "current": [each.current for each in found],
+        }
+    )
 
 
 def read_catalog_table(

@@ -50,20 +50,26 @@ class Freshness:
     record: str  # the table whose commits record it
     reflects: dict | None
     current: bool
+    run: int | None  # the committed run the results reflect (when current, the newest)
 
 
 def results_freshness(catalog: Catalog, records: Mapping[str, str], config: Config) -> list[Freshness]:
     """Of each step of ``records`` (step name -> its record table), in order, what its results reflect and
-    whether they are current: they reflect the newest committed run with ``config``'s discovery
-    settings."""
+    whether they are current: they reflect the newest committed run with ``config``'s discovery settings,
+    or were derived for it ahead of its commit (``derived_for``: the keys of a run's tables, which its
+    commit derives before the watermarks, while every other table's were current)."""
     run, settings = newest_committed_run(catalog), config.discovery_settings()
     found = []
     for step, record in records.items():
         reflects = recorded_reflects(catalog.delta_table(record))
         current = (
-            reflects is not None and reflects.get("run") == run and reflects.get("discovery") == settings
+            reflects is not None
+            and reflects.get("discovery") == settings
+            and (reflects.get("run") == run or ("derived_for" in reflects and reflects["derived_for"] == run))
         )
-        found.append(Freshness(step, record, reflects, current))
+        found.append(
+            Freshness(step, record, reflects, current, run if current else (reflects or {}).get("run"))
+        )
     return found
 
 
@@ -71,6 +77,17 @@ def stale_results(catalog: Catalog, records: Mapping[str, str], config: Config) 
     """Those steps of ``records`` (step name -> its record table) whose results are not current
     (:func:`results_freshness`), in order."""
     return [each.step for each in results_freshness(catalog, records, config) if not each.current]
+
+
+def complete_history(catalog: Catalog, found: Sequence[Freshness]) -> None:
+    """Add to the history the current results of ``found`` whose newest history row names another run or
+    other settings: a step killed between writing its results and adding its row to the history, which a
+    retry finds current and does not run again."""
+    rows = catalog.read_small("discovery_runs").sort_by("finished_at").to_pylist()
+    newest = {row["step"]: (row["run_id"], row["settings"]) for row in rows}
+    for each in found:
+        if each.current and newest.get(each.step) != (each.run, each.reflects["discovery"]):
+            record_discovery(catalog, each.step, each.run, each.reflects["discovery"])
 
 
 def record_discovery(catalog: Catalog, step: str, run_id: int | None, settings: str) -> None:

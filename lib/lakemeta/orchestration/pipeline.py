@@ -18,7 +18,14 @@ from tqdm import tqdm
 
 from lakemeta.agreesets.discover import refresh_keys_and_dependencies
 from lakemeta.catalog.contract import ensure_tables
-from lakemeta.catalog.freshness import newest_committed_run, record_discovery, reflecting, stale_results
+from lakemeta.catalog.freshness import (
+    complete_history,
+    newest_committed_run,
+    record_discovery,
+    reflecting,
+    results_freshness,
+    stale_results,
+)
 from lakemeta.catalog.refresh import refresh_tables_and_columns
 from lakemeta.catalog.store import report_written
 from lakemeta.component import StateComponent
@@ -29,7 +36,14 @@ from lakemeta.lake.tables import check_lake
 from lakemeta.orchestration.publish import load_snapshots_ahead, publication_is_current, publish_catalog
 from lakemeta.quality.gate import audit_batches, audit_catalog, import_audit_modules
 from lakemeta.quality.results import Audit
-from lakemeta.registry import DISCOVERY_STEPS, discovery_step, open_catalog, state_components
+from lakemeta.registry import (
+    DERIVED_TABLES,
+    DISCOVERY_STEPS,
+    RESULT_RECORDS,
+    discovery_step,
+    open_catalog,
+    state_components,
+)
 from lakemeta.scan import BatchScan, remove_staging
 from lakemeta.spark.portable import describe_jobs
 from lakemeta.storage import Location
@@ -37,11 +51,6 @@ from lakemeta.storage import Location
 log = logging.getLogger(__name__)
 
 
-# The catalog tables the commit derives from the state (``tables``, ``columns``): fresh like the discovery
-# steps' results (``tables`` records it), so that a commit that died after its watermarks is finished.
-DERIVED_TABLES = "tables_and_columns"
-# Each result's record table (``lakemeta.catalog.freshness``), in run order.
-RECORDS = {DERIVED_TABLES: "tables", **{step.name: step.record for step in DISCOVERY_STEPS}}
 # The discovery step the commit does for the changed tables (``DiscoveryStep.done_by_commit``).
 KEYS = next(step.name for step in DISCOVERY_STEPS if step.done_by_commit)
 
@@ -68,7 +77,7 @@ class Pipeline:
     def stale_results(self) -> list[str]:
         """The discovery steps (and ``DERIVED_TABLES``) whose results do not reflect the newest committed
         run with this configuration's settings, in run order."""
-        return stale_results(self.catalog, RECORDS, self.config)
+        return stale_results(self.catalog, RESULT_RECORDS, self.config)
 
     def results_current(self) -> bool:
         """Whether every result reflects the newest committed run with these settings and is published:
@@ -139,20 +148,24 @@ class Pipeline:
 
         The derivation comes first: once the watermarks are committed the plan is no longer resumed, so a
         retry of a commit that died after them (``plan`` None), and the commit of a run a rebuild abandoned,
-        only refresh the catalog tables, which are recomputed whole from the state.
+        only refresh the catalog tables, which are recomputed whole from the state. The keys of the plan's
+        tables, derived ahead of its commit, are written saying so (``derived_for``) while every other
+        table's are current: from the run's commit on, that makes them all current (``freshness``).
         """
         root, settings = self.catalog.root, self.config.discovery_settings()
-        records = {name: RECORDS[name] for name in (KEYS, DERIVED_TABLES)}
+        records = {name: RESULT_RECORDS[name] for name in (KEYS, DERIVED_TABLES)}
         changed: list[str] | None = None  # the tables whose rows of `columns` are derived again (None: all)
         with self.catalog.using_state("committing a run"):
             if plan is not None and self._in_progress(plan):
                 # The unchanged tables' keys stay current if they were (derived over the last committed
                 # run with these settings), or when there is no such run: this one covers every table. So
                 # do their rows of `columns`.
-                first = newest_committed_run(self.catalog) is None
-                stale = [] if first else stale_results(self.catalog, records, self.config)
-                keys_current = first or KEYS not in stale
-                if not first and DERIVED_TABLES not in stale:
+                last = newest_committed_run(self.catalog)
+                keys, tables_and_columns = results_freshness(self.catalog, records, self.config)
+                keys_reflect = None  # not current: the discovery derives every table's again
+                if last is None or keys.current:
+                    keys_reflect = {**reflecting(last, settings, self.config), "derived_for": plan.run_id}
+                if last is not None and tables_and_columns.current:
                     changed = plan.tables
                 failed = BatchScan(self.catalog, self.lake, plan, self.config.scan).failed()
                 refresh_keys_and_dependencies(
@@ -160,17 +173,17 @@ class Pipeline:
                     self.config.agree_sets,
                     sorted({b.table_name for b in plan.without(set(failed)).batches}),
                     self.config.scan.driver_state_bytes,
+                    keys_reflect,
                 )
                 commit_plan(self.catalog, plan, failed)
-                if keys_current:  # their rows of the changed tables derived, every table's keys are current
-                    self.catalog.record(RECORDS[KEYS], reflecting(plan.run_id, settings, self.config))
             running = running_plan(root)
-            remove_staging(self.catalog, keep_run=running.run_id if running else None)
             committed = newest_committed_run(self.catalog)
+            remove_staging(self.catalog, keep_run=running.run_id if running else None)
             derived = [component.derive(changed) for component in self.components()]
             metrics = [each for each in derived if each is not None]
             reflects = reflecting(committed, settings, self.config)
             refresh_tables_and_columns(self.catalog, metrics, changed, reflects)
+            complete_history(self.catalog, results_freshness(self.catalog, records, self.config))
 
     def discover(self, step: str | None = None, if_stale: bool = False) -> list[str]:
         """Run one discovery step of the registry (by name), or every one that the commit has not done
@@ -185,8 +198,11 @@ class Pipeline:
         settings = self.config.discovery_settings()
         with self.catalog.using_state(step or "discovery"):
             if if_stale:
-                stale = stale_results(self.catalog, {each.name: each.record for each in steps}, self.config)
-                steps = [each for each in steps if each.name in stale]
+                found = results_freshness(
+                    self.catalog, {each.name: each.record for each in steps}, self.config
+                )
+                complete_history(self.catalog, found)
+                steps = [each for each, fresh in zip(steps, found, strict=True) if not fresh.current]
             for each in steps:
                 # Read before the step: a run committing meanwhile is not claimed by its record.
                 committed = newest_committed_run(self.catalog)
@@ -219,7 +235,9 @@ class Pipeline:
                     else:
                         self.update_state(plan, step)
                     progress.update()
-            stale = self.stale_results()
+            found = results_freshness(self.catalog, RESULT_RECORDS, self.config)
+            complete_history(self.catalog, found)
+            stale = [each.step for each in found if not each.current]
             with tqdm(total=len(stale), desc="discovery", unit="step", disable=None) as progress:
                 for step in stale:
                     progress.set_postfix_str(step.replace("_", " "))

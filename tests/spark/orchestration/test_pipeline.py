@@ -10,8 +10,9 @@ import pytest
 
 from lakemeta.config import Config, FkConfig, ScanConfig
 from lakemeta.lake.batches import Plan
-from lakemeta.orchestration.pipeline import DERIVED_TABLES, Pipeline
-from lakemeta.registry import DISCOVERY_STEPS, all_schemas, state_schemas
+from lakemeta.orchestration.pipeline import Pipeline
+from lakemeta.registry import DERIVED_TABLES, DISCOVERY_STEPS, all_schemas, state_schemas
+from lakemeta.show import freshness_rows
 from lakemeta.storage import Location
 
 from ..lake_changes import (
@@ -168,6 +169,9 @@ def test_an_unchanged_lake_opens_no_run_and_writes_nothing(spark, tmp_path: Path
     # Without a Spark session: any Spark work would raise, so planning and the check read logs only.
     unchanged = Pipeline(None, config)
     assert unchanged.stale_results() == []
+    freshness = freshness_rows(config).to_pylist()  # `lakemeta show freshness`, from the same records
+    assert [row["result"] for row in freshness] == [DERIVED_TABLES, *(step.name for step in DISCOVERY_STEPS)]
+    assert all(row["current"] and row["run_id"] == first.run_id for row in freshness)
     versions = catalog_versions(catalog)
     assert unchanged.discover("inclusion_dependencies", if_stale=True) == []  # as the DAG task runs it
     assert Pipeline(spark, config).run() is None
@@ -177,6 +181,7 @@ def test_an_unchanged_lake_opens_no_run_and_writes_nothing(spark, tmp_path: Path
     stricter = Config(lake=lake, catalog=catalog, fks=FkConfig(inclusion_threshold=0.95))
     discovery = [step.name for step in DISCOVERY_STEPS]  # the keys too: all tables', with the new settings
     assert Pipeline(None, stricter).stale_results() == [DERIVED_TABLES, *discovery]
+    assert not any(row["settings_current"] or row["current"] for row in freshness_rows(stricter).to_pylist())
     assert Pipeline(spark, stricter).discover("inclusion_dependencies", if_stale=True) == [
         "inclusion_dependencies"
     ]
