@@ -7,8 +7,12 @@ A result reflects the newest committed run whose state its step read, the settin
 the step must run again, as a result may read others'). A step names one record table, the result it
 writes last, so a step killed before that write is found stale and runs again; a step that found nothing
 to recompute records that its rows, unchanged, reflect the run (``Catalog.record``: a commit that adds
-no file). The table ``discovery_runs`` is the history of finished discovery steps: the relationship
-changes compare with the previous one (``lakemeta.catalog.relationships``); nothing decides by it.
+no file). The keys a run's commit derives ahead of its watermarks say which run they were derived for
+(``derived_for``), so they are current on either side of the watermarks' commit.
+
+The table ``discovery_runs`` is the history of finished discovery steps: the relationship changes compare
+with the previous one (``lakemeta.catalog.relationships``); nothing decides by it. A step killed between
+its results and its history row gets the row when a retry finds it current (``complete_history``).
 """
 
 from __future__ import annotations

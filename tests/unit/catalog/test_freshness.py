@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from lakemeta.catalog import Catalog, Txn
 from lakemeta.catalog.contract import ensure_tables
-from lakemeta.catalog.freshness import reflecting, results_freshness, stale_results
+from lakemeta.catalog.freshness import complete_history, reflecting, results_freshness, stale_results
 from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config, FkConfig
 
@@ -74,3 +74,29 @@ def test_recording_unchanged_rows_adds_no_file(tmp_path: Path) -> None:
     catalog.record("tables", reflecting(7, "own", Config()))
     assert catalog.delta_table("tables").file_uris() == files
     assert catalog.read_small("tables").to_pylist() == rows.to_pylist()
+
+
+def test_keys_derived_ahead_of_a_commit_are_current_on_either_side_of_it(tmp_path: Path) -> None:
+    catalog = Catalog(None, tmp_path)
+    ensure_tables(catalog)
+    config, keys = Config(), {"keys": "functional_dependencies"}
+    commit_run(catalog, 1)
+    catalog.record("functional_dependencies", {**reflecting(1, "own", config), "derived_for": 2})
+    assert stale_results(catalog, keys, config) == []  # run 2 not committed yet: run 1's
+    commit_run(catalog, 2)
+    (fresh,) = results_freshness(catalog, keys, config)
+    assert fresh.current and fresh.run == 2
+    commit_run(catalog, 3)
+    assert stale_results(catalog, keys, config) == ["keys"]
+
+
+def test_a_current_result_missing_from_the_history_gets_its_row_once(tmp_path: Path) -> None:
+    catalog = Catalog(None, tmp_path)
+    ensure_tables(catalog)
+    config = Config()
+    commit_run(catalog, 1)
+    catalog.record("inclusion_estimates", reflecting(1, "own", config))
+    for _ in range(2):
+        complete_history(catalog, results_freshness(catalog, RECORDS, config))
+        history = catalog.read_small("discovery_runs").select(["step", "run_id", "settings"]).to_pylist()
+        assert history == [{"step": "estimates", "run_id": 1, "settings": config.discovery_settings()}]
