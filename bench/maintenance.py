@@ -6,7 +6,7 @@ The demo's lake (TPC-H at scale 0.01 and 200 generated web tables, written with 
 engine: delta-rs), each as ``lakemeta run`` does it (the state's steps and the stale discovery steps, the
 quality gate, publishing), all in one session of a Spark Connect server. Per run: seconds.
 
-Then the catalog is copied twice and each copy maintained (``maintain_catalog``, delta-rs, no JVM):
+Then the catalog is copied twice and each copy maintained (``maintain_tables``, delta-rs, no JVM):
 * ``maintained_7d``: the default retention of 7 days. The hundred runs are minutes old, so VACUUM deletes
   nothing yet: what compaction and checkpoints do on the day.
 * ``maintained_0d``: a retention of 0: what VACUUM does to these versions once they are older than the
@@ -48,7 +48,7 @@ from small_change import change, tpch
 
 from lakemeta.config import Config
 from lakemeta.demo.webtables import write_web_tables
-from lakemeta.orchestration.maintenance import maintain_catalog
+from lakemeta.orchestration.maintenance import maintain_tables
 from lakemeta.orchestration.pipeline import Pipeline
 from lakemeta.ports import free_port
 from lakemeta.spark import get_session
@@ -188,7 +188,7 @@ def main() -> None:
         ):
             shutil.copytree(catalogs["unmaintained"], catalogs[arm])
             with timed(maintenance, arm):
-                maintain_catalog(Location.parse(catalogs[arm]), retention)
+                maintain_tables(Location.parse(catalogs[arm]), retention)
         result["maintenance_seconds"] = maintenance
         for arm, partition_by in EARLIER_LAYOUTS.items():
             relayout(Location.parse(catalogs[arm]), pipeline.catalog.bucketed_by_table, partition_by)

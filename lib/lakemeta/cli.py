@@ -303,11 +303,11 @@ def _confirm_rebuild(config: Config) -> None:
 
 
 def _maintain(args: argparse.Namespace, config: Config) -> int:
-    from lakemeta.orchestration.maintenance import maintain_catalog
+    from lakemeta.orchestration.maintenance import maintain_tables
 
     if config.catalog is None:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
-    maintained = maintain_catalog(config.catalog, config.maintenance.retention)
+    maintained = maintain_tables(config.catalog, config.maintenance.retention)
     done = maintained.tables
     rebucketed = [t.table for t in done if t.rebucketed]
     print(

@@ -147,7 +147,7 @@ def prune_results(root: Location, retention: timedelta) -> list[str]:
     return old
 
 
-def maintain_catalog(root: Location, retention: timedelta) -> CatalogMaintenance:
+def maintain_tables(root: Location, retention: timedelta) -> CatalogMaintenance:
     """Maintain every Delta table of the catalog at ``root`` and its results files (module docstring),
     holding the state lease alone; what was done."""
     done = []

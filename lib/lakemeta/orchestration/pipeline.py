@@ -33,8 +33,8 @@ from lakemeta.config import Config
 from lakemeta.joinsearch.discover import JoinableMatch, search_lake
 from lakemeta.lake.batches import Plan, abandon_open_runs, commit_plan, open_plan, running_plan
 from lakemeta.lake.tables import check_lake
-from lakemeta.orchestration.publish import load_snapshots_ahead, publication_is_current, publish_catalog
-from lakemeta.quality.gate import audit_batches, audit_catalog, import_audit_modules
+from lakemeta.orchestration.publish import load_snapshots_ahead, publication_is_current, publish_audited
+from lakemeta.quality.gate import audit_batches, audit_tables, import_audit_modules
 from lakemeta.quality.results import Audit
 from lakemeta.registry import (
     DERIVED_TABLES,
@@ -260,7 +260,7 @@ class Pipeline:
         Spark session, the server loads the tables' snapshots for the publication meanwhile; the gate
         itself needs none."""
         loading = load_snapshots_ahead(self.catalog) if self.catalog.has_spark else None
-        audit = audit_catalog(self.catalog.root)
+        audit = audit_tables(self.catalog.root)
         if loading is not None:
             loading.join()
         return audit
@@ -268,7 +268,7 @@ class Pipeline:
     def publish(self, audit: Audit) -> int:
         """Publish the audited versions of the catalog's tables (the session needs a metastore:
         ``metastore_conf``); a failed audit raises QualityGateError. Returns the number of tables."""
-        return publish_catalog(self.catalog, audit)
+        return publish_audited(self.catalog, audit)
 
     def search_joinable(
         self, source: str, key_columns: list[str], k: int, hash_bits: int, query_id: str

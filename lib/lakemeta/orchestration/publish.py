@@ -88,7 +88,7 @@ def load_snapshots_ahead(catalog: Catalog) -> threading.Thread:
 _LOADING_THREADS = 4  # requests in flight: the server mostly waits on the log's files
 
 
-def publish_catalog(catalog: Catalog, audit: Audit) -> int:
+def publish_audited(catalog: Catalog, audit: Audit) -> int:
     """Point the database's views at the audited versions and record the publication; returns the number
     of tables published (0 when a newer audit is published already). Refuses an audit that failed
     (QualityGateError)."""

@@ -32,9 +32,9 @@ def batch_audit() -> str | None:
 def maintain_catalog() -> int:
     """Compact, checkpoint and VACUUM the configured catalog's tables (``maintenance``); the number of
     tables maintained."""
-    from lakemeta.orchestration.maintenance import maintain_catalog as maintain
+    from lakemeta.orchestration.maintenance import maintain_tables
 
     configure_logging()
     config = load_config()
     _lake, catalog = config.require_paths()
-    return len(maintain(catalog, config.maintenance.retention).tables)
+    return len(maintain_tables(catalog, config.maintenance.retention).tables)

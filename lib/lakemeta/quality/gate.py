@@ -2,7 +2,7 @@
 ``catalog_suites`` (Great Expectations), keep the results, and say which table versions passed.
 
 The audit reads each catalog table at its latest Delta version with delta-rs (no JVM) and records those
-versions beside the results in ``<catalog>/_quality/audit-<time>.json``; ``publish_catalog`` publishes
+versions beside the results in ``<catalog>/_quality/audit-<time>.json``; ``publish_audited`` publishes
 exactly the audited versions, so a table written again after its audit is not published unvalidated.
 
 Each suite is a GX ``ExpectationSuite`` over its catalog table (a pandas data asset), run by a
@@ -138,7 +138,7 @@ def _write(path: Location, record: dict) -> None:
     crash_point(f"after write {QUALITY_FOLDER}/{path.name.split('-')[0]}")  # audit / batches, no time
 
 
-def audit_catalog(catalog: Location) -> Audit:
+def audit_tables(catalog: Location) -> Audit:
     """Validate every catalog table at its latest version; write and return the results."""
     from lakemeta.quality.catalog_suites import catalog_checks
 

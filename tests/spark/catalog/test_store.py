@@ -132,7 +132,7 @@ def test_spark_and_python_put_a_table_in_the_same_bucket(spark):
 
 
 def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(spark, tmp_path: Path):
-    from lakemeta.orchestration.maintenance import maintain_catalog
+    from lakemeta.orchestration.maintenance import maintain_tables
     from lakemeta.values.state import ColumnValues
 
     catalog = open_catalog(spark, tmp_path)
@@ -157,7 +157,7 @@ def test_a_catalog_of_an_older_layout_is_refused_until_maintenance_rewrites_it(s
         match=r"state/column_values .* has no table_bucket.*lakemeta maintain",
     ):
         ensure_tables(open_catalog(spark, tmp_path))
-    maintain_catalog(Location.parse(tmp_path), timedelta(days=7))
+    maintain_tables(Location.parse(tmp_path), timedelta(days=7))
     ensure_tables(catalog)
     stored_values = catalog.read(values, ["b"]).collect()
     assert [(r.table_name, r.column_name, r.hash, r["count"], r[BUCKET_COLUMN]) for r in stored_values] == [

@@ -19,7 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 from lakemeta.catalog.store import Txn, arrow_schema
 from lakemeta.config import Config
 from lakemeta.orchestration.pipeline import Pipeline
-from lakemeta.orchestration.publish import publish_catalog
+from lakemeta.orchestration.publish import publish_audited
 from lakemeta.orchestration.steps import run_step, step_config
 from lakemeta.quality.gate import QualityGateError, audit_batches
 from lakemeta.quality.results import Audit
@@ -122,7 +122,7 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     )
     assert "Data Docs not rendered" in caplog.text
     with pytest.raises(QualityGateError, match="expectations failed"):
-        publish_catalog(pipeline.catalog, failed)
+        publish_audited(pipeline.catalog, failed)
     assert not DeltaTable.is_deltatable(str(catalog / "published")) or not len(
         DeltaTable(str(catalog / "published")).to_pyarrow_table()
     )
@@ -131,10 +131,10 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     # goes on to publish (which needs a metastore, that this session has not).
     record = {"table_name": ["tables"], "version": [1], "published_at": [None], "audit": ["newer.json"]}
     pipeline.catalog.append_small("published", pa.table(record), Txn("publish", passed.number + 1))
-    assert publish_catalog(pipeline.catalog, passed) == 0
+    assert publish_audited(pipeline.catalog, passed) == 0
     newer = dataclasses.replace(passed, number=passed.number + 2)
     with pytest.raises(ValueError, match="needs a session with a metastore"):
-        publish_catalog(pipeline.catalog, newer)
+        publish_audited(pipeline.catalog, newer)
 
 
 def test_a_batch_whose_schema_drifted_is_reported_by_column(spark, tmp_path: Path) -> None:

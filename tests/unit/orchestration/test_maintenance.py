@@ -15,7 +15,7 @@ from lakemeta.catalog.contract import ensure_tables
 from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of, writer_properties
 from lakemeta.catalog.reflects import recorded_reflects
 from lakemeta.catalog.store import Txn
-from lakemeta.orchestration.maintenance import maintain_catalog, maintain_table
+from lakemeta.orchestration.maintenance import maintain_table, maintain_tables
 from lakemeta.orchestration.publish import publication_is_current
 from lakemeta.quality.gate import AUDITED
 from lakemeta.quality.results import QUALITY_FOLDER, audit_file, batches_file
@@ -81,7 +81,7 @@ def readable(path, version: int) -> bool:
 
 
 def test_no_retention_vacuums_old_versions_but_keeps_the_published_one(catalog):
-    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(0)).tables}
+    done = {t.table: t for t in maintain_tables(Location.parse(catalog), timedelta(0)).tables}
 
     assert set(done) == {"columns", "runs", "published", "state/column_values"}
     # nothing published: the overwritten version's file is gone, the newest is whole
@@ -100,7 +100,7 @@ def test_compaction_leaves_a_file_per_partition_and_the_same_rows(catalog):
         DeltaTable(str(path)).to_pyarrow_table().sort_by([("table_name", "ascending"), ("hash", "ascending")])
     )
 
-    done = {t.table: t for t in maintain_catalog(Location.parse(catalog), timedelta(days=7)).tables}
+    done = {t.table: t for t in maintain_tables(Location.parse(catalog), timedelta(days=7)).tables}
 
     assert (done["state/column_values"].files_before, done["state/column_values"].files_after) == (12, 2)
     assert done["state/column_values"].compacted == 12
@@ -114,7 +114,7 @@ def test_compaction_leaves_a_file_per_partition_and_the_same_rows(catalog):
 
 
 def test_a_checkpoint_is_written(catalog):
-    maintain_catalog(Location.parse(catalog), timedelta(days=7))
+    maintain_tables(Location.parse(catalog), timedelta(days=7))
     assert list((catalog / "columns" / "_delta_log").glob("*.checkpoint.parquet"))
 
 
@@ -135,7 +135,7 @@ def test_a_publication_stays_current_through_maintenance_and_not_through_a_write
     write_deltalake(str(root / "published"), published)
     assert publication_is_current(Location.parse(root))
 
-    done = maintain_catalog(Location.parse(root), timedelta(0)).tables
+    done = maintain_tables(Location.parse(root), timedelta(0)).tables
 
     assert all(DeltaTable(str(root / name)).version() > 2 for name in AUDITED)  # maintenance committed
     assert sum(t.compacted for t in done) >= 3 * len(AUDITED)
@@ -154,7 +154,7 @@ def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_buck
     before = DeltaTable(str(path)).to_pyarrow_table()
 
     done = {
-        t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7)).tables
+        t.table: t for t in maintain_tables(Location.parse(tmp_path / "catalog"), timedelta(days=7)).tables
     }
 
     table = DeltaTable(str(path))
@@ -167,7 +167,7 @@ def test_a_state_table_of_an_older_layout_is_rewritten_partitioned_by_table_buck
     assert len({bucket_of(n) for n in "abc"}) == 3
     assert len(table.file_uris()) == 3  # a file per bucket after compaction
     again = {
-        t.table: t for t in maintain_catalog(Location.parse(tmp_path / "catalog"), timedelta(days=7)).tables
+        t.table: t for t in maintain_tables(Location.parse(tmp_path / "catalog"), timedelta(days=7)).tables
     }
     assert not again["state/column_values"].rebucketed
 
@@ -199,7 +199,7 @@ def test_old_results_files_are_deleted_but_the_newest_and_the_published_audit(tm
     )
     write_deltalake(str(root / "published"), published)
 
-    deleted = maintain_catalog(Location.parse(root), timedelta(days=7)).results_deleted
+    deleted = maintain_tables(Location.parse(root), timedelta(days=7)).results_deleted
 
     kept = {path.name for path in quality.iterdir()}
     # audits: the 6 oldest but the published one go (16 files, the newest 10 are kept whatever their age)
