@@ -67,7 +67,7 @@ import sys
 from pathlib import Path
 from lakemeta.spark import get_session
 from lakemeta.spark.portable import is_connect
-from tests.spark.test_jobs import check_session
+from tests.spark.spark.test_portable import check_session
 session = get_session(app_name="test", remote=sys.argv[1])
 assert is_connect(session)
 check_session(session, Path(sys.argv[2]))
