@@ -185,10 +185,10 @@ def job_parser(name: str) -> argparse.ArgumentParser:
     )
     add_location_arguments(parser)
     add_settings_argument(parser)
-    parser.set_defaults(step=name)
+    parser.set_defaults(lakemeta_step=name)  # not `step`: the discovery job's parameter is called so
     return parser
 
 
 def run_job(args: argparse.Namespace, **parameters: Any) -> Any:
     """Run the step of a job's parsed command line (:func:`job_parser`) with ``parameters``."""
-    return run_step(args.step, parameters, step_config(args.settings, args.lake, args.catalog))
+    return run_step(args.lakemeta_step, parameters, step_config(args.settings, args.lake, args.catalog))
