@@ -140,13 +140,17 @@ def _write(path: Location, record: dict) -> None:
 
 def audit_tables(catalog: Location) -> Audit:
     """Validate every catalog table at its latest version; write and return the results."""
-    from lakemeta.quality.catalog_suites import catalog_checks
+    from lakemeta.quality.catalog_suites import PAIR_TABLES, catalog_checks
 
     versions, frames = {}, {}
     for name in [*AUDITED, "state/batches"]:
         table = (catalog / name).delta_table()
         versions[name] = table.version()
-        frames[name] = (catalog / name).delta_dataset(table).to_table().to_pandas()
+        rows = (catalog / name).delta_dataset(table).to_table(columns=PAIR_TABLES.get(name))
+        # A pair table of a dense lake holds tens of millions of rows naming a few thousand tables and
+        # columns: as categories its strings take a code each rather than an object (its suites compare
+        # them, and never concatenate them).
+        frames[name] = rows.to_pandas(strings_to_categorical=name in PAIR_TABLES)
     audited_at = datetime.now(UTC)
     number = int(audited_at.timestamp() * 1_000_000)
     path = catalog / QUALITY_FOLDER / audit_file(audited_at)

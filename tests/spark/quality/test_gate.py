@@ -82,6 +82,13 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
         "updated_at": [None],
     }
     write_deltalake(str(catalog / "tables"), pa.table(ghost, schema=arrow_schema("tables")), mode="append")
+    # The pair tables are read with their strings as categories: their suites still see each bad row.
+    pair = {"dep_table": "items", "dep_column": "order_id", "ref_table": "orders", "ref_column": "id"}
+    bad_estimate = {**pair, "estimate": 0.5, "error_bound": 0.1, "status": "guessed"}
+    estimates = pa.Table.from_pylist([bad_estimate], arrow_schema("inclusion_estimates"))
+    write_deltalake(str(catalog / "inclusion_estimates"), estimates, mode="append")
+    inds = pa.Table.from_pylist([{**pair, "coverage": 1.0}] * 2, arrow_schema("inclusion_dependencies"))
+    write_deltalake(str(catalog / "inclusion_dependencies"), inds, mode="append")
     failed = pipeline.audit()
     assert not failed.success and failed.path != passed.path
     with pytest.raises(QualityGateError, match="accepted_fks_reference_keys"):
@@ -89,6 +96,11 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
     text = "\n".join(failed.failures)
     assert "fk_candidates: expect_column_values_to_be_between emd" in text and "1.5" in text
     assert "fk_candidates: expect_compound_columns_to_be_unique" in text
+    assert (
+        "inclusion_estimates: expect_column_values_to_be_in_set status failed; unexpected: ['guessed']"
+        in text
+    )
+    assert "inclusion_dependencies: expect_compound_columns_to_be_unique" in text
     # The checks across tables fail on the rows of the real tables, with the values of the tables they
     # refer to as the suites' parameters.
     assert (
