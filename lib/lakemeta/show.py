@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from lakemeta.catalog.freshness import results_freshness
+from lakemeta.catalog.publication import published_versions
 from lakemeta.config import Config
 from lakemeta.registry import RESULT_RECORDS, all_schemas, open_catalog
 from lakemeta.storage import Location
@@ -31,16 +32,6 @@ SORT_KEYS = {
     "fk_candidates": ["rank"],
     "table_overlaps": ["left_table", "right_table"],
 }
-
-
-def published_version(catalog: Location | Path | str, name: str) -> int | None:
-    """The version of a catalog table published last (write-audit-publish), None if none was."""
-    path = Location.parse(catalog) / "published"
-    if not path.is_delta_table():
-        return None
-    published = path.delta_dataset().to_table().to_pylist()
-    versions = [row for row in published if row["table_name"] == name]
-    return max(versions, key=lambda row: row["published_at"])["version"] if versions else None
 
 
 def read_catalog_rows(
@@ -61,7 +52,9 @@ def read_catalog_rows(
         raise FileNotFoundError(f"{path} is not a Delta table: has `lakemeta run` been run on this catalog?")
     table = path.delta_table()
     if published and version is None and as_of is None:
-        version = published_version(catalog, name)
+        root = Location.parse(catalog)
+        # the version the newest publication points the views at (none before the first publication)
+        version = published_versions(root).get(name) if (root / "published").is_delta_table() else None
     if version is not None:
         table.load_as_version(version)
     elif as_of is not None:

@@ -248,6 +248,7 @@ def compute_inputs(
             .join(F.broadcast(arrow_frame(catalog.spark, asked)), ["table_name", "column_name"])
             .select(*_VALUE_ROW_COLUMNS)
             .mapInArrow(summarise, _PARTS_SCHEMA)
+            # a summary per column and task (signature words, counts, a small column's hashes): O(columns)
             .toArrow()
             .sort_by("column_id")
         )
