@@ -13,13 +13,13 @@ the column pairs sharing a value and the inclusions between columns, by the pipe
 ``--pair-columns``, and scaled).
 
 The run: ``Pipeline`` steps as ``lakemeta run`` runs them (detect, scan, every state component, commit,
-every discovery step) on a local Spark (``local[2]``), after a warm-up run on 20 tables of the same
-generator (numba's compilation and the JVM's first jobs are not a step's cost). Per step: seconds, the peak
-RSS of the driver, the JVM and the Python workers (summed, and the largest) from ``bench/memory.py``, what
-the step returns (the batches planned, the discovery steps run), and after the commit and each discovery
-step the row counts of the catalog's result tables, from the Parquet footers (the tables are never read
-whole). Then 10 tables change (``change_dense_tables``: 5 get rows appended, 5 lose rows) and the steps run
-again.
+every discovery step, the quality gate's audit) on a local Spark (``local[2]``), after a warm-up run on 20
+tables of the same generator (numba's compilation and the JVM's first jobs are not a step's cost). Per step:
+seconds, the peak RSS of the driver, the JVM and the Python workers (summed, and the largest) from
+``bench/memory.py``, what the step returns (the batches planned, the discovery steps run), and after the
+commit and each discovery step the row counts of the catalog's result tables, from the Parquet footers (the
+tables are never read whole). Then 10 tables change (``change_dense_tables``: 5 get rows appended, 5 lose
+rows) and the steps run again.
 
 The baseline (``--placement-baseline``), in the same run after the batch (last: a process keeps the memory
 a baseline grew to, which would count in the peaks of the steps after it):
@@ -327,6 +327,13 @@ class StepRunner:
                         lambda ran: {"ran": ran},
                         counts=True,
                     )
+            # the audit of write-audit-publish: every catalog table validated, the pair tables in parts
+            self.step(
+                steps,
+                "quality_gate",
+                pipeline.audit,
+                lambda audit: {"passed": audit.success, "failed_expectations": len(audit.failures)},
+            )
         into["total_s"] = round(sum(record["seconds"] for record in steps.values()), 1)
 
     def against_driver(self, pipeline: Pipeline) -> dict:

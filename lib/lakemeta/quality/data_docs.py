@@ -118,6 +118,15 @@ def _stored(recorded: dict) -> tuple[ValidationResultIdentifier, str]:
     return ValidationResultIdentifier(suite, run_id, recorded["batch_id"]), json.dumps(result)
 
 
+def store_result(context: AbstractDataContext, recorded: dict) -> None:
+    """Put a validation result as an audit records it (``recorded_result``) in ``context``'s validation
+    results store, in place of any result of the same suite, run and batch."""
+    key, result = _stored(recorded)
+    store = context.validation_results_store
+    # The recorded JSON goes to the store as is: GX would parse it and serialise it again.
+    store.store_backend.set(store.key_to_tuple(key), result)
+
+
 def render_data_docs(context: AbstractDataContext, quality: Location, current: str) -> Location:
     """Render the Data Docs of the audit whose suites and results ``context`` holds (the audit file
     ``current`` in ``quality``) and of the audits before it; the index page's location."""
@@ -131,9 +140,7 @@ def render_data_docs(context: AbstractDataContext, quality: Location, current: s
             continue
         for recorded in json.loads((quality / name).read_text())["suites"].values():
             if "batch_id" in recorded:  # audits before Data Docs recorded no batch ids: not shown
-                # The recorded JSON goes to the store as is: GX would parse it and serialise it again.
-                key, result = _stored(recorded)
-                store.store_backend.set(store.key_to_tuple(key), result)
+                store_result(context, recorded)
     site = quality / DATA_DOCS_FOLDER
     context.add_data_docs_site(
         SITE_NAME,

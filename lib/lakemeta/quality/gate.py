@@ -21,15 +21,24 @@ import importlib
 import json
 import logging
 import threading
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
+import pyarrow.dataset as ds
 
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS
 from lakemeta.crash_points import crash_point
-from lakemeta.quality.results import QUALITY_FOLDER, Audit, audit_file, batches_file
+from lakemeta.quality.results import (
+    QUALITY_FOLDER,
+    Audit,
+    Check,
+    PartSuite,
+    as_frame,
+    audit_file,
+    batches_file,
+)
+from lakemeta.quality.table_parts import PART_ROWS, merged_result, table_parts
 from lakemeta.storage import Location
 
 log = logging.getLogger(__name__)
@@ -80,55 +89,72 @@ def _failure(suite: str, table: str, outcome: dict) -> str:
     return f"{on}: {config['type']} {where} failed; {detail}"
 
 
-@dataclass(frozen=True)
-class _Validation:
-    context: Any  # the GX context holding the suites and their results, for Data Docs
-    suites: dict[str, dict]  # each suite's validation result as recorded (``data_docs.recorded_result``)
-    failures: list[str]
+class SuiteValidation:
+    """Validates checks in an ephemeral GX context, each check's frame as a data asset (its table) of the
+    pandas data source ``source_name``, all under the run id ``run_name``; keeps each suite's result as
+    recorded (``data_docs.recorded_result``) and a line per failed expectation."""
 
+    def __init__(self, source_name: str, run_name: str, run_time: datetime) -> None:
+        # Great Expectations takes seconds to import: only the audits load it, not every job importing this.
+        import great_expectations as gx
+        from great_expectations.core.run_identifier import RunIdentifier
+        from great_expectations.data_context.types.base import ProgressBarsConfig
 
-def _validate(source_name: str, checks: list, run_name: str, run_time: datetime) -> _Validation:
-    """Validate each check's frame, its table as a data asset of the pandas data source ``source_name``,
-    with its suite, in an ephemeral GX context, all under the run id ``run_name``."""
-    # Great Expectations takes seconds to import: only the audits load it, not every job importing this.
-    import great_expectations as gx
-    from great_expectations.core.run_identifier import RunIdentifier
-    from great_expectations.data_context.types.base import ProgressBarsConfig
+        # Ephemeral: the stores are in memory, so nothing the verdict needs is read from or written to disk
+        # but the tables and the results file; Data Docs come after the verdict (``data_docs``).
+        self.context = gx.get_context(mode="ephemeral")
+        self.context.variables.progress_bars = ProgressBarsConfig(globally=False)
+        self._source = self.context.data_sources.add_pandas(source_name)
+        self._run_id = RunIdentifier(run_name=run_name, run_time=run_time)
+        self._batches: dict[str, Any] = {}
+        self.suites: dict[str, dict] = {}
+        self.failures: list[str] = []
 
-    from lakemeta.quality.data_docs import recorded_result
+    def _definition(self, name: str, asset_name: str, expectations: list) -> Any:
+        import great_expectations as gx
 
-    # Ephemeral: the stores are in memory, so nothing the verdict needs is read from or written to disk
-    # but the tables and the results file; Data Docs come after the verdict (``data_docs``).
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False)
-    source = context.data_sources.add_pandas(source_name)
-    run_id = RunIdentifier(run_name=run_name, run_time=run_time)
-    batches, suites, failures = {}, {}, []
-    for check in checks:
-        if check.asset_name not in batches:
-            asset = source.add_dataframe_asset(check.asset_name)
-            batches[check.asset_name] = asset.add_batch_definition_whole_dataframe("latest version")
-        definition = context.validation_definitions.add(
-            gx.ValidationDefinition(
-                name=check.name,
-                data=batches[check.asset_name],
-                suite=context.suites.add(
-                    gx.ExpectationSuite(name=check.name, expectations=check.expectations)
-                ),
+        if asset_name not in self._batches:
+            asset = self._source.add_dataframe_asset(asset_name)
+            self._batches[asset_name] = asset.add_batch_definition_whole_dataframe("latest version")
+        suite = self.context.suites.add(gx.ExpectationSuite(name=name, expectations=expectations))
+        return self.context.validation_definitions.add(
+            gx.ValidationDefinition(name=name, data=self._batches[asset_name], suite=suite)
+        )
+
+    def _run(self, definition: Any, frame: pd.DataFrame, parameters: dict) -> dict:
+        from lakemeta.quality.data_docs import recorded_result
+
+        return recorded_result(
+            definition.run(
+                batch_parameters={"dataframe": frame}, expectation_parameters=parameters, run_id=self._run_id
             )
         )
-        result = definition.run(
-            batch_parameters={"dataframe": pd.DataFrame(check.frame)},
-            expectation_parameters=check.parameters,
-            run_id=run_id,
-        )
-        suites[check.name] = recorded_result(result)
-        failures += [
-            _failure(check.name, check.asset_name, outcome)
-            for outcome in suites[check.name]["results"]
-            if not outcome["success"]
+
+    def _record(self, name: str, asset_name: str, recorded: dict) -> None:
+        self.suites[name] = recorded
+        self.failures += [
+            _failure(name, asset_name, outcome) for outcome in recorded["results"] if not outcome["success"]
         ]
-    return _Validation(context, suites, failures)
+
+    def validate(self, check: Check) -> None:
+        definition = self._definition(check.name, check.asset_name, check.expectations)
+        self._record(
+            check.name, check.asset_name, self._run(definition, pd.DataFrame(check.frame), check.parameters)
+        )
+
+    def validate_in_parts(
+        self, name: str, suite: PartSuite, rows: ds.Dataset, part_rows: int = PART_ROWS
+    ) -> None:
+        """Validate the table ``name`` (its rows as a dataset) with ``suite``, in parts of about
+        ``part_rows`` rows: one result, the parts' merged, in the results and in the store the Data Docs
+        render."""
+        from lakemeta.quality.data_docs import store_result
+
+        definition = self._definition(name, name, suite.expectations)
+        parts = table_parts(rows, suite, part_rows)
+        merged = merged_result([self._run(definition, frame, {}) for frame in parts])
+        store_result(self.context, merged)  # where each part's run left its own result
+        self._record(name, name, merged)
 
 
 def _write(path: Location, record: dict) -> None:
@@ -140,23 +166,24 @@ def _write(path: Location, record: dict) -> None:
 
 def audit_tables(catalog: Location) -> Audit:
     """Validate every catalog table at its latest version; write and return the results."""
-    from lakemeta.quality.catalog_suites import PAIR_TABLES, catalog_checks
+    from lakemeta.quality.catalog_suites import CHECKED_COLUMNS, catalog_checks, part_suites
 
-    versions, frames = {}, {}
+    in_parts = part_suites()
+    versions, frames, datasets = {}, {}, {}
     for name in [*AUDITED, "state/batches"]:
         table = (catalog / name).delta_table()
         versions[name] = table.version()
-        rows = (catalog / name).delta_dataset(table).to_table(columns=PAIR_TABLES.get(name))
-        # A pair table of a dense lake holds tens of millions of rows naming a few thousand tables and
-        # columns: as categories its strings take a code each rather than an object (its suites compare
-        # them, and never concatenate them).
-        frames[name] = rows.to_pandas(strings_to_categorical=name in PAIR_TABLES)
+        datasets[name] = (catalog / name).delta_dataset(table)
+        if name not in in_parts:
+            frames[name] = as_frame(datasets[name].to_table(columns=CHECKED_COLUMNS.get(name)))
     audited_at = datetime.now(UTC)
     number = int(audited_at.timestamp() * 1_000_000)
     path = catalog / QUALITY_FOLDER / audit_file(audited_at)
-    validation = _validate(
-        "lakemeta_catalog", catalog_checks(frames), path.name.removesuffix(".json"), audited_at
-    )
+    validation = SuiteValidation("lakemeta_catalog", path.name.removesuffix(".json"), audited_at)
+    for check in catalog_checks(frames):
+        validation.validate(check)
+    for name, suite in in_parts.items():
+        validation.validate_in_parts(name, suite, datasets[name])
     suites, failures = validation.suites, validation.failures
     versions = {name: version for name, version in versions.items() if name in AUDITED}
     _write(
@@ -185,7 +212,7 @@ def audit_tables(catalog: Location) -> Audit:
     return Audit(path, number, not failures, versions, failures, docs)
 
 
-def _data_docs(validation: _Validation, results: Location) -> Location | None:
+def _data_docs(validation: SuiteValidation, results: Location) -> Location | None:
     """Render the Data Docs of the audit whose results were written to ``results``; their index page, None
     when they could not be rendered. The verdict is in the results already and never depends on the Data Docs:
     they are a view of the results that the next audit renders again, so a failure to render them is a
@@ -231,7 +258,9 @@ def audit_batches(catalog: Location, lake: Location) -> Audit | None:
     suites: dict[str, dict] = {}
     failures: list[str] = []
     if checks:  # none when every table is new or dropped (a first run): Great Expectations is not needed
-        validation = _validate("lakemeta_batches", checks, path.name.removesuffix(".json"), datetime.now(UTC))
+        validation = SuiteValidation("lakemeta_batches", path.name.removesuffix(".json"), datetime.now(UTC))
+        for check in checks:
+            validation.validate(check)
         suites, failures = validation.suites, validation.failures
     versions = {batch.table_name: batch.to_version for batch in plan.batches if batch.kind != "drop"}
     _write(

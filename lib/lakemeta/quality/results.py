@@ -1,6 +1,7 @@
-"""What the quality gate checks and what it records: a check (a suite and the frame it validates), an
-audit's record, and the names of the results files under ``<catalog>/_quality``. Apart from the gate
-(``gate``) so that the suites and the Data Docs, which the gate runs, import these without importing it."""
+"""What the quality gate checks and what it records: a check (a suite and the frame it validates), a
+suite validated in parts, an audit's record, and the names of the results files under
+``<catalog>/_quality``. Apart from the gate (``gate``) so that the suites and the Data Docs, which the gate
+runs, import these without importing it."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakemeta.storage import Location
 
@@ -40,6 +43,16 @@ def results_file_kind(name: str) -> tuple[str, datetime | int] | None:
     return ("batches", int(run)) if stem != name and run != stem and run.isdigit() else None
 
 
+def as_frame(rows: pa.Table, strings_as_categories: bool = False) -> pd.DataFrame:
+    """A catalog table's rows as its suites validate them: each array cell (a column list) as one
+    comparable string, its items joined by commas (in Arrow, not per row in Python); strings as categories
+    where asked (a pair table's names: a few thousand tables and columns over millions of rows)."""
+    for index, column in enumerate(rows.schema):
+        if pa.types.is_list(column.type) and pa.types.is_string(column.type.value_type):
+            rows = rows.set_column(index, column.name, pc.binary_join(rows.column(index), ","))
+    return rows.to_pandas(strings_to_categorical=strings_as_categories)
+
+
 @dataclass(frozen=True)
 class Check:
     """A suite and the frame it validates: the table ``asset`` (the suite's name when None) as a frame;
@@ -54,6 +67,16 @@ class Check:
     @property
     def asset_name(self) -> str:
         return self.asset or self.name
+
+
+@dataclass(frozen=True)
+class PartSuite:
+    """The suite of a table validated in parts (``table_parts``): only ``columns`` are read (all when
+    None), and every row of a key (``key``'s columns; None for no uniqueness to keep) is in one part."""
+
+    columns: list[str] | None
+    key: list[str] | None
+    expectations: list
 
 
 @dataclass(frozen=True)

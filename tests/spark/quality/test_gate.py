@@ -82,7 +82,7 @@ def test_the_pipeline_s_catalog_passes_and_bad_rows_fail_by_name(
         "updated_at": [None],
     }
     write_deltalake(str(catalog / "tables"), pa.table(ghost, schema=arrow_schema("tables")), mode="append")
-    # The pair tables are read with their strings as categories: their suites still see each bad row.
+    # The pair tables are validated in parts (one part here): their suites still see each bad row.
     pair = {"dep_table": "items", "dep_column": "order_id", "ref_table": "orders", "ref_column": "id"}
     bad_estimate = {**pair, "estimate": 0.5, "error_bound": 0.1, "status": "guessed"}
     estimates = pa.Table.from_pylist([bad_estimate], arrow_schema("inclusion_estimates"))
