@@ -65,8 +65,30 @@ def _gathered(batches: Iterator[pa.RecordBatch], part_rows: int) -> Iterator[pd.
 
 
 def _batches(dataset: ds.Dataset, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
-    # No read-ahead beyond a batch or two: the point is to hold little of the table at a time.
-    yield from dataset.to_batches(
+    """The rows of the dataset's files in batches, holding little of the table at a time: its strings
+    read as dictionaries (a pair table's names repeat) and its row groups not pre-buffered. A file that
+    Spark wrote is one row group of millions of rows: pre-buffered and decoded as strings, reading the
+    2,000 dense tables' inclusion estimates took 460 MB more at a time, against about 200 MB so."""
+    fragments = list(dataset.get_fragments())
+    in_files = set(fragments[0].physical_schema.names) if fragments else set()
+    strings = [f.name for f in dataset.schema if pa.types.is_string(f.type) and f.name in in_files]
+    parquet = ds.ParquetFileFormat(
+        read_options=ds.ParquetReadOptions(dictionary_columns=strings),
+        default_fragment_scan_options=ds.ParquetFragmentScanOptions(pre_buffer=False),
+    )
+    schema = pa.schema(
+        [
+            f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.name in strings else f
+            for f in dataset.schema
+        ]
+    )
+    streamed = ds.FileSystemDataset(
+        [parquet.make_fragment(f.path, f.filesystem, f.partition_expression) for f in fragments],
+        schema,
+        parquet,
+        dataset.filesystem,
+    )
+    yield from streamed.to_batches(
         columns=columns, batch_size=_READ_ROWS, batch_readahead=1, fragment_readahead=1
     )
 
@@ -76,7 +98,7 @@ def _spilled(dataset: ds.Dataset, suite: PartSuite, parts: int, folder: Path) ->
     files = [folder / f"part-{number}.arrows" for number in range(parts)]
     writers: list[pa.ipc.RecordBatchStreamWriter | None] = [None] * parts
     try:
-        for batch in map(_strings_encoded, _batches(dataset, suite.columns)):
+        for batch in _batches(dataset, suite.columns):
             part = (_key_hashes(batch, suite.key) % np.uint64(parts)).astype(np.int64)
             order = np.argsort(part, kind="stable")
             ends = np.cumsum(np.bincount(part, minlength=parts))
@@ -93,22 +115,15 @@ def _spilled(dataset: ds.Dataset, suite: PartSuite, parts: int, folder: Path) ->
     return [file for file, writer in zip(files, writers, strict=True) if writer is not None]
 
 
-def _strings_encoded(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """The batch with its string columns dictionary-encoded: a pair table's names repeat, and the rows are
-    reordered and written a code each rather than a string each."""
-    return pa.RecordBatch.from_arrays(
-        [pc.dictionary_encode(c) if pa.types.is_string(c.type) else c for c in batch.columns],
-        names=batch.schema.names,
-    )
-
-
 def _key_hashes(batch: pa.RecordBatch, key: list[str]) -> np.ndarray:
-    """A 64-bit hash of each row's key (dictionary-encoded columns), the same for equal keys in any batch:
+    """A 64-bit hash of each row's key, the same for equal keys in any batch:
     each value's CRC-32, combined column by column. The CRCs are computed per distinct value of the batch
     (the names of a few thousand tables and columns), never per row."""
     hashes = np.zeros(batch.num_rows, dtype=np.uint64)
     for name in key:
         encoded = batch.column(name)
+        if not pa.types.is_dictionary(encoded.type):
+            encoded = pc.dictionary_encode(encoded)
         values = encoded.dictionary.to_pylist()
         # one more code for null, the index a null row gets
         crcs = np.array([zlib.crc32(str(value).encode()) for value in values] + [0], dtype=np.uint64)
