@@ -24,6 +24,11 @@ trap 'kill -- -"$jars" 2>/dev/null || true' EXIT
 "$venv/bin/uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" \
     -r "$repo_root/requirements.txt"
 "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps -e "$repo_root"
+# pyspark is a source distribution: where the package index answers without cache headers, uv fetches it
+# again on every install and keeps each new build (about 1 GB with pyspark-client's) beside the old ones,
+# which nothing reaches any more; one fresh set-up grew the cache from 2.8 to 5.1 GB, and 59 such builds
+# once filled this machine's disk. Pruning removes only what uv itself can no longer reach.
+"$venv/bin/uv" cache prune --quiet || echo "setup: uv cache prune failed; the installed venv is complete"
 wait "$jars"
 trap - EXIT
 bash "$repo_root/infra/fetch-jars.sh" install "$venv/bin/python"
