@@ -53,13 +53,14 @@ def _not_null(*columns: str) -> list:
 
 
 # The columns the checks of a table read, where its rows carry much more than they check: an FK candidate's
-# signals and scores, a few hundred bytes a row over half a million rows in a dense lake. Other tables are
-# read whole.
+# signals and scores (a few hundred bytes a row over half a million rows in a dense lake), a relationship
+# change's column lists and batches (millions of rows). Other tables are read whole.
 CHECKED_COLUMNS = {
     "fk_candidates": [
         *("fk_table", "fk_columns", "pk_table", "pk_columns", "pk_source"),
         *("emd", "inclusion_estimate", "rank", "accepted"),
-    ]
+    ],
+    "relationship_changes": ["relationship", "change", "dep_table", "ref_table", "settings_changed"],
 }
 
 _COLUMN_PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
@@ -67,11 +68,9 @@ _COLUMN_PAIR = ["dep_table", "dep_column", "ref_table", "ref_column"]
 
 def part_suites() -> dict[str, PartSuite]:
     """The suites of the tables whose rows are column pairs, tens of millions in a dense lake: validated in
-    parts of the rows (``table_parts``), each part holding every row of a key; a suite reads only the
-    columns it lists (all when None)."""
+    parts of the rows (``table_parts``), each part holding every row of a key."""
     return {
         "inclusion_dependencies": PartSuite(
-            None,
             _COLUMN_PAIR,
             [
                 *_not_null(*_COLUMN_PAIR),
@@ -81,7 +80,6 @@ def part_suites() -> dict[str, PartSuite]:
             ],
         ),
         "inclusion_estimates": PartSuite(
-            None,
             _COLUMN_PAIR,
             [
                 *_not_null(*_COLUMN_PAIR, "error_bound"),
@@ -97,7 +95,6 @@ def part_suites() -> dict[str, PartSuite]:
             ],
         ),
         "relationship_changes": PartSuite(
-            ["relationship", "change", "dep_table", "ref_table", "settings_changed"],
             None,
             [
                 *_not_null("relationship", "change", "dep_table", "ref_table", "settings_changed"),

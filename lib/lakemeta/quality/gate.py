@@ -143,15 +143,20 @@ class SuiteValidation:
         )
 
     def validate_in_parts(
-        self, name: str, suite: PartSuite, rows: ds.Dataset, part_rows: int = PART_ROWS
+        self,
+        name: str,
+        suite: PartSuite,
+        rows: ds.Dataset,
+        columns: list[str] | None = None,
+        part_rows: int = PART_ROWS,
     ) -> None:
-        """Validate the table ``name`` (its rows as a dataset) with ``suite``, in parts of about
-        ``part_rows`` rows: one result, the parts' merged, in the results and in the store the Data Docs
-        render."""
+        """Validate the table ``name`` (its rows as a dataset, the ``columns`` its suite reads: all when
+        None) with ``suite``, in parts of about ``part_rows`` rows: one result, the parts' merged, in the
+        results and in the store the Data Docs render."""
         from lakemeta.quality.data_docs import store_result
 
         definition = self._definition(name, name, suite.expectations)
-        parts = table_parts(rows, suite, part_rows)
+        parts = table_parts(rows, suite.key, columns, part_rows)
         merged = merged_result([self._run(definition, frame, {}) for frame in parts])
         store_result(self.context, merged)  # where each part's run left its own result
         self._record(name, name, merged)
@@ -180,7 +185,7 @@ def audit_tables(catalog: Location) -> Audit:
     validation = SuiteValidation("lakemeta_catalog", path.name.removesuffix(".json"), audited_at)
     # The tables validated in parts first, before the others are read whole: their peaks do not add up.
     for name, suite in in_parts.items():
-        validation.validate_in_parts(name, suite, datasets[name])
+        validation.validate_in_parts(name, suite, datasets[name], CHECKED_COLUMNS.get(name))
     frames = {
         name: as_frame(dataset.to_table(columns=CHECKED_COLUMNS.get(name)))
         for name, dataset in datasets.items()

@@ -71,10 +71,9 @@ class Check:
 
 @dataclass(frozen=True)
 class PartSuite:
-    """The suite of a table validated in parts (``table_parts``): only ``columns`` are read (all when
-    None), and every row of a key (``key``'s columns; None for no uniqueness to keep) is in one part."""
+    """The suite of a table validated in parts (``table_parts``): every row of a key (``key``'s columns;
+    None for no uniqueness to keep) is in one part."""
 
-    columns: list[str] | None
     key: list[str] | None
     expectations: list
 

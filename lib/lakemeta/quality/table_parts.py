@@ -2,7 +2,7 @@
 of millions of rows, and Great Expectations validates a pandas frame whole (the gate that loaded them
 whole peaked at 20.8 GB; docs/performance.md).
 
-The rows are split into parts of at most ``PART_ROWS`` by a hash of their key (``PartSuite.key``), so all
+The rows are split into parts of about ``PART_ROWS`` by a hash of their key (``PartSuite.key``), so all
 rows of a key fall in one part: a suite's uniqueness expectation over a part is then its expectation over
 the table, and every expectation of the suite runs in Great Expectations, on each part. The parts are
 spilled to local Arrow files in one pass over the table, read back one at a time (strings as
@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from lakemeta.quality.results import PartSuite, as_frame
+from lakemeta.quality.results import as_frame
 
 PART_ROWS = 1_000_000  # the rows of one validated frame: what GX adds to it is several times its size
 _READ_ROWS = 500_000  # the rows of one batch read from the table while splitting it
@@ -36,32 +36,35 @@ _SPILLED = pa.ipc.IpcWriteOptions(compression="lz4")
 _SHOWN = 20  # the unexpected values a merged result lists, as GX's default result format does
 
 
-def table_parts(dataset: ds.Dataset, suite: PartSuite, part_rows: int = PART_ROWS) -> Iterator[pd.DataFrame]:
-    """The rows of ``dataset`` (the suite's columns) as frames of about ``part_rows`` rows (a part's keys
-    hash alike, so a part may hold a few more), every row of a key in one frame; one frame when the table
-    fits in one, empty for an empty table."""
-    parts = max(1, math.ceil(dataset.count_rows() / part_rows))
-    if parts == 1:
-        yield as_frame(dataset.to_table(columns=suite.columns), True)
-    elif not suite.key:  # nothing to keep together: the rows in the order they are read
-        yield from _gathered(_batches(dataset, suite.columns), part_rows)
-    else:
-        with tempfile.TemporaryDirectory(prefix="lakemeta-audit-") as folder:
-            for file in _spilled(dataset, suite, parts, Path(folder)):
-                with pa.ipc.open_stream(file) as part:
-                    yield as_frame(part.read_all(), True)
-                file.unlink()
+def table_parts(
+    dataset: ds.Dataset, key: list[str] | None, columns: list[str] | None, part_rows: int = PART_ROWS
+) -> Iterator[pd.DataFrame]:
+    """The rows of ``dataset`` (its ``columns``, all when None) as frames of about ``part_rows`` rows, every
+    row of a ``key`` in one frame (a part's keys hash alike, so a part may hold a few more rows); one
+    frame, empty, for an empty table."""
+    parts = math.ceil(dataset.count_rows() / part_rows)
+    if parts <= 1 or not key:  # nothing to keep apart: the rows in the order they are read
+        yield from _gathered(dataset, columns, part_rows)
+        return
+    with tempfile.TemporaryDirectory(prefix="lakemeta-audit-") as folder:
+        for file in _spilled(dataset, key, columns, parts, Path(folder)):
+            with pa.ipc.open_stream(file) as part:
+                yield as_frame(part.read_all(), True)
+            file.unlink()
 
 
-def _gathered(batches: Iterator[pa.RecordBatch], part_rows: int) -> Iterator[pd.DataFrame]:
+def _gathered(dataset: ds.Dataset, columns: list[str] | None, part_rows: int) -> Iterator[pd.DataFrame]:
     pending: list[pa.RecordBatch] = []
-    for batch in batches:
+    rows, any_yielded = 0, False
+    for batch in _batches(dataset, columns):
         pending.append(batch)
-        if sum(len(each) for each in pending) >= part_rows:
+        rows += batch.num_rows
+        if rows >= part_rows:
             yield as_frame(pa.Table.from_batches(pending), True)
-            pending = []
-    if pending:
-        yield as_frame(pa.Table.from_batches(pending), True)
+            pending, rows, any_yielded = [], 0, True
+    if pending or not any_yielded:
+        schema = dataset.schema if columns is None else pa.schema([dataset.schema.field(c) for c in columns])
+        yield as_frame(pa.Table.from_batches(pending, schema=None if pending else schema), True)
 
 
 def _batches(dataset: ds.Dataset, columns: list[str] | None) -> Iterator[pa.RecordBatch]:
@@ -93,21 +96,22 @@ def _batches(dataset: ds.Dataset, columns: list[str] | None) -> Iterator[pa.Reco
     )
 
 
-def _spilled(dataset: ds.Dataset, suite: PartSuite, parts: int, folder: Path) -> list[Path]:
+def _spilled(
+    dataset: ds.Dataset, key: list[str], columns: list[str] | None, parts: int, folder: Path
+) -> list[Path]:
     """Split the table by key hash into ``parts`` Arrow stream files in ``folder`` in one pass."""
     files = [folder / f"part-{number}.arrows" for number in range(parts)]
     writers: list[pa.ipc.RecordBatchStreamWriter | None] = [None] * parts
     try:
-        for batch in _batches(dataset, suite.columns):
-            part = (_key_hashes(batch, suite.key) % np.uint64(parts)).astype(np.int64)
-            order = np.argsort(part, kind="stable")
-            ends = np.cumsum(np.bincount(part, minlength=parts))
-            rows = batch.take(pa.array(order))
-            for number in np.flatnonzero(np.bincount(part, minlength=parts)):
-                start = ends[number - 1] if number else 0
+        for batch in _batches(dataset, columns):
+            part = (_key_hashes(batch, key) % np.uint64(parts)).astype(np.int64)
+            sizes = np.bincount(part, minlength=parts)
+            starts = np.cumsum(sizes) - sizes
+            rows = batch.take(pa.array(np.argsort(part, kind="stable")))
+            for number in np.flatnonzero(sizes):
                 if writers[number] is None:
                     writers[number] = pa.ipc.new_stream(files[number], batch.schema, options=_SPILLED)
-                writers[number].write_batch(rows.slice(start, ends[number] - start))
+                writers[number].write_batch(rows.slice(starts[number], sizes[number]))
     finally:
         for writer in writers:
             if writer is not None:

@@ -4,7 +4,6 @@ table, count for count, uniqueness across parts included."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -62,7 +61,7 @@ def rows_of(frames: list[pd.DataFrame]) -> list[tuple]:
 def test_parts_hold_every_row_once_and_each_key_in_one_part(tmp_path: Path, seed: int) -> None:
     location = estimates_table(tmp_path, seed)
     suite = part_suites()["inclusion_estimates"]
-    parts = list(table_parts(location.delta_dataset(), suite, part_rows=500))
+    parts = list(table_parts(location.delta_dataset(), suite.key, None, part_rows=500))
     whole = location.delta_dataset().to_table().to_pandas()
     assert len(parts) == 8  # 3,600 rows in parts of about 500
     assert rows_of(parts) == rows_of([whole])
@@ -73,8 +72,13 @@ def test_parts_hold_every_row_once_and_each_key_in_one_part(tmp_path: Path, seed
                 f"{key} in parts {part_of_key[key]}, {number}"
             )
     # a suite without a key: the rows as they are read, in parts of about the size asked
-    unkeyed = [len(part) for part in table_parts(location.delta_dataset(), replace(suite, key=None), 1000)]
+    unkeyed = [len(part) for part in table_parts(location.delta_dataset(), None, None, 1000)]
     assert sum(unkeyed) == len(whole) and all(size >= 1000 for size in unkeyed[:-1])
+    # an empty table: one empty frame, with the columns asked for the suite to find
+    empty = Location.parse(str(tmp_path / "empty"))
+    write_deltalake(empty.uri, arrow_schema("inclusion_estimates").empty_table())
+    (frame,) = table_parts(empty.delta_dataset(), suite.key, ["dep_table", "status"])
+    assert frame.empty and list(frame.columns) == ["dep_table", "status"]
 
 
 @pytest.mark.parametrize("seed", [0, 1])
