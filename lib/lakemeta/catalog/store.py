@@ -42,6 +42,7 @@ from lakemeta.catalog.predicates import is_in, is_in_sql
 from lakemeta.catalog.reflects import commit_metadata
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
 from lakemeta.crash_points import crash_point
+from lakemeta.spark.interruption import is_stop, stop_own_work
 from lakemeta.spark.portable import arrow_frame
 from lakemeta.storage import Location
 
@@ -222,12 +223,24 @@ class Catalog:
             self.spark.catalog.dropTempView(view)
 
     @contextlib.contextmanager
+    def _stopped_first(self) -> Iterator[None]:
+        """Inside a lease's hold: when the step is stopped from outside (a timeout, a kill, Ctrl-C), its Spark
+        work is stopped before the lease is let go (``lakemeta.spark.interruption``), so that no job of it
+        commits once another holder may write."""
+        try:
+            yield
+        except BaseException as error:
+            if self._spark is not None and is_stop(error):
+                stop_own_work(self._spark)
+            raise
+
+    @contextlib.contextmanager
     def lock(self, purpose: str) -> Iterator[None]:
         """Hold the catalog's lease alone while ``purpose`` runs; another process, on any host, waits for
         it. For the steps that read and then write the bookkeeping tables (planning a run, publishing):
         Delta's commit protocol orders blind appends, but does not refuse a second writer that read the
         same state before the first wrote."""
-        with Lease(self.root, "catalog", LEASE_SECONDS).hold(EXCLUSIVE, purpose):
+        with Lease(self.root, "catalog", LEASE_SECONDS).hold(EXCLUSIVE, purpose), self._stopped_first():
             yield
 
     @contextlib.contextmanager
@@ -239,7 +252,7 @@ class Catalog:
         if self._holding_state:
             yield
             return
-        with Lease(self.root, "state", LEASE_SECONDS).hold(SHARED, purpose):
+        with Lease(self.root, "state", LEASE_SECONDS).hold(SHARED, purpose), self._stopped_first():
             self._holding_state, self._tables, self._tables_thread = True, {}, threading.get_ident()
             try:
                 yield
@@ -251,7 +264,10 @@ class Catalog:
         """Hold the state lease alone while a rebuild drops and recomputes the state."""
         if self._holding_state:
             raise RuntimeError("a rebuild cannot start inside a step that uses the state")
-        with Lease(self.root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "rebuilding the state"):
+        with (
+            Lease(self.root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "rebuilding the state"),
+            self._stopped_first(),
+        ):
             self._holding_state = True
             try:
                 yield
@@ -266,7 +282,10 @@ class Catalog:
         entry, which delta-rs makes a conditional PUT on S3 but delta-spark's S3 log store does not: one
         writer per table at a time keeps a Spark commit from overwriting another process's."""
         crash_point(f"before {operation} {name}")
-        with Lease(self.root, f"tables/{name}", LEASE_SECONDS).hold(EXCLUSIVE, f"{operation} {name}"):
+        with (
+            Lease(self.root, f"tables/{name}", LEASE_SECONDS).hold(EXCLUSIVE, f"{operation} {name}"),
+            self._stopped_first(),
+        ):
             yield
         crash_point(f"after {operation} {name}")
         report_written(name)

@@ -47,27 +47,46 @@ class SparkStepOperator(PySparkOperator):
                 self.step_lineage = watch.finish()
 
     def execute_callable(self) -> Any:
-        if STEPS[self.op_args[0]].own_session:
-            return super().execute_callable()  # the provider's: a session of the task's own, released
-        from lakemeta.spark.connect import attach_session, run_session_id
+        from lakemeta.spark.connect import (
+            attach_session,
+            open_session,
+            require_serving,
+            run_session_id,
+            session_url,
+        )
+        from lakemeta.spark.interruption import task_tag
 
         connection = BaseHook.get_connection(self.conn_id)
-        session_id = run_session_id(self.dag_id, self.run_id)
-        spark, shared = attach_session(
-            SparkConnectHook(self.conn_id).get_connection_url(),
-            session_id,
-            f"{self.dag_id}-{self.task_id}",
-            {key: str(value) for key, value in connection.extra_dejson.items()},
-        )
-        if shared:
-            self.log.info("on the run's Connect session %s", session_id)
+        url = SparkConnectHook(self.conn_id).get_connection_url()
+        require_serving(url)  # a server that is not there fails the task in seconds, saying what to start
+        conf = {"spark.app.name": f"{self.dag_id}-{self.task_id}"}
+        conf.update((key, str(value)) for key, value in connection.extra_dejson.items())
+        if STEPS[self.op_args[0]].own_session:
+            spark = open_session(url, conf)  # released when the task ends
         else:
-            self.log.info("on a Connect session of its own: the run's, %s, has ended", session_id)
+            session_id = run_session_id(self.dag_id, self.run_id)
+            spark, shared = attach_session(url, session_id, conf["spark.app.name"], conf)
+            if shared:
+                self.log.info("on the run's Connect session %s", session_id)
+            else:
+                self.log.info("on a Connect session of its own: the run's, %s, has ended", session_id)
+        # Every operation of this attempt carries its tag: ``on_kill`` interrupts them on the server.
+        self.job_tag, self.session_url = task_tag(), session_url(url, spark.session_id)
+        spark.addTag(self.job_tag)
         try:
             self.op_kwargs = {**self.op_kwargs, "spark": spark}
             return PythonOperator.execute_callable(self)
         finally:
             spark.stop()
+
+    def on_kill(self) -> None:
+        """Airflow kills the task (SIGTERM, or its timeout): interrupt the step's operations on the Connect
+        server and return once none runs, so that no job of this attempt outlives it and races the retry.
+        A client of its own does it: the task's may be waiting in its call when the signal comes."""
+        from lakemeta.spark.connect import interrupt_on_server
+
+        if getattr(self, "job_tag", None):
+            interrupt_on_server(self.session_url, self.job_tag)
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """The provider's lineage of the step (the DefaultExtractor calls this after ``execute``)."""

@@ -126,10 +126,40 @@ def wait_until_serving(
             time.sleep(0.5)
 
 
+def _address(url: str) -> tuple[str, int]:
+    """The host and port of a client URL (``sc://host:port/;token=...``)."""
+    address = urllib.parse.urlsplit(url.replace("sc://", "http://", 1))
+    return address.hostname or "localhost", address.port or DEFAULT_PORT
+
+
 def wait_until_serving_url(url: str, timeout: float = 120) -> None:
     """``wait_until_serving`` for the server of a client URL (``sc://host:port/;token=...``)."""
-    address = urllib.parse.urlsplit(url.replace("sc://", "http://", 1))
-    wait_until_serving(address.hostname or "localhost", address.port or DEFAULT_PORT, timeout)
+    wait_until_serving(*_address(url), timeout)
+
+
+class ConnectServerMissingError(RuntimeError):
+    """No Spark Connect server accepts connections where a task or ``--remote`` looks for one."""
+
+
+REQUIRE_SERVING_SECONDS = 30.0
+"""How long a task waits for its server before it fails: a server restarting (its unit, start.sh) is back
+within it; Airflow's retry waits out a longer restart."""
+
+
+def require_serving(url: str, timeout: float | None = None) -> None:
+    """Fail within ``timeout`` seconds (``REQUIRE_SERVING_SECONDS``), naming the address and how to start
+    a server, where no Connect server accepts connections at ``url``'s address: pyspark's client would
+    otherwise retry for some ten minutes (``session.prompt_retry_policy``) before saying anything."""
+    host, port = _address(url)
+    timeout = REQUIRE_SERVING_SECONDS if timeout is None else timeout
+    try:
+        wait_until_serving(host, port, timeout)
+    except TimeoutError:
+        raise ConnectServerMissingError(
+            f"no Spark Connect server accepts connections on {host}:{port} (waited {timeout:.0f} s): "
+            "start one with `make airflow` (Airflow and the server on this machine), "
+            "`lakemeta connect-server` (the server alone), or the unit lakemeta-connect in production"
+        ) from None
 
 
 @contextlib.contextmanager
@@ -175,6 +205,34 @@ def session_url(url: str, session_id: str) -> str:
     return f"{base.rstrip('/')}/;" + ";".join([*kept, f"session_id={session_id}"])
 
 
+def open_session(url: str, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """A new session of the server at ``url`` with ``conf`` set in it, released when it is stopped."""
+    from pyspark.sql import SparkSession
+
+    return with_prompt_retries(SparkSession.builder.remote(url).config(map=dict(conf or {})).create())
+
+
+def interrupt_on_server(url: str, tag: str) -> list[str]:
+    """From a client of its own, interrupt the operations tagged ``tag`` of the session that ``url`` names
+    (``session_url``) until none runs (``interruption.interrupt_tagged``); nothing where that session has
+    ended, which ended its operations. Returns the operations interrupted."""
+    from pyspark.errors import PySparkException
+    from pyspark.sql import SparkSession
+
+    from lakemeta.spark.interruption import interrupt_tagged
+
+    client = SparkSession.builder.remote(url).create()
+    client.release_session_on_close = False  # the session is the task's, or its DAG run's
+    try:
+        return interrupt_tagged(client, tag)
+    except PySparkException as error:
+        if "SESSION_CLOSED" not in str(error) and "SESSION_NOT_FOUND" not in str(error):
+            raise
+        return []
+    finally:
+        client.stop()
+
+
 def attach_session(
     url: str, session_id: str, app_name: str, conf: Mapping[str, str] | None = None
 ) -> tuple[SparkSession, bool]:
@@ -203,6 +261,5 @@ def attach_session(
         if "SESSION_CLOSED" not in str(error):
             raise
         log.warning("the session %s of this run has ended on the server: the task opens its own", session_id)
-        own = SparkSession.builder.remote(url).config(map=settings).create()
-        return with_prompt_retries(own), False
+        return open_session(url, settings), False
     return spark, True

@@ -176,6 +176,9 @@ def get_session(
     (``lakemeta.spark.connect``), which was started with all of this already.
     """
     if remote:
+        from lakemeta.spark.connect import require_serving
+
+        require_serving(remote)
         return with_prompt_retries(SparkSession.builder.remote(remote).appName(app_name).create())
     prepare_environment()
     builder = SparkSession.builder.appName(app_name)

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from lakemeta.cli import main
 from lakemeta.config import Config
+from lakemeta.ports import free_port
+from lakemeta.spark import get_session
 from lakemeta.spark.connect import (
     SERVER_CLASS,
     TOKEN_VARIABLE,
+    ConnectServerMissingError,
     check_binding,
     remote_url,
+    require_serving,
     server_command,
 )
 
@@ -76,3 +81,20 @@ def test_any_other_address_needs_a_token(host: str, monkeypatch: pytest.MonkeyPa
 def test_clients_name_the_server_localhost_and_carry_a_token_when_given() -> None:
     assert remote_url("localhost", 15002) == "sc://localhost:15002"
     assert remote_url("localhost", 15002, "t0k") == "sc://localhost:15002/;token=t0k"
+
+
+def test_a_client_without_a_server_fails_in_seconds_naming_the_address_and_what_to_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(ConnectServerMissingError) as missing:
+        require_serving(remote_url("localhost", port, "a-token"), timeout=1.0)
+    assert time.monotonic() - started < 5
+    message = str(missing.value)
+    assert f"localhost:{port}" in message and "a-token" not in message
+    assert "make airflow" in message and "lakemeta connect-server" in message
+    # the sessions of `lakemeta --remote` and of the steps ask the same before pyspark's retries begin
+    monkeypatch.setattr("lakemeta.spark.connect.REQUIRE_SERVING_SECONDS", 1.0)
+    with pytest.raises(ConnectServerMissingError):
+        get_session(remote=remote_url("localhost", port))
