@@ -213,7 +213,7 @@ def submit_pass(lake: Path, catalog: Path, env: dict[str, str], logs: Path) -> d
 
     os.environ.update({"LAKEMETA_LAKE": str(lake), "LAKEMETA_CATALOG": str(catalog)})
     config = Config(lake=lake, catalog=catalog)
-    conf = spark_conf(config.catalog, [config.lake])
+    conf = spark_conf(config.catalog, [config.lake], "local[*]")
     report, audit = {}, ""
     for task_id, step, arguments in [*INCREMENTAL_TASKS, *DISCOVERY_TASKS]:
         started = time.perf_counter()

@@ -90,14 +90,17 @@ CLUSTER_SECURITY = dict(
     if line.strip() and not line.startswith("#")
 )
 
-# The Connect server is the cluster's one application: it takes the workers' four cores. Event logs
-# uncompressed, so that the test reads what they hold.
-SPARK_DEFAULTS = """\
+# The Connect server is the cluster's one application: it takes the workers' four cores. Its event log in
+# the test's folder, uncompressed, so that the test reads what it holds (a later line of the file wins).
+SPARK_DEFAULTS = (
+    "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
+    + """\
 spark.executor.memory 768m
 spark.eventLog.enabled true
 spark.eventLog.dir file://{events}
 spark.eventLog.compress false
-""" + "".join(f"{key} {value}\n" for key, value in CLUSTER_SECURITY.items())
+"""
+)
 
 
 class Airflow(AirflowApi):

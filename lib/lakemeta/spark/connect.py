@@ -61,7 +61,7 @@ def server_command(config: Config, host: str = DEFAULT_HOST, port: int = DEFAULT
     """spark-submit of the Connect server for ``config``'s lake, catalog, metastore and master."""
     lake, catalog = config.require_paths()
     conf = {
-        **spark_conf(catalog, [lake]),
+        **spark_conf(catalog, [lake], config.spark_master),
         **metastore_conf(config.metastore_uri),
         "spark.connect.grpc.binding.address": host,
         "spark.connect.grpc.binding.port": str(port),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterable
@@ -72,12 +73,41 @@ def metastore_home(catalog: Location) -> Path:
     return Path.home() / ".cache" / "lakemeta" / "metastore" / digest
 
 
-def spark_conf(
-    catalog: Location | Path | None = None, locations: Iterable[Location | None] = ()
-) -> dict[str, str]:
-    """Spark settings shared by local sessions and spark-submit.
+def local_cores(master: str | None) -> int | None:
+    """The cores of a local master (``local``, ``local[4]``, ``local[*]``, ``local[4,2]``,
+    ``local-cluster[2,1,1024]``); None for a cluster's (``spark://...``) or an unknown one."""
+    if master is None:
+        return None
+    if master == "local":
+        return 1
+    if found := re.fullmatch(r"local\[(\*|\d+)(?:,\d+)?\]", master):
+        return os.cpu_count() or 1 if found.group(1) == "*" else int(found.group(1))
+    if found := re.fullmatch(r"local-cluster\[(\d+),(\d+),\d+\]", master):
+        return int(found.group(1)) * int(found.group(2))
+    return None
 
-    Two cores: a handful of shuffle partitions beats Spark's default of 200 tiny tasks.
+
+def parallelism_conf(master: str | None) -> dict[str, str]:
+    """How many tasks a stage is cut into. On a local master, twice its cores, for shuffles and RDDs alike:
+    Spark's 200 shuffle partitions would be 200 tiny tasks on 2 cores. On a cluster, nothing: the default
+    parallelism is the executors' cores, and a shuffle's 200 partitions are coalesced by adaptive query
+    execution (``spark.sql.adaptive.coalescePartitions``) to what the data needs - a constant would cap a
+    cluster of any size at its value."""
+    cores = local_cores(master)
+    if cores is None:
+        return {}
+    tasks = str(2 * cores)
+    return {"spark.sql.shuffle.partitions": tasks, "spark.default.parallelism": tasks}
+
+
+def spark_conf(
+    catalog: Location | Path | None = None,
+    locations: Iterable[Location | None] = (),
+    master: str | None = None,
+) -> dict[str, str]:
+    """Spark settings shared by local sessions, the Connect server and spark-submit, for ``master`` (None:
+    spark-submit's, unknown here; see ``parallelism_conf``).
+
     With ``catalog`` given, the embedded metastore and warehouse live beside the catalog so that the
     database ``lakemeta`` persists across sessions. ``locations`` (and the catalog) add the settings
     their storage needs (``lakemeta.storage``).
@@ -85,8 +115,7 @@ def spark_conf(
     conf = {
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.sql.shuffle.partitions": "4",
-        "spark.default.parallelism": "4",
+        **parallelism_conf(master),
         "spark.sql.adaptive.enabled": "true",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Executors hand rows to the numba kernels as Arrow batches; at the default 10,000 rows per batch
@@ -185,7 +214,8 @@ def get_session(
     if not under_spark_submit():
         builder = builder.master(master).config("spark.jars", ",".join(delta_jars()))
         builder = builder.config("spark.driver.memory", os.environ.get("LAKEMETA_DRIVER_MEMORY", "4g"))
-    for key, value in {**spark_conf(catalog, locations), **(extra_conf or {})}.items():
+    submitted = None if under_spark_submit() else master  # spark-submit's master is its command line's
+    for key, value in {**spark_conf(catalog, locations, submitted), **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
