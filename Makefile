@@ -5,31 +5,31 @@ VENV := .venv
 BIN := $(VENV)/bin
 SETUP_DONE := $(VENV)/.setup-done
 
-.PHONY: setup demo test test-fast browser s3-server lint airflow clean
+.PHONY: setup demo test test-fast test-packages s3-server lint airflow clean
 
 setup: $(SETUP_DONE)
 
 # One-time set-up (infra/setup.sh): the venv with every pinned package and lakemeta itself, then Delta's
 # jars from Maven Central into .cache/jars. Nothing after this needs the network.
-$(SETUP_DONE): requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh infra/setup.sh
+$(SETUP_DONE): requirements.txt infra/production/requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh infra/setup.sh
 	bash infra/setup.sh $(PYTHON)
 	touch $@
 
 demo: setup
 	$(BIN)/lakemeta demo
 
-# The venv, the browser and the S3 server are set up side by side: uv, Maven and apt wait on downloads while
+# The venv, the Debian packages and the S3 server are set up side by side: uv, Maven and apt wait on downloads while
 # the S3 server's Go build uses the cores.
 test:
-	$(MAKE) --no-print-directory -j3 setup browser s3-server
+	$(MAKE) --no-print-directory -j3 setup test-packages s3-server
 	bash infra/run-tests.sh
 
 # The tests that need no JVM and no Airflow: a minute, for the edit-test loop.
 test-fast: setup
 	NUMBA_CACHE_DIR=$${NUMBA_CACHE_DIR:-$$PWD/.cache/numba} $(BIN)/python -m pytest -q -m "not spark and not airflow"
 
-browser:
-	bash infra/install-browser.sh
+test-packages:
+	bash infra/install-test-packages.sh
 
 s3-server:
 	bash infra/install-s3-server.sh

@@ -57,7 +57,7 @@ SETTINGS = {"k": "joinsearch.k", "hash_bits": "joinsearch.hash_bits"}
             description="Must be the size the posting lists were built with (joinsearch.hash_bits).",
         ),
     },
-    **dag_arguments(),
+    **dag_arguments(analysts_trigger=True),
 )
 def lakemeta_joinable_search() -> None:
     spark_step(

@@ -475,3 +475,14 @@ class SmtpSink(threading.Thread):
                 return
             else:  # MAIL FROM, RSET, NOOP
                 reply("250 ok")
+
+
+def test_only_operators_run_the_lakemeta_dags_and_analysts_the_joinable_search_alone(dagbag):
+    # the FAB auth manager's DAG-level permissions (infra/production/README.md, "Roles"); the deployment
+    # test signs in as an analyst and is refused a rebuild
+    for dag_id in DAG_IDS:
+        control = dagbag.dags[dag_id].access_control
+        assert "can_create" in control["lakemeta_operator"]["DAG Runs"], dag_id
+        analyst = control.get("lakemeta_analyst", {})
+        triggers = "can_create" in analyst.get("DAG Runs", set())
+        assert triggers == (dag_id == "lakemeta_joinable_search"), dag_id

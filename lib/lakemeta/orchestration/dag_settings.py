@@ -86,9 +86,29 @@ def failure_notifiers() -> list[SmtpNotifier]:
     return [SmtpNotifier(to=recipients, subject=FAILURE_SUBJECT, html_content=FAILURE_BODY)]
 
 
-def dag_arguments() -> dict[str, Any]:
-    """The arguments every lakemeta DAG is built with: start date, retries, timeouts, notifications."""
+OPERATOR_ROLE, ANALYST_ROLE = "lakemeta_operator", "lakemeta_analyst"
+"""The roles the DAGs grant runs to under the FAB auth manager (infra/production/README.md, "Roles"): an
+operator triggers, clears and pauses every lakemeta DAG; an analyst, beside Airflow's ``Viewer``, triggers
+the joinable-table search alone."""
+
+
+def access_control(analysts_trigger: bool = False) -> dict[str, dict[str, set[str]]]:
+    """A DAG's permissions by role (the FAB auth manager's ``access_control``; other auth managers ignore
+    it). Airflow's own roles keep theirs: ``User`` and ``Op`` may trigger any DAG, ``lakemeta_rebuild``
+    included, so analysts get ``Viewer`` and ``lakemeta_analyst``, never ``User``."""
+    runs = {"can_read", "can_create", "can_delete"}
+    control = {OPERATOR_ROLE: {"DAGs": {"can_read", "can_edit"}, "DAG Runs": runs}}
+    if analysts_trigger:
+        # the FAB auth manager lets a role create a DAG's runs where it may also edit the DAG (pause it)
+        control[ANALYST_ROLE] = {"DAGs": {"can_read", "can_edit"}, "DAG Runs": {"can_read", "can_create"}}
+    return control
+
+
+def dag_arguments(analysts_trigger: bool = False) -> dict[str, Any]:
+    """The arguments every lakemeta DAG is built with: start date, retries, timeouts, notifications, and
+    who may run it (``access_control``: the operators, and the analysts where ``analysts_trigger``)."""
     return {
+        "access_control": access_control(analysts_trigger),
         "start_date": pendulum.datetime(2026, 1, 1, tz="UTC"),
         "catchup": False,
         "tags": ["lakemeta"],

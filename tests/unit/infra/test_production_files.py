@@ -4,40 +4,24 @@ the history server reads the folder the applications write their events to."""
 
 from __future__ import annotations
 
-import configparser
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[3]
-PRODUCTION = REPO / "infra" / "production"
-UNITS = sorted((PRODUCTION / "systemd").glob("*.service"))
+from ...production import PRODUCTION, REPO, UNITS, service_settings, spark_defaults
+
+SERVICES = sorted(UNITS.glob("*.service"))
 
 
 def unit(path: Path) -> dict[str, list[str]]:
-    """A unit's [Service] settings, each with every value it is given (a key may repeat)."""
-    parser = configparser.ConfigParser(strict=False, interpolation=None, dict_type=_MultiDict)
-    parser.optionxform = str  # keys are case-sensitive
-    parser.read_string(path.read_text())
-    return {key: value.split("\n") for key, value in parser["Service"].items()}
+    return service_settings(path.read_text())
 
 
-class _MultiDict(dict):
-    """configparser's dict that keeps every value of a repeated key (joined by newlines)."""
-
-    def __setitem__(self, key, value):
-        if isinstance(value, list) and key in self:
-            self[key].extend(value)
-            return
-        super().__setitem__(key, value)
+def production_spark_defaults() -> dict[str, str]:
+    return spark_defaults((PRODUCTION / "spark-defaults.conf").read_text())
 
 
-def spark_defaults() -> dict[str, str]:
-    lines = (PRODUCTION / "spark-defaults.conf").read_text().splitlines()
-    return dict(line.split(maxsplit=1) for line in lines if line.strip() and not line.startswith("#"))
-
-
-@pytest.mark.parametrize("path", UNITS, ids=[path.stem for path in UNITS])
+@pytest.mark.parametrize("path", SERVICES, ids=[path.stem for path in SERVICES])
 def test_every_unit_starts_a_program_of_the_projects_venv(path: Path) -> None:
     for command in unit(path)["ExecStart"]:
         program = command.split()[0].lstrip("-")
@@ -55,7 +39,7 @@ def test_the_unit_that_runs_the_tasks_carries_the_connect_servers_token() -> Non
 
 
 def test_the_history_server_reads_where_the_applications_write_and_the_folder_is_made_first() -> None:
-    settings = spark_defaults()
+    settings = production_spark_defaults()
     assert settings["spark.eventLog.enabled"] == "true"
     assert settings["spark.history.fs.logDirectory"] == settings["spark.eventLog.dir"]
     folder = settings["spark.eventLog.dir"].removeprefix("file:")
@@ -65,7 +49,7 @@ def test_the_history_server_reads_where_the_applications_write_and_the_folder_is
 
 
 def test_every_connection_and_local_file_of_the_cluster_is_protected() -> None:
-    settings = spark_defaults()
+    settings = production_spark_defaults()
     assert (
         settings["spark.authenticate"] == "true" and settings["spark.authenticate.secret"] == "SPARK_SECRET"
     )
