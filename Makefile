@@ -11,7 +11,7 @@ setup: $(SETUP_DONE)
 
 # One-time set-up (infra/setup.sh): the venv with every pinned package and lakemeta itself, then Delta's
 # jars from Maven Central into .cache/jars. Nothing after this needs the network.
-$(SETUP_DONE): requirements.txt infra/production/requirements.txt setup.cfg pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh infra/setup.sh
+$(SETUP_DONE): requirements.txt infra/production/requirements.txt pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh infra/setup.sh
 	bash infra/setup.sh $(PYTHON)
 	touch $@
 

@@ -15,6 +15,23 @@ python=${1:-python3}
 venv="$repo_root/.venv"
 uv_version=0.13.9
 
+# What set-up needs, said before anything is installed: the pinned packages are resolved for Python 3.11,
+# Spark and Delta run on a JDK 17+, Maven fetches Delta's jars.
+missing=()
+if ! "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null; then
+    missing+=("Python 3.11 ($python is $("$python" --version 2>/dev/null || echo "not found"); give another with \
+make setup PYTHON=/path/to/python3.11)")
+fi
+if ! java_version=$("${JAVA_HOME:+$JAVA_HOME/bin/}java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1) \
+    || [ -z "$java_version" ] || [ "$java_version" -lt 17 ]; then
+    missing+=("a JDK 17 or newer on the PATH (java: ${java_version:-not found})")
+fi
+command -v mvn > /dev/null || missing+=("Maven (mvn) on the PATH")
+if [ ${#missing[@]} -gt 0 ]; then
+    printf 'setup: missing %s\n' "${missing[@]}" >&2
+    exit 2
+fi
+
 # In a process group of its own, so that a failed step below stops Maven too rather than leave it running.
 setsid bash "$repo_root/infra/fetch-jars.sh" download &
 jars=$!
