@@ -381,7 +381,7 @@ def _connect_server(args: argparse.Namespace, config: Config) -> int:
 def _warm_up(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.orchestration.warm_up import warm_up
     from lakemeta.spark import get_session
-    from lakemeta.spark.connect import wait_until_serving_url
+    from lakemeta.spark.serving import wait_until_serving_url
 
     if not config.spark_remote:
         raise ValueError("warm-up warms a Spark Connect server: give --remote (or LAKEMETA_SPARK_REMOTE)")

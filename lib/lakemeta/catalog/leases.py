@@ -8,8 +8,11 @@ S3, an atomic link on local disk): of two processes that read the same state, on
 reads again, as in Delta's own log. A write counts only when no newer record exists after it (a process
 that paused between its read and its write may have written a number long since cleaned away).
 
-A holder renews its lease while it works. One that died is passed over once its lease expires
-(``LEASE_SECONDS``), or at once when it ran on the same host and its process is gone.
+A holder renews its lease while it works: each renewal counts up the holder's ``renewals``. One that died
+is passed over at once when it ran on the same host and its process is gone; one on another host once
+the process looking at it has seen its record unrenewed for ``LEASE_SECONDS`` by its own monotonic
+clock (``Watch``): hosts' wall clocks may disagree by more than a lease, and no host compares its clock
+with another's.
 Waiting for a lease alone (a rebuild) is itself recorded, and keeps new shared holders out until the
 waiter has held and let go: a waiting rebuild goes first.
 """
@@ -65,7 +68,8 @@ class Holder:
     boot: str
     pid: int
     process_started: float
-    expires_at: float
+    expires_at: float  # by the holder's host's wall clock: compared on that host alone
+    renewals: int = 0
 
     @staticmethod
     def of_this_process(mode: str, purpose: str, seconds: float) -> Holder:
@@ -80,13 +84,14 @@ class Holder:
             expires_at=time.time() + seconds,
         )
 
-    def alive(self, now: float) -> bool:
-        """Unexpired, and, when it ran on this host, its process still running (a killed run's hold
-        ends with it, without waiting for the expiry)."""
+    def on_this_host(self) -> bool:
+        return self.host == socket.gethostname() and self.boot == _boot_id()
+
+    def alive_here(self, now: float) -> bool:
+        """For a holder of this host: unexpired by this host's clock and its process still running (a
+        killed run's hold ends with it, without waiting for the expiry)."""
         if self.expires_at < now:
             return False
-        if self.host != socket.gethostname() or self.boot != _boot_id():
-            return True
         try:
             return psutil.Process(self.pid).create_time() == self.process_started
         except psutil.NoSuchProcess:
@@ -101,9 +106,9 @@ class LeaseState:
     holders: tuple[Holder, ...] = ()
     waiting: tuple[Holder, ...] = ()  # processes waiting to hold alone, in the order they asked
 
-    def live(self, now: float) -> LeaseState:
+    def live(self, alive: Callable[[Holder], bool]) -> LeaseState:
         return LeaseState(
-            tuple(h for h in self.holders if h.alive(now)), tuple(w for w in self.waiting if w.alive(now))
+            tuple(h for h in self.holders if alive(h)), tuple(w for w in self.waiting if alive(w))
         )
 
     def to_json(self) -> str:
@@ -115,6 +120,27 @@ class LeaseState:
         return LeaseState(
             tuple(Holder(**h) for h in record["holders"]), tuple(Holder(**w) for w in record["waiting"])
         )
+
+
+class Watch:
+    """Which holders a process takes for alive, on no clock but its own: a holder of this host by its
+    process and this host's clock; one of another host until the watching process has seen the same
+    renewal of it (its id and ``renewals``) for ``seconds`` of its monotonic clock. A holder first seen
+    is alive for that long, whatever its record's time says."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self._seen: dict[str, tuple[int, float]] = {}  # holder id -> (renewals, first seen at)
+
+    def __call__(self, holder: Holder) -> bool:
+        if holder.on_this_host():
+            return holder.alive_here(time.time())
+        now = self.clock()
+        renewals, since = self._seen.get(holder.id, (None, now))
+        if renewals != holder.renewals:
+            self._seen[holder.id] = (holder.renewals, now)
+            return True
+        return now - since < self.seconds
 
 
 class LeaseLostError(RuntimeError):
@@ -191,13 +217,13 @@ class Lease:
             )
 
     def _acquire(self, me: Holder) -> None:
-        delay, announced = 0.05, False
+        delay, announced, watch = 0.05, False, Watch(self.seconds)
         while True:
-            outcome = self._change(lambda state: _admit(state, me, time.time(), self.seconds))
+            outcome = self._change(lambda state: _admit(state, me, time.time(), self.seconds, watch))
             if any(h.id == me.id for h in outcome.holders):
                 return
             if not announced:
-                blocking = outcome.live(time.time())
+                blocking = outcome.live(watch)
                 ahead = [h.describe() for h in (*blocking.holders, *blocking.waiting) if h.id != me.id]
                 log.info(
                     "waiting for the %s lease of %s, held by %s", self.name, self.folder, "; ".join(ahead)
@@ -217,10 +243,13 @@ class Lease:
                 return
 
 
-def _admit(state: LeaseState, me: Holder, now: float, seconds: float) -> LeaseState | None:
+def _admit(
+    state: LeaseState, me: Holder, now: float, seconds: float, alive: Callable[[Holder], bool]
+) -> LeaseState | None:
     """The state with ``me`` holding when it may hold now; else, for a hold alone, with ``me`` in the
-    queue of waiters; None when nothing needs writing. Dead holders and waiters are dropped on the way."""
-    live = state.live(now)
+    queue of waiters; None when nothing needs writing. Holders and waiters that ``alive`` (a ``Watch``)
+    takes for dead are dropped on the way; ``now`` is this host's time, for ``me``'s own expiry."""
+    live = state.live(alive)
     fresh = dataclasses.replace(me, expires_at=now + seconds)
     unchanged = None if live == state else live
     if any(h.id == me.id for h in live.holders):
@@ -236,8 +265,9 @@ def _admit(state: LeaseState, me: Holder, now: float, seconds: float) -> LeaseSt
     mine = next((w for w in live.waiting if w.id == me.id), None)
     if mine is None:  # join the queue
         return LeaseState(live.holders, (*live.waiting, fresh))
-    if mine.expires_at - now < seconds / 2:  # keep the place in the queue
-        return LeaseState(live.holders, tuple(fresh if w.id == me.id else w for w in live.waiting))
+    if mine.expires_at - now < seconds / 2:  # keep the place in the queue: a renewal, as a holder's
+        kept = dataclasses.replace(mine, expires_at=now + seconds, renewals=mine.renewals + 1)
+        return LeaseState(live.holders, tuple(kept if w.id == me.id else w for w in live.waiting))
     return unchanged
 
 
@@ -245,7 +275,8 @@ def _renewed(state: LeaseState, holder: str, expires_at: float) -> LeaseState | 
     if not any(h.id == holder for h in state.holders):
         return None
     holders = tuple(
-        dataclasses.replace(h, expires_at=expires_at) if h.id == holder else h for h in state.holders
+        dataclasses.replace(h, expires_at=expires_at, renewals=h.renewals + 1) if h.id == holder else h
+        for h in state.holders
     )
     return LeaseState(holders, state.waiting)
 

@@ -47,14 +47,9 @@ class SparkStepOperator(PySparkOperator):
                 self.step_lineage = watch.finish()
 
     def execute_callable(self) -> Any:
-        from lakemeta.spark.connect import (
-            attach_session,
-            open_session,
-            require_serving,
-            run_session_id,
-            session_url,
-        )
+        from lakemeta.spark.connect import attach_session, open_session, run_session_id, session_url
         from lakemeta.spark.interruption import task_tag
+        from lakemeta.spark.serving import require_serving
 
         connection = BaseHook.get_connection(self.conn_id)
         url = SparkConnectHook(self.conn_id).get_connection_url()

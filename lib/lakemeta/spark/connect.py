@@ -23,17 +23,15 @@ import ipaddress
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.parse
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from lakemeta.config import Config
+from lakemeta.spark.serving import DEFAULT_PORT, wait_until_serving
 from lakemeta.spark.session import (
     delta_jars,
     metastore_conf,
@@ -49,7 +47,6 @@ log = logging.getLogger(__name__)
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 15002
 TOKEN_VARIABLE = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 # The Airflow connection (type spark_connect) the DAGs' Spark tasks run through.
 AIRFLOW_CONNECTION = "lakemeta_connect"
@@ -106,60 +103,6 @@ def remote_url(host: str = "localhost", port: int = DEFAULT_PORT, token: str | N
     host ``localhost`` as one (gRPC's local credentials), so a server on this host is named ``localhost``,
     not 127.0.0.1."""
     return f"sc://{host}:{port}" + (f"/;token={token}" if token else "")
-
-
-def wait_until_serving(
-    host: str, port: int, timeout: float = 120, process: subprocess.Popen | None = None
-) -> None:
-    """Return once the server accepts connections on ``host:port``; an error if ``process`` (the server)
-    exits first."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if process is not None and process.poll() is not None:
-            raise RuntimeError(f"the Spark Connect server exited with {process.returncode} before serving")
-        try:
-            with socket.create_connection((host, port), timeout=2):
-                return
-        except OSError:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"no Spark Connect server on {host}:{port} after {timeout} s") from None
-            time.sleep(0.5)
-
-
-def _address(url: str) -> tuple[str, int]:
-    """The host and port of a client URL (``sc://host:port/;token=...``)."""
-    address = urllib.parse.urlsplit(url.replace("sc://", "http://", 1))
-    return address.hostname or "localhost", address.port or DEFAULT_PORT
-
-
-def wait_until_serving_url(url: str, timeout: float = 120) -> None:
-    """``wait_until_serving`` for the server of a client URL (``sc://host:port/;token=...``)."""
-    wait_until_serving(*_address(url), timeout)
-
-
-class ConnectServerMissingError(RuntimeError):
-    """No Spark Connect server accepts connections where a task or ``--remote`` looks for one."""
-
-
-REQUIRE_SERVING_SECONDS = 30.0
-"""How long a task waits for its server before it fails: a server restarting (its unit, start.sh) is back
-within it; Airflow's retry waits out a longer restart."""
-
-
-def require_serving(url: str, timeout: float | None = None) -> None:
-    """Fail within ``timeout`` seconds (``REQUIRE_SERVING_SECONDS``), naming the address and how to start
-    a server, where no Connect server accepts connections at ``url``'s address: pyspark's client would
-    otherwise retry for some ten minutes (``session.prompt_retry_policy``) before saying anything."""
-    host, port = _address(url)
-    timeout = REQUIRE_SERVING_SECONDS if timeout is None else timeout
-    try:
-        wait_until_serving(host, port, timeout)
-    except TimeoutError:
-        raise ConnectServerMissingError(
-            f"no Spark Connect server accepts connections on {host}:{port} (waited {timeout:.0f} s): "
-            "start one with `make airflow` (Airflow and the server on this machine), "
-            "`lakemeta connect-server` (the server alone), or the unit lakemeta-connect in production"
-        ) from None
 
 
 @contextlib.contextmanager

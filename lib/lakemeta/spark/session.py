@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from pyspark.sql import SparkSession
 
+from lakemeta.spark.serving import require_serving
 from lakemeta.storage import Location, spark_settings
 
 if TYPE_CHECKING:
@@ -205,8 +206,6 @@ def get_session(
     (``lakemeta.spark.connect``), which was started with all of this already.
     """
     if remote:
-        from lakemeta.spark.connect import require_serving
-
         require_serving(remote)
         return with_prompt_retries(SparkSession.builder.remote(remote).appName(app_name).create())
     prepare_environment()

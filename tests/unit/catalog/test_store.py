@@ -18,7 +18,7 @@ import time
 import pytest
 
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.leases import EXCLUSIVE, SHARED, Holder, Lease, LeaseState
+from lakemeta.catalog.leases import EXCLUSIVE, SHARED, Holder, Lease, LeaseState, _renewed, _without
 from lakemeta.storage import Location
 
 
@@ -109,6 +109,46 @@ def test_a_holder_on_another_host_is_passed_over_when_its_lease_expires(root: Lo
         waited = time.monotonic() - started
     assert 1 < waited < 10
     assert [h.id for h in lease.state().holders] == []
+
+
+def _held_elsewhere(lease: Lease, clock_offset: float) -> None:
+    """A holder on another host whose wall clock is ``clock_offset`` seconds off this one's: its record's
+    expiry is by its clock."""
+    elsewhere = Holder(
+        "elsewhere", EXCLUSIVE, "a run on another host", "other-host", "boot", 1, 0.0,
+        time.time() + clock_offset + 2,
+    )  # fmt: skip
+    assert (lease.folder / "00000000000000000001.json").create_text(LeaseState((elsewhere,)).to_json())
+
+
+def test_a_holder_on_a_host_whose_clock_is_ahead_is_passed_over_once_it_stops_renewing(
+    root: Location,
+) -> None:
+    lease = Lease(root, "catalog", 2)
+    _held_elsewhere(lease, clock_offset=60)  # its record says it holds for a minute more
+    started = time.monotonic()
+    with lease.hold(SHARED, "a step"):
+        waited = time.monotonic() - started
+    assert 1 < waited < 10  # two seconds of this process's clock without a renewal
+
+
+def test_a_holder_on_a_host_whose_clock_is_behind_keeps_its_lease_while_it_renews(root: Location) -> None:
+    lease = Lease(root, "catalog", 2)
+    _held_elsewhere(lease, clock_offset=-3600)  # by this host's clock its record expired an hour ago
+    released = threading.Event()
+
+    def other_host() -> None:  # renews every half second for four seconds, then lets go
+        for _ in range(8):
+            time.sleep(0.5)
+            lease._change(lambda state: _renewed(state, "elsewhere", expires_at=time.time() - 3600))
+        lease._change(lambda state: _without(state, "elsewhere"))
+        released.set()
+
+    renewing = threading.Thread(target=other_host)
+    renewing.start()
+    with lease.hold(EXCLUSIVE, "a step"):
+        assert released.is_set()  # held only once the other host let go
+    renewing.join(10)
 
 
 def _count_under_lease(uri: str, barrier, rounds: int, results) -> None:

@@ -14,12 +14,11 @@ from lakemeta.spark import get_session
 from lakemeta.spark.connect import (
     SERVER_CLASS,
     TOKEN_VARIABLE,
-    ConnectServerMissingError,
     check_binding,
     remote_url,
-    require_serving,
     server_command,
 )
+from lakemeta.spark.serving import ConnectServerMissingError, require_serving
 
 
 def confs(command: list[str]) -> dict[str, str]:
@@ -95,6 +94,6 @@ def test_a_client_without_a_server_fails_in_seconds_naming_the_address_and_what_
     assert f"localhost:{port}" in message and "a-token" not in message
     assert "make airflow" in message and "lakemeta connect-server" in message
     # the sessions of `lakemeta --remote` and of the steps ask the same before pyspark's retries begin
-    monkeypatch.setattr("lakemeta.spark.connect.REQUIRE_SERVING_SECONDS", 1.0)
+    monkeypatch.setattr("lakemeta.spark.serving.REQUIRE_SERVING_SECONDS", 1.0)
     with pytest.raises(ConnectServerMissingError):
         get_session(remote=remote_url("localhost", port))
