@@ -131,7 +131,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument(
         "table",
         help="catalog table, e.g. columns or state/hll_counters; freshness: the run and settings each "
-        "result reflects, and whether it is current",
+        "result reflects, and whether it is current; published-versions: each table's published version "
+        "and path, for any Delta reader",
     )
     show.add_argument(
         "--format",
@@ -346,10 +347,12 @@ def _graph(args: argparse.Namespace, config: Config) -> int:
 def _show(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.show import (
         FRESHNESS,
+        PUBLISHED_VERSIONS,
         format_csv,
         format_json,
         format_table,
         freshness_rows,
+        published_version_rows,
         read_catalog_rows,
     )
 
@@ -357,6 +360,8 @@ def _show(args: argparse.Namespace, config: Config) -> int:
         raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
     if args.table == FRESHNESS:
         rows = freshness_rows(config)
+    elif args.table == PUBLISHED_VERSIONS:
+        rows = published_version_rows(config.catalog)
     else:
         rows = read_catalog_rows(
             config.catalog, args.table, args.version, args.as_of, published=not args.latest

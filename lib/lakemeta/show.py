@@ -1,5 +1,6 @@
-"""`lakemeta show`: print a catalog table without a JVM (delta-rs), at any version or time, or what each
-result reflects (``freshness``), as a text table for people or as JSON or CSV for programs."""
+"""`lakemeta show`: print a catalog table without a JVM (delta-rs), at any version or time, what each
+result reflects (``freshness``), or where each table's published version is (``published-versions``), as a
+text table for people or as JSON or CSV for programs."""
 
 from __future__ import annotations
 
@@ -16,13 +17,15 @@ import pandas as pd
 import pyarrow as pa
 
 from lakemeta.catalog.freshness import results_freshness
-from lakemeta.catalog.publication import published_versions
+from lakemeta.catalog.publication import newest_publication, published_versions
 from lakemeta.config import Config
 from lakemeta.registry import RESULT_RECORDS, all_schemas, open_catalog
 from lakemeta.storage import Location
 
-# The name `lakemeta show` takes for what each result reflects, beside the catalog tables.
+# The names `lakemeta show` takes beside the catalog tables: what each result reflects, and where each
+# table's published version is.
 FRESHNESS = "freshness"
+PUBLISHED_VERSIONS = "published-versions"
 
 SORT_KEYS = {
     "runs": ["run_id"],
@@ -81,6 +84,34 @@ def freshness_rows(config: Config) -> pa.Table:
             "run_id": pa.array([each.run for each in found], pa.int64()),
             "settings_current": [(each.reflects or {}).get("discovery") == settings for each in found],
             "current": [each.current for each in found],
+        }
+    )
+
+
+def published_version_rows(catalog: Location | Path | str) -> pa.Table:
+    """Each catalog table of the newest publication: its name, the Delta version the quality gate passed,
+    its path (a URI) and when it was published; any Delta reader (delta-rs, Spark, DuckDB through Arrow)
+    reads what the gate passed at that path and version, never a later write. No rows before the first
+    publication."""
+    root = Location.parse(catalog)
+    newest = newest_publication(root) if (root / "published").is_delta_table() else pa.table({})
+    if newest.num_rows == 0:
+        return pa.table(
+            {
+                "table_name": pa.array([], pa.string()),
+                "version": pa.array([], pa.int64()),
+                "path": pa.array([], pa.string()),
+                "published_at": pa.array([], pa.timestamp("us", tz="UTC")),
+            }
+        )
+    newest = newest.sort_by("table_name")
+    paths = [(root / name).uri for name in newest["table_name"].to_pylist()]
+    return pa.table(
+        {
+            "table_name": newest["table_name"],
+            "version": newest["version"],
+            "path": pa.array(paths, pa.string()),
+            "published_at": newest["published_at"],
         }
     )
 

@@ -32,6 +32,28 @@ def test_show_reads_latest_and_earlier_versions(root: Location):
     assert list(read_catalog_table(root, "runs", version=0).status) == ["succeeded", "running"]
 
 
+def test_any_delta_reader_finds_the_version_the_gate_passed_not_a_later_write(root: Location, capsys) -> None:
+    assert main(["show", "--catalog", root.uri, "published-versions", "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # nothing published yet
+    passed = _runs([(1, "succeeded")])
+    (root / "runs").write_delta(passed)  # version 0, audited and published
+    published_at = datetime(2026, 12, 5, 12, 0, tzinfo=UTC)
+    record = {"table_name": ["runs"], "version": [0], "published_at": [published_at], "audit": ["a.json"]}
+    (root / "published").write_delta(pa.table(record, schema=pa.schema([
+        ("table_name", pa.string()), ("version", pa.int64()), ("published_at", pa.timestamp("us", "UTC")),
+        ("audit", pa.string()),
+    ])))  # fmt: skip
+    (root / "runs").write_delta(_runs([(1, "written after the audit")]), mode="overwrite")  # not published
+
+    assert main(["show", "--catalog", root.uri, "published-versions", "--format", "json"]) == 0
+    (where,) = json.loads(capsys.readouterr().out)
+    assert (where["table_name"], where["version"], where["path"]) == ("runs", 0, (root / "runs").uri)
+    # delta-rs at that path and version: what the gate passed (pandas, Polars and DuckDB read it as Arrow)
+    assert Location.parse(where["path"]).delta_table(where["version"]).to_pyarrow_table().equals(passed)
+    assert main(["show", "--catalog", root.uri, "runs", "--format", "json"]) == 0  # the published one
+    assert [row["status"] for row in json.loads(capsys.readouterr().out)] == ["succeeded"]
+
+
 def test_show_names_unknown_and_missing_tables(root: Location):
     with pytest.raises(ValueError, match="unknown catalog table 'nope'"):
         read_catalog_table(root, "nope")
