@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from lakemeta.catalog.freshness import results_freshness
 from lakemeta.catalog.publication import newest_publication, published_versions
+from lakemeta.catalog.store import arrow_schema
 from lakemeta.config import Config
 from lakemeta.registry import RESULT_RECORDS, all_schemas, open_catalog
 from lakemeta.storage import Location
@@ -94,25 +95,15 @@ def published_version_rows(catalog: Location | Path | str) -> pa.Table:
     reads what the gate passed at that path and version, never a later write. No rows before the first
     publication."""
     root = Location.parse(catalog)
-    newest = newest_publication(root) if (root / "published").is_delta_table() else pa.table({})
-    if newest.num_rows == 0:
-        return pa.table(
-            {
-                "table_name": pa.array([], pa.string()),
-                "version": pa.array([], pa.int64()),
-                "path": pa.array([], pa.string()),
-                "published_at": pa.array([], pa.timestamp("us", tz="UTC")),
-            }
-        )
-    newest = newest.sort_by("table_name")
-    paths = [(root / name).uri for name in newest["table_name"].to_pylist()]
-    return pa.table(
-        {
-            "table_name": newest["table_name"],
-            "version": newest["version"],
-            "path": pa.array(paths, pa.string()),
-            "published_at": newest["published_at"],
-        }
+    if (root / "published").is_delta_table():
+        newest = newest_publication(root).sort_by("table_name")
+    else:
+        newest = arrow_schema("published").empty_table()
+    paths = pa.array([(root / name).uri for name in newest["table_name"].to_pylist()], pa.string())
+    return (
+        newest.select(["table_name", "version"])
+        .append_column("path", paths)
+        .append_column("published_at", newest["published_at"])
     )
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from ..scripts import run_script
+
 REPO = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.airflow
@@ -79,8 +81,6 @@ print(json.dumps({"java": shutil.which("java"), "dags": sorted(bag.dag_ids), "er
 def test_dag_files_parse_without_java_or_configuration(tmp_path: Path):
     """The dag-processor builds the DAGs and nothing more: no Java, no configuration file, no jars."""
     import os
-    import subprocess
-    import sys
 
     environment = {
         name: value
@@ -94,13 +94,7 @@ def test_dag_files_parse_without_java_or_configuration(tmp_path: Path):
         LAKEMETA_CONFIG=str(tmp_path / "missing.yaml"),  # reading it would fail
         LAKEMETA_JARS=str(tmp_path / "no-jars"),
     )
-    parsed = subprocess.run(
-        [sys.executable, "-c", PARSE, str(REPO / "dags")],
-        env=environment,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    parsed = run_script(PARSE, str(REPO / "dags"), env=environment)
     assert parsed.returncode == 0, parsed.stderr[-3000:]
     outcome = json.loads(parsed.stdout.strip().splitlines()[-1])
     assert outcome == {"java": None, "dags": sorted(DAG_IDS), "errors": {}}

@@ -230,8 +230,14 @@ class Catalog:
         try:
             yield
         except BaseException as error:
-            if self._spark is not None and is_stop(error):
+            # once per stop: the holds nest (a table's write lease inside the state's)
+            if (
+                self._spark is not None
+                and is_stop(error)
+                and not getattr(error, "_lakemeta_work_stopped", False)
+            ):
                 stop_own_work(self._spark)
+                error._lakemeta_work_stopped = True
             raise
 
     @contextlib.contextmanager

@@ -10,9 +10,8 @@ Spark jobs that the stop finds running."""
 
 from __future__ import annotations
 
+import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +23,7 @@ from lakemeta.registry import state_schemas
 from lakemeta.spark.connect import TOKEN_VARIABLE, running_server
 
 from ...quick_jvm import QUICK_JVM
+from ...scripts import run_script
 from ..test_crash_recovery import catalog_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -138,22 +138,13 @@ print(json.dumps(report))
 def test_a_step_stopped_by_its_timeout_or_a_kill_leaves_no_job_running_and_its_retry_the_rebuilt_state(
     tmp_path: Path,
 ) -> None:
-    import json
-
     lake = tmp_path / "lake"
     write_dense_lake(lake, 16, seed=3)
     config = Config(lake=lake, catalog=tmp_path / "catalog", spark_master="local[2]")
     env = {**os.environ, **QUICK_JVM, TOKEN_VARIABLE: "a-token-of-the-test", "LAKEMETA_DRIVER_MEMORY": "1g"}
     with running_server(config, free_port(), tmp_path / "server.log", env) as url:
         folders = [str(lake), str(tmp_path / "catalog"), str(tmp_path / "rebuilt")]
-        client = subprocess.run(
-            [sys.executable, "-c", STOPPED, url, *folders],
-            cwd=Path(__file__).resolve().parents[3],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        )
+        client = run_script(STOPPED, url, *folders, env=env, timeout=900)
     assert client.returncode == 0, client.stderr[-4000:]
     report = json.loads(client.stdout.strip().splitlines()[-1])
     timed_out, killed = report["timeout"], report["sigterm"]

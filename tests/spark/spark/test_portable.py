@@ -5,8 +5,6 @@ has made one, its functions build Connect columns for every session of the proce
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
@@ -23,6 +21,7 @@ from lakemeta.spark.portable import (
 )
 
 from ...quick_jvm import QUICK_JVM
+from ...scripts import run_script
 
 pytestmark = pytest.mark.spark
 
@@ -102,18 +101,8 @@ def test_a_session_of_a_connect_server(tmp_path: Path) -> None:
     config = Config(lake=tmp_path / "lake", catalog=tmp_path / "catalog", spark_master="local[2]")
     env = {**os.environ, **QUICK_JVM, TOKEN_VARIABLE: "a-token-of-the-test", "LAKEMETA_DRIVER_MEMORY": "1g"}
 
-    def client(script: str, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-c", script, *args],
-            cwd=Path(__file__).resolve().parents[3],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
     with running_server(config, free_port(), tmp_path / "server.log", env) as url:
-        checked = client(OVER_CONNECT, url, str(tmp_path / "tables"))
-        attached = client(RUN_SESSION, url)
+        checked = run_script(OVER_CONNECT, url, str(tmp_path / "tables"), env=env)
+        attached = run_script(RUN_SESSION, url, env=env)
     assert checked.returncode == 0 and checked.stdout.strip().endswith("checked"), checked.stderr[-3000:]
     assert attached.returncode == 0 and attached.stdout.strip().endswith("attached"), attached.stderr[-3000:]
