@@ -15,6 +15,17 @@ clock (``Watch``): hosts' wall clocks may disagree by more than a lease, and no 
 with another's.
 Waiting for a lease alone (a rebuild) is itself recorded, and keeps new shared holders out until the
 waiter has held and let go: a waiting rebuild goes first.
+
+Fencing: a hold's epoch is the number of the record that admitted it, higher for every later holder. A
+holder knows, by its own monotonic clock, how long its hold surely lasts: no other process passes it over
+before ``LEASE_SECONDS`` after the start of its last renewal's write (it cannot have seen that renewal
+earlier), and the hold counts as lasting for three quarters of that, the rest a margin for the commit
+itself and for clocks that tick at slightly different rates. Before each commit the holder checks that its
+holds last and that the newest record still names it (``Hold.check``), and the commit carries the epochs
+(``Catalog.committing``): a holder that stalled past its lease (a long pause, a partition from the store)
+and was passed over is refused, never overwrites a newer holder's commit. A holder that finds its hold
+gone while it works stops its own work at once (``hold``'s ``on_lost``), so that a Spark job underway does
+not commit after the lease could be another's.
 """
 
 from __future__ import annotations
@@ -46,6 +57,9 @@ SHARED, EXCLUSIVE = "shared", "exclusive"
 _NAME_DIGITS = 20
 # Records kept behind the newest: older ones are removed after each change.
 _KEPT = 16
+# The part of a lease's length that a hold counts as surely lasting after the start of a renewal (module
+# docstring): renewals come every quarter, so a live holder keeps half a lease in hand.
+_SURE_PART = 0.75
 
 
 @functools.cache
@@ -147,6 +161,37 @@ class LeaseLostError(RuntimeError):
     """A holder's lease expired and was taken over while it worked (it could not renew in time)."""
 
 
+@dataclass
+class Hold:
+    """This process's hold of a lease: its ``epoch`` (the fencing token its commits carry) and, by this
+    process's monotonic clock, until when it surely lasts (module docstring, "Fencing")."""
+
+    lease: Lease
+    holder: str
+    purpose: str
+    epoch: int
+    sure_until: float
+    lost: threading.Event = dataclasses.field(default_factory=threading.Event)
+
+    def check(self) -> None:
+        """Raise ``LeaseLostError`` unless the hold surely lasts and the lease's newest record names it
+        (no newer holder has taken it): the fence every commit passes."""
+        if (
+            not self.lost.is_set()
+            and time.monotonic() < self.sure_until
+            and any(h.id == self.holder for h in self.lease.state().holders)
+        ):
+            return
+        self.lost.set()
+        raise self.lost_error()
+
+    def lost_error(self) -> LeaseLostError:
+        return LeaseLostError(
+            f"the lease {self.lease.folder} of {self.purpose} (epoch {self.epoch}) was not renewed in time "
+            "and may be another's: nothing more is committed under it; run it again"
+        )
+
+
 class Lease:
     """The lease ``name`` of the catalog at ``catalog`` (module docstring)."""
 
@@ -173,15 +218,15 @@ class Lease:
             except FileNotFoundError:  # removed by a newer writer's clean-up between listing and reading
                 continue
 
-    def _change(self, change: Callable[[LeaseState], LeaseState | None]) -> LeaseState:
+    def _change(self, change: Callable[[LeaseState], LeaseState | None]) -> tuple[int, LeaseState]:
         """Apply ``change`` to the newest state and write it as the next record, again on a newer state
-        until a write counts (no newer record follows it); returns the state written, or the state read
-        where ``change`` gave None (nothing to write)."""
+        until a write counts (no newer record follows it); returns the record's number and the state
+        written, or those read where ``change`` gave None (nothing to write)."""
         while True:
             number, state = self._newest()
             changed = change(state)
             if changed is None:
-                return state
+                return number, state
             written = number + 1
             if not (self.folder / _record(written)).create_text(changed.to_json()):
                 continue
@@ -191,37 +236,40 @@ class Lease:
             old = [_record(n) for n in numbers if n < written - _KEPT]
             with contextlib.suppress(Exception):  # clean-up is best effort; the next change tries again
                 self.folder.delete(old)
-            return changed
+            return written, changed
 
     @contextlib.contextmanager
-    def hold(self, mode: str, purpose: str) -> Iterator[None]:
+    def hold(self, mode: str, purpose: str, on_lost: Callable[[], None] | None = None) -> Iterator[Hold]:
         """Hold the lease (``SHARED`` with other shared holders, or ``EXCLUSIVE``) while ``purpose`` runs;
-        wait while it cannot be had. Renewed in the background until released."""
-        me = Holder.of_this_process(mode, purpose, self.seconds)
-        self._acquire(me)
-        lost = threading.Event()
+        wait while it cannot be had. Renewed in the background until released; ``on_lost`` is called (from
+        the renewing thread) if the hold is found gone or stops surely lasting meanwhile, to stop the work it
+        protects. Ends with ``LeaseLostError`` once the hold was lost."""
+        hold = self._acquire(Holder.of_this_process(mode, purpose, self.seconds))
         stop = threading.Event()
         renewal = threading.Thread(
-            target=self._renew, args=(me, stop, lost), daemon=True, name=f"lease {self.name}"
+            target=self._renew, args=(hold, stop, on_lost), daemon=True, name=f"lease {self.name}"
         )
         renewal.start()
         try:
-            yield
+            yield hold
+        except BaseException as error:
+            if hold.lost.is_set() and not isinstance(error, LeaseLostError):
+                raise hold.lost_error() from error
+            raise
         finally:
             stop.set()
             renewal.join()
-            self._change(lambda state: _without(state, me.id))
-        if lost.is_set():
-            raise LeaseLostError(
-                f"the lease {self.folder} of {purpose} expired while it ran and was taken over; run it again"
-            )
+            self._change(lambda state: _without(state, hold.holder))
+        if hold.lost.is_set():
+            raise hold.lost_error()
 
-    def _acquire(self, me: Holder) -> None:
+    def _acquire(self, me: Holder) -> Hold:
         delay, announced, watch = 0.05, False, Watch(self.seconds)
         while True:
-            outcome = self._change(lambda state: _admit(state, me, time.time(), self.seconds, watch))
+            started = time.monotonic()
+            number, outcome = self._change(lambda state: _admit(state, me, time.time(), self.seconds, watch))
             if any(h.id == me.id for h in outcome.holders):
-                return
+                return Hold(self, me.id, me.purpose, number, started + _SURE_PART * self.seconds)
             if not announced:
                 blocking = outcome.live(watch)
                 ahead = [h.describe() for h in (*blocking.holders, *blocking.waiting) if h.id != me.id]
@@ -232,15 +280,28 @@ class Lease:
             time.sleep(delay)
             delay = min(delay * 1.5, 0.5)
 
-    def _renew(self, me: Holder, stop: threading.Event, lost: threading.Event) -> None:
+    def _renew(self, hold: Hold, stop: threading.Event, on_lost: Callable[[], None] | None) -> None:
+        """Renew ``hold`` every quarter lease until ``stop``; a renewal the store refuses or fails is tried
+        again at the next, until the hold no longer surely lasts."""
         while not stop.wait(self.seconds / 4):
-            state = self._change(
-                functools.partial(_renewed, holder=me.id, expires_at=time.time() + self.seconds)
-            )
-            if not any(h.id == me.id for h in state.holders):
-                log.error("the %s lease of %s was lost while %s ran", self.name, self.folder, me.purpose)
-                lost.set()
-                return
+            started = time.monotonic()
+            try:
+                _, state = self._change(
+                    functools.partial(_renewed, holder=hold.holder, expires_at=time.time() + self.seconds)
+                )
+            except Exception:
+                log.warning("could not renew the %s lease of %s", self.name, self.folder, exc_info=True)
+                state = None
+            if state is not None and any(h.id == hold.holder for h in state.holders):
+                hold.sure_until = started + _SURE_PART * self.seconds
+                continue
+            if state is None and time.monotonic() < hold.sure_until:
+                continue
+            log.error("the %s lease of %s was lost while %s ran", self.name, self.folder, hold.purpose)
+            hold.lost.set()
+            if on_lost is not None:
+                on_lost()
+            return
 
 
 def _admit(

@@ -9,6 +9,7 @@ harmlessly (docs/architecture.md, "A run's data flow").
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import threading
@@ -37,7 +38,7 @@ from lakemeta.catalog.layout import (
     with_bucket,
     writer_properties,
 )
-from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Lease
+from lakemeta.catalog.leases import EXCLUSIVE, LEASE_SECONDS, SHARED, Hold, Lease
 from lakemeta.catalog.predicates import is_in, is_in_sql
 from lakemeta.catalog.reflects import commit_metadata
 from lakemeta.catalog.schemas import CATALOG_SCHEMAS, OWN_SCHEMAS
@@ -50,6 +51,9 @@ log = logging.getLogger(__name__)
 
 _TXN_APP = "spark.databricks.delta.write.txnAppId"
 _TXN_VERSION = "spark.databricks.delta.write.txnVersion"
+_USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+# commit metadata: the epochs of the leases a commit was made under (``Catalog.committing``)
+LEASES_METADATA = "lakemeta.leases"
 _WANTED = "lakemeta_wanted_table"  # the table names a read asks for, in its semi-join
 COMPACT_PAST_FILES = 8  # files of a small table past which an append compacts it (``Catalog.append_small``)
 # Told the name of each catalog table this process commits to, or finds committed to by an earlier attempt
@@ -99,11 +103,13 @@ class Catalog:
         root: Location | Path,
         state_schemas: Mapping[str, StructType] | None = None,
         bucketed_by_table: Collection[str] = (),
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         """``state_schemas``: the state tables of the state components (``lakemeta.registry.open_catalog``
         gives those of every registered component); the result and bookkeeping tables are always there.
         ``bucketed_by_table``: those of them kept partitioned by a bucket of ``table_name``
-        (``lakemeta.catalog.layout``), with the bucket as their last column.
+        (``lakemeta.catalog.layout``), with the bucket as their last column. ``lease_seconds``: the length
+        of its leases (``lakemeta.catalog.leases``).
         Without a Spark session (None) the handle serves what needs no JVM: planning, the bookkeeping
         tables, the leases."""
         self._spark = spark
@@ -116,6 +122,9 @@ class Catalog:
                 for name, schema in (state_schemas or {}).items()
             },
         }
+        self.lease_seconds = lease_seconds
+        # the leases this handle holds, outermost first: every commit is fenced by them all (``committing``)
+        self._holds: list[Hold] = []
         self._holding_state = False  # whether this handle holds the state lock, shared or alone
         # while it holds the state lock shared: a delta-rs handle per table read or written (``delta_table``)
         # by the thread that took the lock (a handle is not to be used by two threads at once)
@@ -223,12 +232,21 @@ class Catalog:
             self.spark.catalog.dropTempView(view)
 
     @contextlib.contextmanager
-    def _stopped_first(self) -> Iterator[None]:
-        """Inside a lease's hold: when the step is stopped from outside (a timeout, a kill, Ctrl-C), its Spark
-        work is stopped before the lease is let go (``lakemeta.spark.interruption``), so that no job of it
-        commits once another holder may write."""
+    def _holding(self, lease: str, mode: str, purpose: str) -> Iterator[Hold]:
+        """Hold the lease ``lease`` of the catalog (``lakemeta.catalog.leases``) while ``purpose`` runs. Its
+        epoch fences every commit made inside (``committing``). When the step is stopped from outside (a
+        timeout, a kill, Ctrl-C), or the hold is found lost while the step works, the Spark work of the
+        step (this thread's task tags) is stopped before the lease is let go
+        (``lakemeta.spark.interruption``), so that no job of it commits once another holder may write."""
+        tags = self._spark.getTags() if self._spark is not None else []
+        on_lost = None if self._spark is None else functools.partial(stop_own_work, self._spark, tags)
         try:
-            yield
+            with Lease(self.root, lease, self.lease_seconds).hold(mode, purpose, on_lost) as hold:
+                self._holds.append(hold)
+                try:
+                    yield hold
+                finally:
+                    self._holds.remove(hold)
         except BaseException as error:
             # once per stop: the holds nest (a table's write lease inside the state's)
             if (
@@ -236,7 +254,7 @@ class Catalog:
                 and is_stop(error)
                 and not getattr(error, "_lakemeta_work_stopped", False)
             ):
-                stop_own_work(self._spark)
+                stop_own_work(self._spark, tags)
                 error._lakemeta_work_stopped = True
             raise
 
@@ -246,7 +264,7 @@ class Catalog:
         it. For the steps that read and then write the bookkeeping tables (planning a run, publishing):
         Delta's commit protocol orders blind appends, but does not refuse a second writer that read the
         same state before the first wrote."""
-        with Lease(self.root, "catalog", LEASE_SECONDS).hold(EXCLUSIVE, purpose), self._stopped_first():
+        with self._holding("catalog", EXCLUSIVE, purpose):
             yield
 
     @contextlib.contextmanager
@@ -258,7 +276,7 @@ class Catalog:
         if self._holding_state:
             yield
             return
-        with Lease(self.root, "state", LEASE_SECONDS).hold(SHARED, purpose), self._stopped_first():
+        with self._holding("state", SHARED, purpose):
             self._holding_state, self._tables, self._tables_thread = True, {}, threading.get_ident()
             try:
                 yield
@@ -270,10 +288,7 @@ class Catalog:
         """Hold the state lease alone while a rebuild drops and recomputes the state."""
         if self._holding_state:
             raise RuntimeError("a rebuild cannot start inside a step that uses the state")
-        with (
-            Lease(self.root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "rebuilding the state"),
-            self._stopped_first(),
-        ):
+        with self._holding("state", EXCLUSIVE, "rebuilding the state"):
             self._holding_state = True
             try:
                 yield
@@ -281,18 +296,29 @@ class Catalog:
                 self._holding_state = False
 
     @contextlib.contextmanager
-    def committing(self, operation: str, name: str) -> Iterator[None]:
-        """One durable write (``operation`` on table ``name``): crash points before and after it
-        (``lakemeta.crash_points``; the after-point is passed only when the write returned), and the table's
-        write lease held alone around it. Delta's commit needs an atomic "create if absent" of the next log
-        entry, which delta-rs makes a conditional PUT on S3 but delta-spark's S3 log store does not: one
-        writer per table at a time keeps a Spark commit from overwriting another process's."""
-        crash_point(f"before {operation} {name}")
-        with (
-            Lease(self.root, f"tables/{name}", LEASE_SECONDS).hold(EXCLUSIVE, f"{operation} {name}"),
-            self._stopped_first(),
-        ):
-            yield
+    def committing(self, operation: str, name: str) -> Iterator[dict[str, str]]:
+        """One durable write (``operation`` on table ``name``): the table's write lease held alone around
+        it, crash points before and after it (``lakemeta.crash_points``; the after-point is passed only when
+        the write returned), and the fence: the write goes ahead only while every lease this handle holds
+        surely lasts and is still its own (``Hold.check``), and its commit carries their epochs - the
+        metadata yielded, for a delta-rs commit's ``custom_metadata``; Spark's commits made inside get it
+        as their ``userMetadata``. Delta's commit needs an atomic "create if absent" of the next log entry,
+        which delta-rs makes a conditional PUT on S3 but delta-spark's S3 log store does not: one writer per
+        table at a time keeps a Spark commit from overwriting another process's."""
+        with self._holding(f"tables/{name}", EXCLUSIVE, f"{operation} {name}"):
+            crash_point(f"before {operation} {name}")
+            for hold in self._holds:
+                hold.check()
+            fenced = {
+                LEASES_METADATA: json.dumps({h.lease.name: h.epoch for h in self._holds}, sort_keys=True)
+            }
+            if self._spark is not None:
+                self._spark.conf.set(_USER_METADATA, json.dumps(fenced, sort_keys=True))
+            try:
+                yield fenced
+            finally:
+                if self._spark is not None:
+                    self._spark.conf.unset(_USER_METADATA)
         crash_point(f"after {operation} {name}")
         report_written(name)
 
@@ -341,12 +367,12 @@ class Catalog:
         if self.already_applied(name, txn):
             report_written(name)
             return
-        commit = deltalake.CommitProperties(
-            app_transactions=[deltalake.Transaction(txn.app, txn.version)],
-            custom_metadata=commit_metadata(reflects),
-        )
-        with self.committing("append", name):
+        with self.committing("append", name) as fenced:
             table = self.delta_table(name)
+            commit = deltalake.CommitProperties(
+                app_transactions=[deltalake.Transaction(txn.app, txn.version)],
+                custom_metadata=commit_metadata(reflects) | fenced,
+            )
             self.location(name).write_delta(
                 rows.cast(self.arrow_schema(name)), table, mode="append", commit_properties=commit
             )
@@ -361,7 +387,10 @@ class Catalog:
                 and len(table.file_uris()) > COMPACT_PAST_FILES
                 and not table.metadata().partition_columns
             ):
-                table.optimize.compact(writer_properties=writer_properties(name))
+                table.optimize.compact(
+                    writer_properties=writer_properties(name),
+                    commit_properties=deltalake.CommitProperties(custom_metadata=fenced),
+                )
 
     def replace_small(
         self, name: str, rows: pa.Table, predicate: str | None = None, reflects: dict | None = None
@@ -369,7 +398,7 @@ class Catalog:
         """Replace a small derived table's content - or only its rows matching ``predicate`` (built from the
         pipeline's own values) - in one commit (idempotent by nature). ``reflects`` says what the content
         was computed from (a run, settings); ``reflects.recorded_reflects`` reads it back."""
-        with self.committing("replace", name):
+        with self.committing("replace", name) as fenced:
             try:
                 table = self.delta_table(name)
             except TableNotFoundError:
@@ -380,18 +409,22 @@ class Catalog:
                 mode="overwrite",
                 predicate=predicate,
                 writer_properties=writer_properties(name),
-                commit_properties=deltalake.CommitProperties(custom_metadata=commit_metadata(reflects)),
+                commit_properties=deltalake.CommitProperties(
+                    custom_metadata=commit_metadata(reflects) | fenced
+                ),
             )
 
     def record(self, name: str, reflects: dict) -> None:
         """Record that table ``name``'s rows, unchanged, reflect ``reflects`` (``lakemeta.catalog.freshness``:
         a step that found nothing to recompute): a commit that adds no file."""
-        with self.committing("record", name):
+        with self.committing("record", name) as fenced:
             self.location(name).write_delta(
                 self.arrow_schema(name).empty_table(),
                 self.delta_table(name),
                 mode="append",
-                commit_properties=deltalake.CommitProperties(custom_metadata=commit_metadata(reflects)),
+                commit_properties=deltalake.CommitProperties(
+                    custom_metadata=commit_metadata(reflects) | fenced
+                ),
             )
 
     def replace(
@@ -404,10 +437,9 @@ class Catalog:
         writer = self._in_schema(name, rows).write.format("delta").mode("overwrite")
         if predicate is not None:
             writer = writer.option("replaceWhere", predicate)
-        if reflects is not None:
-            writer = writer.option("userMetadata", json.dumps(commit_metadata(reflects), sort_keys=True))
-        with self.committing("replace", name):
-            writer.save(self.path(name))
+        with self.committing("replace", name) as fenced:
+            metadata = json.dumps(commit_metadata(reflects) | fenced, sort_keys=True)
+            writer.option("userMetadata", metadata).save(self.path(name))
             return int(self.last_commit_metrics(name).get("numOutputRows", 0))
 
     def append_once(self, name: str, rows: DataFrame, txn: Txn) -> None:
@@ -442,9 +474,9 @@ class Catalog:
             log.info("%s: run %d of %s already applied, skipping", name, txn.version, txn.app)
             report_written(name)
             return False
-        with self.committing("merge", name):
+        with self.committing("merge", name) as fenced:
             stored = self.read_small(name, tables, columns)
-            self._put_rows_of_tables(name, merged(stored), tables, txn)
+            self._put_rows_of_tables(name, merged(stored), tables, txn, fenced)
         return True
 
     def stored_bytes(self, name: str, tables: Sequence[str] | None = None) -> int:
@@ -472,9 +504,12 @@ class Catalog:
         hold them (``scan.driver_state_bytes``; 0: never)."""
         return limit > 0 and self.stored_bytes(name, tables) <= limit
 
-    def _put_rows_of_tables(self, name: str, rows: pa.Table, tables: Sequence[str], txn: Txn) -> None:
+    def _put_rows_of_tables(
+        self, name: str, rows: pa.Table, tables: Sequence[str], txn: Txn, fenced: dict[str, str]
+    ) -> None:
         """Write ``rows`` in place of the stored rows of ``tables`` in one delta-rs commit tagged with
-        ``txn`` (inside ``committing``): the files holding rows of ``tables`` are rewritten without them."""
+        ``txn`` (inside ``committing``, whose ``fenced`` metadata it carries): the files holding rows of
+        ``tables`` are rewritten without them."""
         predicate = is_in("table_name", tables)
         if name in self.bucketed_by_table:
             rows = arrow_with_bucket(rows)
@@ -487,7 +522,7 @@ class Catalog:
             predicate=predicate,
             writer_properties=writer_properties(name),
             commit_properties=deltalake.CommitProperties(
-                app_transactions=[deltalake.Transaction(txn.app, txn.version)]
+                app_transactions=[deltalake.Transaction(txn.app, txn.version)], custom_metadata=fenced
             ),
         )
 
@@ -499,17 +534,25 @@ class Catalog:
             key: value.replace("'", "''") if isinstance(value, str) else value
             for key, value in new_values.items()
         }
-        with self.committing("update", name):
-            self.delta_table(name).update(new_values=literal, predicate=predicate)
+        with self.committing("update", name) as fenced:
+            self.delta_table(name).update(
+                new_values=literal,
+                predicate=predicate,
+                commit_properties=deltalake.CommitProperties(custom_metadata=fenced),
+            )
 
     def update_rows_small(self, name: str, rows: pa.Table, keys: Sequence[str], condition: str) -> None:
         """Set, on every stored row that matches a row of ``rows`` on ``keys`` and meets ``condition`` (over
         the stored row ``t``), the other columns of ``rows``: per-row values in one commit."""
         matched = " AND ".join(f"t.{key} = s.{key}" for key in keys)
         updates = {column: f"s.{column}" for column in rows.column_names if column not in keys}
-        with self.committing("update", name):
+        with self.committing("update", name) as fenced:
             self.delta_table(name).merge(
-                rows, predicate=matched, source_alias="s", target_alias="t"
+                rows,
+                predicate=matched,
+                source_alias="s",
+                target_alias="t",
+                commit_properties=deltalake.CommitProperties(custom_metadata=fenced),
             ).when_matched_update(updates=updates, predicate=condition).execute()
 
     def already_applied(self, name: str, txn: Txn) -> bool:

@@ -311,8 +311,12 @@ def _record_hasher(
             "hasher, or configure joinsearch (xash_scheme, hash_bits, unique_values, char_frequencies) as "
             "the posting lists were built"
         )
-    with catalog.committing("set properties of", STATE):
-        table.alter.set_table_properties(wanted, raise_if_not_exists=False)
+    with catalog.committing("set properties of", STATE) as fenced:
+        table.alter.set_table_properties(
+            wanted,
+            raise_if_not_exists=False,
+            commit_properties=deltalake.CommitProperties(custom_metadata=fenced),
+        )
 
 
 def _recorded_text(record: str | None) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lakemeta.spark.portable import is_connect
@@ -58,16 +59,17 @@ def interrupt_tagged(spark: SparkSession, tag: str, timeout: float = 60.0) -> li
     return interrupted
 
 
-def stop_own_work(spark: SparkSession) -> None:
+def stop_own_work(spark: SparkSession, tags: Sequence[str] | None = None) -> None:
     """Stop the Spark work this thread started on ``spark``: over Spark Connect, the operations of the
-    thread's task tags (``task_tag``), or of the whole session where the thread has none (a session of its
-    own: ``lakemeta run --remote``); in a classic session, every job of this process's JVM, which runs
-    nothing but this process's work."""
+    thread's task tags (``task_tag``; or of ``tags``, the tags of the thread that did the work, when another
+    thread stops it), or of the whole session where there are none (a session of its own: ``lakemeta run
+    --remote``); in a classic session, every job of this process's JVM, which runs nothing but this
+    process's work."""
     if not is_connect(spark):
         spark.sparkContext.cancelAllJobs()
         log.warning("cancelled the Spark jobs of this process")
         return
-    tags = [tag for tag in spark.getTags() if tag.startswith(TASK_TAG_PREFIX)]
+    tags = [tag for tag in (spark.getTags() if tags is None else tags) if tag.startswith(TASK_TAG_PREFIX)]
     if not tags:
         stopped = spark.interruptAll()
         if stopped:

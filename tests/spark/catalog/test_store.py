@@ -5,6 +5,7 @@ gain the columns added to their schemas."""
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,7 +17,8 @@ from lakemeta.catalog import Catalog, NegativeCountError, Txn
 from lakemeta.catalog.contract import OutdatedLayoutError, ensure_tables
 from lakemeta.catalog.counts import merge_counts
 from lakemeta.catalog.layout import BUCKET_COLUMN, bucket_column, bucket_of
-from lakemeta.catalog.store import arrow_schema
+from lakemeta.catalog.reflects import recorded_reflects
+from lakemeta.catalog.store import LEASES_METADATA, arrow_schema
 from lakemeta.registry import open_catalog
 from lakemeta.storage import Location
 
@@ -173,3 +175,25 @@ def test_a_catalog_made_before_a_column_was_added_gains_it(spark, tmp_path: Path
     ensure_tables(catalog)
     catalog.replace_small("fk_candidates", arrow_schema("fk_candidates").empty_table())
     assert catalog.read_small("fk_candidates").schema.names == current.names
+
+
+def test_spark_commits_carry_the_epochs_of_their_leases(spark, tmp_path: Path):
+    """Every commit Spark makes to the catalog (an append into empty state, a MERGE, a replace with what it
+    reflects) carries the epochs of the leases it was made under, as delta-rs commits do."""
+    catalog = open_catalog(spark, tmp_path)
+    ensure_tables(catalog)
+    merge(catalog, [("t", ["a"], 2)], 1)  # into empty state: an append
+    merge(catalog, [("t", ["a"], 1)], 2)
+    rows = spark.createDataFrame([("t", ["id"])], "table_name string, columns array<string>")
+    with catalog.using_state("a step"):
+        catalog.replace("unique_column_combinations", rows, reflects={"run": 2})
+    for name, leases in [
+        (STATE, {"tables/" + STATE}),
+        ("unique_column_combinations", {"state", "tables/unique_column_combinations"}),
+    ]:
+        commits = catalog.delta_table(name).history()
+        written = [c for c in commits if c["operation"] in {"WRITE", "MERGE"}]
+        assert written and all(
+            set(json.loads(json.loads(c["userMetadata"])[LEASES_METADATA])) == leases for c in written
+        )
+    assert recorded_reflects(catalog.delta_table("unique_column_combinations")) == {"run": 2}

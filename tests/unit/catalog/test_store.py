@@ -1,6 +1,7 @@
 """The catalog's leases (``lakemeta.catalog.leases``), on local disk and in the S3 server: steps share the
 state lease, a rebuild holds it alone, a rebuild that waits goes before the steps that ask after it, a
-holder that died is passed over, and processes racing for a lease alone never hold it together.
+holder that died is passed over, processes racing for a lease alone never hold it together, and a holder
+that stalled past its lease is fenced off: its commit is refused.
 
 Each side is its own catalog handle in a thread of this process, or its own process; the leases need no
 Spark session."""
@@ -15,10 +16,22 @@ import signal
 import threading
 import time
 
+import pyarrow as pa
 import pytest
 
+from lakemeta import crash_points
 from lakemeta.catalog import Catalog
-from lakemeta.catalog.leases import EXCLUSIVE, SHARED, Holder, Lease, LeaseState, _renewed, _without
+from lakemeta.catalog.leases import (
+    EXCLUSIVE,
+    SHARED,
+    Holder,
+    Lease,
+    LeaseLostError,
+    LeaseState,
+    _renewed,
+    _without,
+)
+from lakemeta.catalog.store import LEASES_METADATA
 from lakemeta.storage import Location
 
 
@@ -184,3 +197,85 @@ def test_a_released_lease_leaves_no_holder(root: Location, mode: str) -> None:
     with lease.hold(mode, "a step"):
         assert [h.mode for h in lease.state().holders] == [mode]
     assert lease.state() == LeaseState()
+
+
+def _keys(table: str) -> pa.Table:
+    return pa.table({"table_name": [table], "columns": [["id"]]})
+
+
+def _stall_before_committing(uri: str, paused, go, outcome) -> None:
+    """Commit ``a``'s keys under a two-second lease, stopping inside the table's write lease just before the
+    commit until ``go`` (the test stops this process meanwhile, renewals and all); report how it ended."""
+
+    def pause(label: str) -> None:
+        if label == "before replace unique_column_combinations":
+            paused.set()
+            go.wait()
+
+    crash_points.on_reach = pause
+    try:
+        Catalog(None, Location(uri), lease_seconds=2).replace_small("unique_column_combinations", _keys("a"))
+        outcome.put("committed")
+    except LeaseLostError as error:
+        outcome.put(f"refused: {error}")
+
+
+def test_a_holder_that_stalled_past_its_lease_is_refused_its_commit(root: Location) -> None:
+    """Two holders race for a table's write lease: the first stalls (stopped) past its lease, the second is
+    let in and commits; the first, woken, finds its hold gone and commits nothing over the second's."""
+    context = multiprocessing.get_context("spawn")
+    paused, go, outcome = context.Event(), context.Event(), context.Queue()
+    stalled = context.Process(target=_stall_before_committing, args=(root.uri, paused, go, outcome))
+    stalled.start()
+    assert paused.wait(60)
+    os.kill(stalled.pid, signal.SIGSTOP)  # a long pause: its renewals stop too
+    catalog = Catalog(None, root, lease_seconds=2)
+    started = time.monotonic()
+    catalog.replace_small("unique_column_combinations", _keys("b"))
+    assert time.monotonic() - started > 1  # let in once the stalled hold had expired
+    os.kill(stalled.pid, signal.SIGCONT)  # woken first: an event's waiter takes part in its setting
+    go.set()
+    ended = outcome.get(timeout=60)
+    stalled.join(30)
+    assert ended.startswith("refused: ") and "was not renewed in time" in ended
+    assert catalog.read_small("unique_column_combinations")["table_name"].to_pylist() == ["b"]
+    history = catalog.delta_table("unique_column_combinations").history()
+    epochs = [json.loads(commit[LEASES_METADATA]) for commit in history if LEASES_METADATA in commit]
+    assert len(epochs) == 1 and set(epochs[0]) == {"tables/unique_column_combinations"}
+
+
+def test_a_commit_carries_the_epochs_of_every_lease_it_is_made_under(root: Location) -> None:
+    catalog = Catalog(None, root)
+    catalog.replace_small("unique_column_combinations", _keys("a"))
+    with catalog.using_state("a step"):
+        catalog.replace_small("unique_column_combinations", _keys("b"))
+    newest, first = (
+        json.loads(commit[LEASES_METADATA])
+        for commit in catalog.delta_table("unique_column_combinations").history()
+    )
+    assert set(first) == {"tables/unique_column_combinations"}
+    assert set(newest) == {"state", "tables/unique_column_combinations"}
+    # a later holder of a lease has a higher epoch: the fencing token grows
+    assert newest["tables/unique_column_combinations"] > first["tables/unique_column_combinations"]
+
+
+def test_a_holder_whose_hold_is_taken_stops_its_work_and_ends_with_the_loss(root: Location) -> None:
+    lease = Lease(root, "catalog", 1)
+    stopped = threading.Event()
+    with (
+        pytest.raises(LeaseLostError, match="was not renewed in time"),
+        lease.hold(EXCLUSIVE, "a run", on_lost=stopped.set) as hold,
+    ):
+        lease._change(lambda state: _without(state, hold.holder))  # passed over by another process
+        assert stopped.wait(5), "the work was not stopped when the hold was found gone"
+        with pytest.raises(LeaseLostError):
+            hold.check()
+    assert lease.state() == LeaseState()
+
+
+def test_a_hold_not_renewed_in_time_fails_its_check(root: Location) -> None:
+    lease = Lease(root, "catalog", 60)
+    with pytest.raises(LeaseLostError), lease.hold(EXCLUSIVE, "a run") as hold:
+        hold.check()  # renewed recently enough, and still recorded
+        hold.sure_until = time.monotonic()  # as if its renewals had failed for three quarters of a lease
+        hold.check()
