@@ -5,13 +5,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 SETUP_DONE := $(VENV)/.setup-done
 
-.PHONY: setup demo test test-fast test-packages s3-server lint airflow clean
+.PHONY: setup demo test test-fast test-packages s3-server lint lock airflow clean
 
 setup: $(SETUP_DONE)
 
 # One-time set-up (infra/setup.sh): the venv with every pinned package and lakemeta itself, then Delta's
 # jars from Maven Central into .cache/jars. Nothing after this needs the network.
-$(SETUP_DONE): requirements.txt infra/production/requirements.txt pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh infra/setup.sh
+$(SETUP_DONE): requirements.txt pyproject.toml infra/jvm/pom.xml infra/jvm/s3/pom.xml infra/fetch-jars.sh infra/setup.sh
 	bash infra/setup.sh $(PYTHON)
 	touch $@
 
@@ -36,6 +36,12 @@ s3-server:
 
 lint: setup
 	$(BIN)/ruff check lib jobs dags tests bench
+
+# After a change to pyproject.toml's dependencies (or to upgrade: `.venv/bin/uv lock --upgrade-package X`):
+# uv.lock resolved again, and the requirement sets exported from it (infra/export-requirements.sh).
+lock: setup
+	$(BIN)/uv lock
+	bash infra/export-requirements.sh
 
 airflow: setup
 	bash infra/airflow/start.sh

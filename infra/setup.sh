@@ -38,10 +38,9 @@ jars=$!
 trap 'kill -- -"$jars" 2>/dev/null || true' EXIT
 "$python" -m venv "$venv"
 "$venv/bin/pip" install --quiet "uv==$uv_version"
-# The production extras (PostgreSQL drivers, the FAB auth manager) resolved with the pins: the deployment
-# test runs them (tests/dags/test_deployment.py).
-"$venv/bin/uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" \
-    -r "$repo_root/requirements.txt" -r "$repo_root/infra/production/requirements.txt"
+# requirements.txt: every package of uv.lock, the production extras (PostgreSQL drivers, the FAB auth
+# manager) among them, which the deployment test runs (tests/dags/test_deployment.py).
+"$venv/bin/uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" -r "$repo_root/requirements.txt"
 "$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps -e "$repo_root"
 # pyspark is a source distribution: where the package index answers without cache headers, uv fetches it
 # again on every install and keeps each new build (about 1 GB with pyspark-client's) beside the old ones,
