@@ -158,7 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         commands, "connect-server", "serve Spark Connect for the DAGs and --remote (runs until stopped)"
     )
     server.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    server.add_argument("--port", type=int, default=15002, help="port to listen on (default 15002)")
+    server.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("LAKEMETA_CONNECT_PORT", "15002")),
+        help="port to listen on (default $LAKEMETA_CONNECT_PORT, else 15002)",
+    )
 
     warm = _add_command(
         commands,
