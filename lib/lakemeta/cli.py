@@ -127,6 +127,22 @@ def build_parser() -> argparse.ArgumentParser:
     graph.add_argument("--out", type=Path, default=Path("schemas.html"), help="the page to write (HTML)")
     graph.add_argument("--inds", action="store_true", help="draw the INDs within each schema too")
 
+    export = _add_command(
+        commands, "export", "write the catalog's datasets, keys, FKs and profiles for DataHub (no JVM)"
+    )
+    export.add_argument("target", choices=["datahub"], help="the metadata platform")
+    export.add_argument(
+        "--out", type=Path, default=Path("datahub-metadata.json"), help="the metadata file to write"
+    )
+    export.add_argument(
+        "--server",
+        help="send to this DataHub server (its GMS URL) instead of writing a file; a token from "
+        "DATAHUB_GMS_TOKEN",
+    )
+    export.add_argument(
+        "--lake-name", help="datasets are named <lake-name>.<table> (default: the lake folder's name)"
+    )
+
     show = _add_command(commands, "show", "print a catalog table, or what each result reflects (no JVM)")
     show.add_argument(
         "table",
@@ -349,6 +365,19 @@ def _graph(args: argparse.Namespace, config: Config) -> int:
     return EXIT_OK
 
 
+def _export(args: argparse.Namespace, config: Config) -> int:
+    from lakemeta.export.datahub import export
+
+    if config.catalog is None:
+        raise ValueError("--catalog (or LAKEMETA_CATALOG) is required")
+    lake_name = args.lake_name or (config.lake.name if config.lake is not None else "lake")
+    made = export(config.catalog, lake_name, args.out, args.server, os.environ.get("DATAHUB_GMS_TOKEN"))
+    print(
+        f"{made} metadata change proposals " + (f"sent to {args.server}" if args.server else f"in {args.out}")
+    )
+    return EXIT_OK
+
+
 def _show(args: argparse.Namespace, config: Config) -> int:
     from lakemeta.show import (
         FRESHNESS,
@@ -415,6 +444,7 @@ COMMANDS = {
     "joinable": _joinable,
     "graph": _graph,
     "show": _show,
+    "export": _export,
     "connect-server": _connect_server,
     "warm-up": _warm_up,
     "demo": _demo,

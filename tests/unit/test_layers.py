@@ -22,7 +22,7 @@ LAYERS = [
     {"reference"},
     {"registry"},
     {"orchestration"},
-    {"cli", "demo", "show"},
+    {"cli", "demo", "show", "export"},
 ]
 
 
