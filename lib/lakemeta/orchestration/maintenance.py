@@ -151,12 +151,13 @@ def maintain_tables(root: Location, retention: timedelta) -> CatalogMaintenance:
     """Maintain every Delta table of the catalog at ``root`` and its results files (module docstring),
     holding the state lease alone; what was done."""
     done = []
-    with Lease(root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "maintaining the catalog's tables"):
+    with Lease(root, "state", LEASE_SECONDS).hold(EXCLUSIVE, "maintaining the catalog's tables") as hold:
         published = published_versions(root)
         bucketed = open_catalog(None, root).bucketed_by_table
         retention_hours = math.ceil(retention.total_seconds() / 3600)
         for location in sorted(root.walk_tables(), key=str):
             name = root.relative(location)
+            hold.check()  # the fence (``lakemeta.catalog.leases``): a stalled maintenance stops here
             done.append(
                 maintain_table(location, name, retention_hours, published.get(name), name in bucketed)
             )

@@ -13,8 +13,10 @@ from deltalake import DeltaTable, Field, write_deltalake
 from lakemeta.catalog import Catalog
 from lakemeta.catalog.contract import ensure_tables
 from lakemeta.catalog.layout import BUCKET_COLUMN, LAYOUT_PROPERTIES, bucket_of, writer_properties
+from lakemeta.catalog.leases import LEASE_SECONDS, Lease, LeaseLostError, LeaseState
 from lakemeta.catalog.reflects import recorded_reflects
 from lakemeta.catalog.store import Txn
+from lakemeta.orchestration import maintenance
 from lakemeta.orchestration.maintenance import maintain_table, maintain_tables
 from lakemeta.orchestration.publish import publication_is_current
 from lakemeta.quality.gate import AUDITED
@@ -248,3 +250,22 @@ def test_what_a_derived_table_reflects_survives_maintenance_and_not_a_schema_cha
     assert recorded_reflects(catalog.delta_table(name)) == reflects
     location.delta_table().alter.add_columns([Field("added", "long")])
     assert recorded_reflects(catalog.delta_table(name)) is None
+
+
+def test_maintenance_that_lost_its_lease_stops_before_the_next_table(catalog, monkeypatch):
+    """The state lease taken over after the first table (its holder passed over, as a stalled process
+    is): the next table is not touched, and the maintenance ends with the loss."""
+    root = Location.parse(catalog)
+    assert len(list(root.walk_tables())) > 1
+    lease, maintained = Lease(root, "state", LEASE_SECONDS), []
+
+    def first_then_passed_over(location, name, *arguments):
+        maintained.append(name)
+        lease._change(lambda state: LeaseState((), state.waiting))  # another process took it
+        return real(location, name, *arguments)
+
+    real = maintenance.maintain_table
+    monkeypatch.setattr(maintenance, "maintain_table", first_then_passed_over)
+    with pytest.raises(LeaseLostError):
+        maintain_tables(root, timedelta(days=7))
+    assert len(maintained) == 1
