@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import write_deltalake
 
+from lakemeta import __version__
 from lakemeta.catalog.store import read_small
 from lakemeta.ports import free_port
 from lakemeta.storage import Location
@@ -184,13 +185,7 @@ def test_the_cli_commands_run_as_written(workplace: dict) -> None:
     versions = {row["table_name"] for row in json.loads(by_command["published-versions --format json"])}
     assert "fk_candidates" in versions
     assert (workplace["cwd"] / "schemas.html").is_file()
-    assert outputs[block.lines[-1]].split()[-1] == importlib_version()
-
-
-def importlib_version() -> str:
-    import lakemeta
-
-    return lakemeta.__version__
+    assert outputs[block.lines[-1]].split()[-1] == __version__
 
 
 def test_the_airflow_recipe_runs_as_written(workplace: dict) -> None:

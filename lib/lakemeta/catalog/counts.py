@@ -105,8 +105,12 @@ def merge_counts(
         )
         # Crash points keep the MERGE's labels: "after merge <table>" names the state update's commit
         # whichever way it writes (docs/operations.md, "Operations").
-        with _naming_negative_counts(name), catalog.transaction(txn), catalog.committing("merge", name):
-            catalog.append(name, rows)
+        with (
+            _naming_negative_counts(name),
+            catalog.transaction(txn),
+            catalog.committing("merge", name) as fenced,
+        ):
+            catalog.append(name, rows, fenced)
         return True
 
     on = " AND ".join(f"t.`{key}` = s.`{key}`" for key in keys)
@@ -140,6 +144,10 @@ def merge_counts(
     # once and keeps it for both (``merge.materializeSource=auto`` does for any source not read from
     # Delta tables alone, as the staged partial rows are not): a persist here only made a second copy,
     # filled by jobs of its own. ``none`` (the source computed twice) measured no faster on a tiny lake.
-    with _naming_negative_counts(name), catalog.transaction(txn), catalog.committing("merge", name):
-        catalog.merge_into(name, delta, on, clauses, tables)
+    with (
+        _naming_negative_counts(name),
+        catalog.transaction(txn),
+        catalog.committing("merge", name) as fenced,
+    ):
+        catalog.merge_into(name, delta, on, clauses, tables, fenced)
     return True

@@ -21,11 +21,11 @@ holder knows, by its own monotonic clock, how long its hold surely lasts: no oth
 before ``LEASE_SECONDS`` after the start of its last renewal's write (it cannot have seen that renewal
 earlier), and the hold counts as lasting for three quarters of that, the rest a margin for the commit
 itself and for clocks that tick at slightly different rates. Before each commit the holder checks that its
-holds last and that the newest record still names it (``Hold.check``), and the commit carries the epochs
-(``Catalog.committing``): a holder that stalled past its lease (a long pause, a partition from the store)
-and was passed over is refused, never overwrites a newer holder's commit. A holder that finds its hold
-gone while it works stops its own work at once (``hold``'s ``on_lost``), so that a Spark job underway does
-not commit after the lease could be another's.
+holds still surely last (``Hold.check``: its own clock, no read of the store, which its renewals read every
+quarter lease), and the commit carries the epochs (``Catalog.committing``): a holder that stalled past
+its lease (a long pause, a partition from the store) may have been passed over and is refused, never
+overwrites a newer holder's commit. A holder whose renewal finds its hold gone stops its own work at once
+(``hold``'s ``on_lost``), so that a Spark job underway does not commit after the lease could be another's.
 """
 
 from __future__ import annotations
@@ -174,13 +174,9 @@ class Hold:
     lost: threading.Event = dataclasses.field(default_factory=threading.Event)
 
     def check(self) -> None:
-        """Raise ``LeaseLostError`` unless the hold surely lasts and the lease's newest record names it
-        (no newer holder has taken it): the fence every commit passes."""
-        if (
-            not self.lost.is_set()
-            and time.monotonic() < self.sure_until
-            and any(h.id == self.holder for h in self.lease.state().holders)
-        ):
+        """Raise ``LeaseLostError`` unless the hold surely lasts (no other process can have passed it over
+        yet) and no renewal found it gone: the fence every commit passes."""
+        if not self.lost.is_set() and time.monotonic() < self.sure_until:
             return
         self.lost.set()
         raise self.lost_error()

@@ -197,19 +197,28 @@ class Catalog:
         wanted = arrow_frame(self.spark, pa.table({_WANTED: pa.array(names, pa.string())}))
         return rows.join(F.broadcast(wanted), F.col("table_name") == F.col(_WANTED), "left_semi")
 
-    def append(self, name: str, rows: DataFrame) -> None:
+    def append(self, name: str, rows: DataFrame, fenced: dict[str, str]) -> None:
         """Append ``rows`` (in the component's schema) to state table ``name`` through Spark, with the bucket
-        of their table where the table is bucketed by it. The caller commits (``committing``)."""
+        of their table where the table is bucketed by it. The caller commits (``committing``, whose
+        ``fenced`` metadata the commit carries)."""
         if name in self.bucketed_by_table:
             rows = with_bucket(rows)
-        rows.write.format("delta").mode("append").save(self.path(name))
+        metadata = json.dumps(fenced, sort_keys=True)
+        rows.write.format("delta").mode("append").option("userMetadata", metadata).save(self.path(name))
 
     def merge_into(
-        self, name: str, source: DataFrame, on: str, clauses: Sequence[str], tables: Sequence[str]
+        self,
+        name: str,
+        source: DataFrame,
+        on: str,
+        clauses: Sequence[str],
+        tables: Sequence[str],
+        fenced: dict[str, str],
     ) -> Row:
         """``MERGE INTO`` table ``name`` (alias ``t``) from ``source`` (alias ``s``) with the ``WHEN``
-        ``clauses``; its metrics (``num_inserted_rows``...). ``tables``: every ``table_name`` the source
-        holds (a source row of another table would be inserted as new, never matched). In SQL rather than
+        ``clauses``, its commit carrying ``fenced`` (``committing``'s metadata); its metrics
+        (``num_inserted_rows``...). ``tables``: every ``table_name`` the source holds (a source row of
+        another table would be inserted as new, never matched). In SQL rather than
         through delta-spark's ``DeltaTable``, whose Python API a Spark Connect session lacks; the source is
         a temporary view of the session, dropped afterwards. In a table bucketed by table, the source's rows
         get their bucket here."""
@@ -224,11 +233,14 @@ class Catalog:
         pruned = f"({on}) AND {is_in_sql('t.table_name', tables)}"
         if name in self.bucketed_by_table:
             pruned += f" AND {in_buckets_sql(f't.{BUCKET_COLUMN}', tables)}"
+        # SQL has no writer option: the session's commit metadata, for this statement alone
+        self.spark.conf.set(_USER_METADATA, json.dumps(fenced, sort_keys=True))
         try:
             return self.spark.sql(
                 f"MERGE INTO delta.`{target}` AS t USING {view} AS s ON {pruned} {' '.join(clauses)}"
             ).first()
         finally:
+            self.spark.conf.unset(_USER_METADATA)
             self.spark.catalog.dropTempView(view)
 
     @contextlib.contextmanager
@@ -300,25 +312,16 @@ class Catalog:
         """One durable write (``operation`` on table ``name``): the table's write lease held alone around
         it, crash points before and after it (``lakemeta.crash_points``; the after-point is passed only when
         the write returned), and the fence: the write goes ahead only while every lease this handle holds
-        surely lasts and is still its own (``Hold.check``), and its commit carries their epochs - the
-        metadata yielded, for a delta-rs commit's ``custom_metadata``; Spark's commits made inside get it
-        as their ``userMetadata``. Delta's commit needs an atomic "create if absent" of the next log entry,
-        which delta-rs makes a conditional PUT on S3 but delta-spark's S3 log store does not: one writer per
-        table at a time keeps a Spark commit from overwriting another process's."""
+        surely lasts (``Hold.check``), and its commit carries their epochs: the metadata yielded, for a
+        delta-rs commit's ``custom_metadata`` or a Spark write's (``append``, ``merge_into``). Delta's
+        commit needs an atomic "create if absent" of the next log entry, which delta-rs makes a conditional
+        PUT on S3 but delta-spark's S3 log store does not: one writer per table at a time keeps a Spark
+        commit from overwriting another process's."""
         with self._holding(f"tables/{name}", EXCLUSIVE, f"{operation} {name}"):
             crash_point(f"before {operation} {name}")
             for hold in self._holds:
                 hold.check()
-            fenced = {
-                LEASES_METADATA: json.dumps({h.lease.name: h.epoch for h in self._holds}, sort_keys=True)
-            }
-            if self._spark is not None:
-                self._spark.conf.set(_USER_METADATA, json.dumps(fenced, sort_keys=True))
-            try:
-                yield fenced
-            finally:
-                if self._spark is not None:
-                    self._spark.conf.unset(_USER_METADATA)
+            yield {LEASES_METADATA: json.dumps({h.lease.name: h.epoch for h in self._holds}, sort_keys=True)}
         crash_point(f"after {operation} {name}")
         report_written(name)
 
@@ -449,8 +452,10 @@ class Catalog:
             report_written(name)
             return
         writer = self._in_schema(name, rows).write.format("delta").mode("append")
-        with self.committing("append", name):
-            writer.option("txnAppId", txn.app).option("txnVersion", txn.version).save(self.path(name))
+        with self.committing("append", name) as fenced:
+            writer.option("txnAppId", txn.app).option("txnVersion", txn.version).option(
+                "userMetadata", json.dumps(fenced, sort_keys=True)
+            ).save(self.path(name))
 
     def _in_schema(self, name: str, rows: DataFrame) -> DataFrame:
         """``rows`` with table ``name``'s columns, in its order and types."""

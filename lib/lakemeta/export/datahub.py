@@ -19,8 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from lakemeta.show import read_catalog_rows
+from lakemeta.catalog.publication import published_versions
 from lakemeta.storage import Location
 
 if TYPE_CHECKING:  # DataHub's SDK is the extra `datahub`: imported where an export runs
@@ -79,12 +80,21 @@ def proposals(
     from datahub.emitter.mcp import MetadataChangeProposalWrapper
     from datahub.metadata import schema_classes as classes
 
-    def read(name: str) -> pa.Table:
-        return read_catalog_rows(catalog, name, published=True)
+    root = Location.parse(catalog)
+    versions = published_versions(root) if (root / "published").is_delta_table() else {}
+
+    def read(name: str, where: pc.Expression | None = None, columns: list[str] | None = None) -> pa.Table:
+        """A catalog table at its published version (its newest before a first publication)."""
+        table = (root / name).delta_table()
+        if name in versions:
+            table.load_as_version(versions[name])
+        return (root / name).delta_dataset(table).to_table(columns=columns, filter=where)
 
     tables, columns = read("tables"), read("columns")
-    candidates = read("fk_candidates")
-    accepted = candidates.filter(candidates["accepted"].fill_null(False))
+    # the accepted alone, filtered in the scan: a dense lake's candidates run into the millions
+    accepted = read(
+        "fk_candidates", pc.field("accepted"), ["fk_table", "fk_columns", "pk_table", "pk_columns"]
+    )
     keys = primary_keys(read("unique_column_combinations"), accepted)
 
     def urn(table: str) -> str:
@@ -94,7 +104,7 @@ def proposals(
     for column in sorted(columns.to_pylist(), key=lambda c: (c["table_name"], c["ordinal"])):
         by_table.setdefault(column["table_name"], []).append(column)
     references: dict[str, list[dict]] = {}
-    for fk in accepted.select(["fk_table", "fk_columns", "pk_table", "pk_columns"]).to_pylist():
+    for fk in accepted.to_pylist():
         references.setdefault(fk["fk_table"], []).append(fk)
     now = int(time.time() * 1000)
     for table in tables.to_pylist():

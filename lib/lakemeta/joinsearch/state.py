@@ -228,8 +228,8 @@ class PostingLists(StateComponent):
             "t.table_name = s.table_name AND t.row_id = s.row_id "
             f"AND (s.{_DELETE} OR t.column_name = s.column_name)"
         )
-        with self.catalog.transaction(self.txn(plan)), self.catalog.committing("merge", STATE):
-            metrics = self.catalog.merge_into(STATE, delta.rows, on, clauses, plan.tables)
+        with self.catalog.transaction(self.txn(plan)), self.catalog.committing("merge", STATE) as fenced:
+            metrics = self.catalog.merge_into(STATE, delta.rows, on, clauses, plan.tables, fenced)
         log.info(
             "run %d: posting lists: %d items inserted, %d removed",
             plan.run_id,
@@ -267,8 +267,8 @@ class PostingLists(StateComponent):
         (116.6M items) the MERGE took far longer than the append (``bench/many_tables.py --tpch``;
         docs/performance.md, "Measurements behind the code")."""
         inserted = delta.rows.where(~F.col(_DELETE)).select(*SCHEMA.fieldNames())
-        with self.catalog.transaction(self.txn(plan)), self.catalog.committing("append to", STATE):
-            self.catalog.append(STATE, inserted)
+        with self.catalog.transaction(self.txn(plan)), self.catalog.committing("append to", STATE) as fenced:
+            self.catalog.append(STATE, inserted, fenced)
         log.info(
             "run %d: posting lists: %s items inserted into empty posting lists",
             plan.run_id,
