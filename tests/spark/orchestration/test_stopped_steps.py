@@ -52,7 +52,7 @@ def ui_of(app):
         try:
             listed = urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/applications", timeout=2)
             apps = json.load(listed)
-        except OSError:
+        except (OSError, ValueError):  # nothing there, or another service's port: not a Spark UI
             continue
         if any(found["id"] == app for found in apps):
             return f"http://127.0.0.1:{port}/api/v1/applications/{app}"
